@@ -1,0 +1,50 @@
+-- Runs, newest first. A run is an invoke_agent span that is its own run (no agent ancestor).
+WITH picked AS (
+    SELECT "TraceId", "SpanId", run_id, agent, "ServiceName", "Timestamp", "Duration",
+           "StatusCode", termination_reason
+    FROM spans
+    WHERE span_type = 'agent' AND "SpanId" = run_id
+      AND ($trace_id::VARCHAR IS NULL OR "TraceId" = $trace_id)
+      AND ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
+      AND ($termination_reason::VARCHAR IS NULL OR termination_reason = $termination_reason)
+      AND ($status::VARCHAR IS NULL
+           OR (CASE WHEN termination_reason = 'completed' AND "StatusCode" <> 'Error' THEN 'ok' ELSE 'error' END) = $status)
+      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
+      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
+    ORDER BY "Timestamp" DESC, "TraceId"
+    LIMIT $limit OFFSET $offset
+),
+agg AS (
+    SELECT s."TraceId", s.run_id,
+           count(DISTINCT s.step) FILTER (WHERE s.span_type IN ('llm', 'tool')) AS steps,
+           count(*) FILTER (WHERE s.span_type = 'llm') AS llm_calls,
+           count(*) FILTER (WHERE s.span_type = 'tool') AS tool_calls,
+           count(*) FILTER (WHERE s.span_type = 'tool' AND s."StatusCode" = 'Error') AS tool_errors,
+           coalesce(sum(greatest(coalesce(s.attempts, 1) - 1, 0)) FILTER (WHERE s.span_type = 'tool'), 0) AS retries,
+           coalesce(sum(s.input_tokens) FILTER (WHERE s.span_type = 'llm'), 0) AS input_tokens,
+           coalesce(sum(s.output_tokens) FILTER (WHERE s.span_type = 'llm'), 0) AS output_tokens,
+           count(*) FILTER (WHERE s.loop_kind IS NOT NULL) AS loops
+    FROM spans s
+    JOIN picked p ON s."TraceId" = p."TraceId" AND s.run_id = p.run_id
+    GROUP BY s."TraceId", s.run_id
+)
+SELECT p."TraceId" AS trace_id,
+       p.run_id,
+       p.agent,
+       p."ServiceName" AS service,
+       p."Timestamp" AS started_at,
+       p."Duration" / 1e6 AS duration_ms,
+       CASE WHEN p.termination_reason = 'completed' AND p."StatusCode" <> 'Error' THEN 'ok' ELSE 'error' END AS status,
+       p.termination_reason,
+       coalesce(a.steps, 0) AS steps,
+       coalesce(a.llm_calls, 0) AS llm_calls,
+       coalesce(a.tool_calls, 0) AS tool_calls,
+       coalesce(a.tool_errors, 0) AS tool_errors,
+       coalesce(a.retries, 0) AS retries,
+       coalesce(a.input_tokens, 0) AS input_tokens,
+       coalesce(a.output_tokens, 0) AS output_tokens,
+       coalesce(a.loops, 0) AS loops
+FROM picked p
+LEFT JOIN agg a ON a."TraceId" = p."TraceId" AND a.run_id = p.run_id
+ORDER BY p."Timestamp" DESC, p."TraceId"

@@ -1,0 +1,116 @@
+"""The query API ``/api/v1/*``: thin HTTP over the analytics questions.
+
+Parameters are validated here (a bad one is a 400 naming it); the analytics layer gets
+typed values and binds them as SQL parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+import duckdb
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from loopsight import analytics
+
+_HEX = re.compile(r"^[0-9a-f]{32}$")
+
+
+class BadParameter(ValueError):
+    """A query parameter that cannot be used; answered 400."""
+
+
+def parse_time(name: str, value: str | None) -> datetime | None:
+    """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d``, as naive UTC."""
+    if value is None or value == "":
+        return None
+    rel = re.fullmatch(r"-(\d{1,6})([smhd])", value.strip())
+    if rel:
+        seconds = int(rel.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
+        return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=seconds)
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def parse_int(name: str, value: str | None, default: int, low: int, high: int) -> int:
+    """An integer query parameter within [low, high]."""
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise BadParameter(f"{name}={value!r} is not an integer") from None
+    if not low <= number <= high:
+        raise BadParameter(f"{name}={number} is out of range [{low}, {high}]")
+    return number
+
+
+def parse_text(name: str, value: str | None, max_length: int = 512) -> str | None:
+    """A free-text filter (bound as a parameter, so only its length is limited)."""
+    if value is None or value == "":
+        return None
+    if len(value) > max_length:
+        raise BadParameter(f"{name} is longer than {max_length} characters")
+    return value
+
+
+def _filters(request: Request) -> dict[str, Any]:
+    q = request.query_params
+    return {
+        "agent": parse_text("agent", q.get("agent")),
+        "service": parse_text("service", q.get("service")),
+        "since": parse_time("since", q.get("since")),
+        "until": parse_time("until", q.get("until")),
+    }
+
+
+def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]:
+    """The ``/api/v1`` routes reading through ``reader()`` (a fresh connection per request)."""
+
+    async def answer(request: Request, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> JSONResponse:
+        def run() -> Any:
+            con = reader()
+            try:
+                return work(con)
+            finally:
+                con.close()
+
+        try:
+            return JSONResponse(await run_in_threadpool(run))
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    async def runs(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {
+                **_filters(request),
+                "limit": parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT),
+                "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
+                "status": parse_text("status", q.get("status")),
+                "termination_reason": parse_text("termination_reason", q.get("termination_reason")),
+            }
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"runs": analytics.list_runs(con, **params)})
+
+    async def run_detail(request: Request) -> JSONResponse:
+        trace_id = request.path_params["trace_id"].lower()
+        if not _HEX.match(trace_id):
+            return JSONResponse({"error": "trace_id must be 32 hex characters"}, status_code=400)
+        return await answer(request, lambda con: analytics.trace_detail(con, trace_id))
+
+    return [
+        Route("/api/v1/runs", runs, methods=["GET"]),
+        Route("/api/v1/runs/{trace_id}", run_detail, methods=["GET"]),
+    ]

@@ -1,0 +1,129 @@
+"""Decode OTLP trace export requests (protobuf or JSON, gzip or deflate) with hard size caps.
+
+Example:
+    >>> req = decode_request(b"", "application/x-protobuf", None, 1024)
+    >>> len(req.resource_spans)
+    0
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any, Iterator
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from loopsight.collector.normalize import Limits, attributes_to_dict, normalize_span
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+
+class BadRequest(Exception):
+    """Malformed input: answered 400 / INVALID_ARGUMENT with this message."""
+
+
+class TooLarge(Exception):
+    """Body over the limit after decompression: answered 413."""
+
+
+class UnsupportedMediaType(Exception):
+    """Neither protobuf nor JSON: answered 415."""
+
+
+def media_type(content_type: str | None) -> str:
+    """``application/json; charset=utf-8`` -> ``application/json``; anything else -> 415."""
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    if base in (PROTOBUF, JSON):
+        return base
+    raise UnsupportedMediaType(f"unsupported content type {content_type!r}: use {PROTOBUF} or {JSON}")
+
+
+def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
+    """Undo ``Content-Encoding`` gzip/deflate, streaming, never producing more than ``max_bytes``."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding in ("", "identity"):
+        if len(body) > max_bytes:
+            raise TooLarge(f"body of {len(body)} bytes is over the {max_bytes}-byte limit")
+        return body
+    if encoding == "gzip":
+        wbits = 16 + zlib.MAX_WBITS
+    elif encoding == "deflate":
+        wbits = zlib.MAX_WBITS if body[:1] == b"\x78" else -zlib.MAX_WBITS
+    else:
+        raise UnsupportedMediaType(f"unsupported content encoding {encoding!r}: use gzip or deflate")
+    decoder = zlib.decompressobj(wbits)
+    try:
+        out = decoder.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"body is not valid {encoding}: {exc}") from None
+    if len(out) > max_bytes or decoder.unconsumed_tail:
+        raise TooLarge(f"body is over the {max_bytes}-byte limit after decompression")
+    if not decoder.eof:
+        raise BadRequest(f"body is truncated {encoding} data")
+    return out
+
+
+_ID_FIELDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+
+
+def _hex_ids_to_base64(node: Any) -> None:
+    # OTLP/JSON spells ids as hex; protobuf's JSON mapping expects base64 bytes.
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _ID_FIELDS and isinstance(value, str):
+                try:
+                    raw = bytes.fromhex(value)
+                except ValueError:
+                    raise BadRequest(f"{key} {value[:40]!r} is not hex") from None
+                node[key] = base64.b64encode(raw).decode()
+            else:
+                _hex_ids_to_base64(value)
+    elif isinstance(node, list):
+        for item in node:
+            _hex_ids_to_base64(item)
+
+
+def decode_request(body: bytes, content_type: str, encoding: str | None, max_bytes: int) -> ExportTraceServiceRequest:
+    """Decode an export request body; raises BadRequest, TooLarge or UnsupportedMediaType."""
+    kind = media_type(content_type)
+    data = decompress(body, encoding, max_bytes)
+    request = ExportTraceServiceRequest()
+    if kind == PROTOBUF:
+        try:
+            request.ParseFromString(data)
+        except (DecodeError, RecursionError) as exc:
+            raise BadRequest(f"malformed protobuf ExportTraceServiceRequest: {exc}") from None
+        return request
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise BadRequest("JSON body must be an object with resourceSpans")
+    _hex_ids_to_base64(parsed)
+    try:
+        json_format.ParseDict(parsed, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
+        raise BadRequest(f"JSON is not an OTLP ExportTraceServiceRequest: {exc}") from None
+    return request
+
+
+def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[dict[str, Any] | str]:
+    """Normalized rows of every span; a rejected span yields the reason (a str) instead."""
+    for resource_spans in request.resource_spans:
+        resource = attributes_to_dict(resource_spans.resource.attributes, limits)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope
+            for span in scope_spans.spans:
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    yield "invalid trace_id or span_id length"
+                    continue
+                if span.parent_span_id and len(span.parent_span_id) != 8:
+                    yield "invalid parent_span_id length"
+                    continue
+                yield normalize_span(span, resource, scope.name, scope.version, limits)

@@ -1,0 +1,44 @@
+"""Settings shared by every part: flags first, then ``LOOPSIGHT_*`` variables, then built-ins.
+
+Example:
+    >>> from loopsight.config import env_str
+    >>> env_str("DB", "./loopsight.duckdb")  # LOOPSIGHT_DB or the default
+    './loopsight.duckdb'
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_DB = "./loopsight.duckdb"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 4318
+DEFAULT_GRPC_PORT = 4317
+DEFAULT_DASHBOARD_PORT = 8501
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    """``LOOPSIGHT_<name>`` if set and non-empty, else ``default``."""
+    value = os.environ.get(f"LOOPSIGHT_{name}")
+    return value if value else default
+
+
+def env_bool(name: str, default: bool = False, *, raw: bool = False) -> bool:
+    """A boolean variable; ``raw=True`` reads ``name`` as-is instead of ``LOOPSIGHT_<name>``."""
+    value = os.environ.get(name if raw else f"LOOPSIGHT_{name}")
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in _TRUE
+
+
+def env_int(name: str, default: int) -> int:
+    """An integer variable; a malformed value is an error that names the variable."""
+    value = os.environ.get(f"LOOPSIGHT_{name}")
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"LOOPSIGHT_{name}={value!r} is not an integer") from None

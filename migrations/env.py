@@ -1,0 +1,10 @@
+"""Alembic environment: always online, on the connection ``runner.upgrade`` hands over."""
+
+from alembic import context
+
+import loopsight.migrations.runner  # noqa: F401  registers the duckdb impl
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=None)
+with context.begin_transaction():
+    context.run_migrations()
