@@ -1,0 +1,5 @@
+"""``python -m loopsight`` runs the CLI."""
+
+from loopsight.cli import main
+
+main()

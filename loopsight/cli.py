@@ -1,0 +1,322 @@
+"""The ``loopsight`` command line.
+
+Defaults come from flags, then ``LOOPSIGHT_*`` environment variables, then built-ins.
+Each command imports its part lazily, so ``loopsight demo`` works with the
+instrumentation alone installed.
+
+Example:
+    $ loopsight up --demo
+    $ loopsight runs --limit 5
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from loopsight import config
+
+app = typer.Typer(
+    name="loopsight",
+    help="See where tool-calling agents stall, loop and burn tokens.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Schema migrations of the DuckDB store.", no_args_is_help=True)
+alerts_app = typer.Typer(help="Alert rules.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(alerts_app, name="alerts")
+
+console = Console()
+err = Console(stderr=True)
+
+DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", help="DuckDB file.")]
+TokenOpt = Annotated[
+    Optional[str], typer.Option("--token", envvar="LOOPSIGHT_TOKEN", help="Bearer token required/sent on every route but /healthz.")
+]
+CollectorOpt = Annotated[
+    Optional[str], typer.Option("--collector", envvar="LOOPSIGHT_COLLECTOR_URL", help="Collector base URL (default http://127.0.0.1:4318).")
+]
+ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")]
+
+DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``message`` in red on stderr and return the Exit to raise."""
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def collector(
+    db: DbOpt = config.DEFAULT_DB,
+    host: Annotated[str, typer.Option(envvar="LOOPSIGHT_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
+    http_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", help="OTLP/HTTP + query API port.")] = config.DEFAULT_HTTP_PORT,
+    grpc_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", help="OTLP/gRPC port.")] = config.DEFAULT_GRPC_PORT,
+    token: TokenOpt = None,
+    rules: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
+    retention: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")] = None,
+    forward_to: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint.")] = None,
+    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations.")] = 30.0,
+    capture_content: Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")] = False,
+    max_body_bytes: Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")] = 16 * 1024 * 1024,
+) -> None:
+    """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
+    from loopsight.collector.server import StartupError, serve
+    from loopsight.collector.store import StoreError
+
+    try:
+        serve(
+            db=db,
+            host=host,
+            http_port=http_port,
+            grpc_port=grpc_port,
+            token=token,
+            rules=rules,
+            retention=retention,
+            forward_to=forward_to,
+            alert_interval=alert_interval,
+            capture_content=capture_content,
+            max_body_bytes=max_body_bytes,
+        )
+    except (StartupError, StoreError) as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command()
+def dashboard(
+    collector: CollectorOpt = None,
+    db: ReadDbOpt = None,
+    port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", help="Port to serve on.")] = config.DEFAULT_DASHBOARD_PORT,
+    host: Annotated[str, typer.Option(envvar="LOOPSIGHT_DASHBOARD_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
+    token: TokenOpt = None,
+) -> None:
+    """Serve the Streamlit dashboard (reads the collector's API, or a DuckDB file)."""
+    if collector and db:
+        raise fail("give --collector or --db, not both")
+    from loopsight.dashboard import launch
+
+    raise typer.Exit(launch(collector=collector, db=db, port=port, token=token, host=host))
+
+
+@app.command()
+def demo(
+    endpoint: Annotated[Optional[str], typer.Option(help="OTLP/HTTP endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT or the local collector).")] = None,
+    runs: Annotated[int, typer.Option(min=1, max=100_000, help="How many agent runs.")] = 40,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same runs).")] = 7,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Runs in parallel.")] = 4,
+    speed: Annotated[float, typer.Option(min=0.1, help="Divide the scenarios' real delays by this.")] = 20.0,
+) -> None:
+    """Run the reference ReAct loop over the scenario pack and export its spans."""
+    from loopsight.react.demo import run_demo
+
+    summary = run_demo(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency, speed=speed)
+    console.print(summary)
+
+
+@app.command()
+def ingest(
+    files: Annotated[list[Path], typer.Argument(help="OTLP JSON, JSON-lines or protobuf files.")],
+    db: DbOpt = config.DEFAULT_DB,
+) -> None:
+    """Load OTLP files into the store."""
+    from loopsight.collector.ingest import ingest_files
+    from loopsight.collector.store import StoreError
+
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise fail(f"no such file: {', '.join(missing)}")
+    try:
+        summary = ingest_files([str(f) for f in files], db)
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+    console.print(summary)
+
+
+def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int) -> list[dict]:
+    if db:
+        import duckdb
+
+        from loopsight.analytics import list_runs
+
+        if not Path(db).is_file():
+            raise fail(f"no DuckDB file at {db}")
+        try:
+            con = duckdb.connect(db, read_only=True)
+        except duckdb.Error as exc:
+            raise fail(f"cannot open {db} read-only (a running collector holds it? use --collector): {exc}") from None
+        try:
+            return list_runs(con, limit=limit)
+        finally:
+            con.close()
+    import httpx
+
+    url = (collector or DEFAULT_COLLECTOR).rstrip("/")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.get(f"{url}/api/v1/runs", params={"limit": limit}, headers=headers, timeout=10)
+    except httpx.HTTPError as exc:
+        raise fail(f"cannot reach the collector at {url}: {exc}") from None
+    if response.status_code != 200:
+        raise fail(f"{url}/api/v1/runs answered {response.status_code}: {response.text[:200]}")
+    return response.json()["runs"]
+
+
+@app.command("runs")
+def runs_cmd(
+    collector: CollectorOpt = None,
+    db: ReadDbOpt = None,
+    token: TokenOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many runs, newest first.")] = 20,
+) -> None:
+    """List runs, newest first."""
+    if collector and db:
+        raise fail("give --collector or --db, not both")
+    runs = _fetch_runs(collector, db, token, limit)
+    if as_json:
+        for run in runs:
+            typer.echo(json.dumps(run))
+        return
+    table = Table("started", "agent", "status", "termination", "steps", "tools", "errors", "tokens", "ms", "trace")
+    for run in runs:
+        table.add_row(
+            run["started_at"][:19],
+            run["agent"] or "",
+            run["status"],
+            run["termination_reason"] or "",
+            str(run["steps"]),
+            str(run["tool_calls"]),
+            str(run["tool_errors"]),
+            str(run["input_tokens"] + run["output_tokens"]),
+            f"{run['duration_ms']:.0f}",
+            run["trace_id"],
+        )
+    console.print(table)
+
+
+@alerts_app.command("check")
+def alerts_check(
+    rules: Annotated[str, typer.Option("--rules", help="Rules TOML file.")],
+    collector: CollectorOpt = None,
+    db: ReadDbOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Evaluate the rules once; exit 1 if any fires."""
+    if collector and db:
+        raise fail("give --collector or --db, not both")
+    from loopsight.alerts import check
+
+    raise typer.Exit(check(rules, collector=collector, db=db, token=token, console=console))
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOpt = config.DEFAULT_DB) -> None:
+    """Apply pending migrations (keeps existing data)."""
+    from loopsight.migrations import upgrade
+
+    try:
+        revision = upgrade(db)
+    except Exception as exc:  # alembic/duckdb wrap the cause in several types
+        raise fail(f"cannot upgrade {db}: {exc}") from None
+    console.print(f"{db} is at revision {revision}")
+
+
+@db_app.command("current")
+def db_current(db: DbOpt = config.DEFAULT_DB) -> None:
+    """Print the schema revision of the file."""
+    from loopsight.migrations import current
+
+    if not Path(db).is_file():
+        raise fail(f"no DuckDB file at {db}")
+    try:
+        revision = current(db)
+    except Exception as exc:
+        raise fail(f"cannot read {db}: {exc}") from None
+    console.print(revision or "empty (no migrations applied)")
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise fail(f"the collector exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise fail(f"the collector did not answer {url}/healthz within {timeout:.0f} s")
+
+
+@app.command()
+def up(
+    demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Also send demo traffic.")] = False,
+    db: DbOpt = config.DEFAULT_DB,
+    http_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT")] = config.DEFAULT_HTTP_PORT,
+    grpc_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT")] = config.DEFAULT_GRPC_PORT,
+    dashboard_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT")] = config.DEFAULT_DASHBOARD_PORT,
+    demo_runs: Annotated[int, typer.Option(min=1, help="Runs in the first demo batch.")] = 60,
+    demo_every: Annotated[float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")] = 30.0,
+) -> None:
+    """Collector + dashboard (+ demo traffic) in one command; Ctrl-C stops everything."""
+    collector_url = f"http://{config.DEFAULT_HOST}:{http_port}"
+    me = [sys.executable, "-m", "loopsight"]
+    env = {**os.environ, "LOOPSIGHT_COLLECTOR_URL": collector_url}
+    procs: list[subprocess.Popen] = []
+
+    def stop_all(*_: object) -> None:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        procs.append(subprocess.Popen([*me, "collector", "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port)], env=env))
+        _wait_healthy(collector_url, procs[0])
+        procs.append(subprocess.Popen([*me, "dashboard", "--collector", collector_url, "--port", str(dashboard_port)], env=env))
+        console.print(f"[bold]collector[/bold]  {collector_url}  (OTLP/HTTP /v1/traces, query API /api/v1/runs; OTLP/gRPC :{grpc_port})")
+        console.print(f"[bold]dashboard[/bold]  http://{config.DEFAULT_HOST}:{dashboard_port}")
+        console.print(f"[bold]store[/bold]      {db}")
+        seed = 7
+        if demo:
+            console.print(f"sending {demo_runs} demo runs ...")
+            subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", str(demo_runs), "--seed", str(seed)], env=env, check=False)
+            console.print("demo traffic sent; press Ctrl-C to stop")
+        while True:
+            time.sleep(demo_every if demo and demo_every else 3600)
+            if any(p.poll() is not None for p in procs):
+                raise fail("a child process exited; stopping")
+            if demo and demo_every:
+                seed += 1
+                subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", "8", "--seed", str(seed)],
+                               env=env, check=False, stdout=subprocess.DEVNULL)
+    except KeyboardInterrupt:
+        console.print("stopping ...")
+    finally:
+        stop_all()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
