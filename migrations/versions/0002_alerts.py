@@ -40,7 +40,7 @@ def upgrade() -> None:
         CREATE TABLE alert_events (
             id BIGINT PRIMARY KEY DEFAULT nextval('alert_event_id'),
             rule VARCHAR NOT NULL,
-            at TIMESTAMP NOT NULL,
+            occurred_at TIMESTAMP NOT NULL,
             from_state VARCHAR NOT NULL,
             to_state VARCHAR NOT NULL,
             value DOUBLE,
@@ -57,7 +57,7 @@ def upgrade() -> None:
         """
         CREATE TABLE alert_samples (
             rule VARCHAR NOT NULL,
-            at TIMESTAMP NOT NULL,
+            sampled_at TIMESTAMP NOT NULL,
             value DOUBLE,
             samples BIGINT NOT NULL
         )
