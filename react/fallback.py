@@ -1,0 +1,86 @@
+"""Graded fallback: what a run that did not complete tells the user.
+
+``choose`` picks the grade from what went wrong: ``permission`` for fatal errors,
+``clarify`` when required arguments are missing or corrections ran out, ``partial_result``
+when something was confirmed, ``retry_later`` for exhausted transient failures and time
+limits, and ``clarify`` when nothing else applies. ``message`` builds the user-facing text
+from what is known.
+
+Example:
+    >>> facts = Facts(reason="max_steps", confirmed=[{"tool": "query_order",
+    ...               "arguments": {"order_id": "100234"}, "result": "shipped"}])
+    >>> choose(facts)
+    'partial_result'
+    >>> print(message("partial_result", facts))
+    I could not finish this request (step limit reached). What I could confirm:
+    - query_order(order_id=100234): shipped
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopsight.react.context import truncate
+
+REASON_TEXT = {
+    "max_steps": "step limit reached",
+    "max_tool_calls": "tool-call limit reached",
+    "timeout": "time limit reached",
+    "token_budget": "token budget exhausted",
+    "loop_detected": "I was going in circles",
+    "repeated_error": "the same error kept coming back",
+    "fatal_error": "access was refused",
+    "error": "an internal error occurred",
+    "cancelled": "the request was cancelled",
+}
+
+
+@dataclass
+class Facts:
+    """What the loop knows when it stops."""
+
+    reason: str
+    confirmed: list[dict[str, Any]] = field(default_factory=list)
+    fatal: str | None = None
+    missing_arguments: list[str] = field(default_factory=list)
+    corrections_exhausted: str | None = None
+    transient_exhausted: list[str] = field(default_factory=list)
+
+
+def choose(facts: Facts) -> str | None:
+    """The fallback grade for a run that ended with ``facts.reason`` (None when completed)."""
+    if facts.reason == "completed":
+        return None
+    if facts.fatal or facts.reason == "fatal_error":
+        return "permission"
+    if facts.missing_arguments or facts.corrections_exhausted:
+        return "clarify"
+    if facts.confirmed:
+        return "partial_result"
+    if facts.transient_exhausted or facts.reason in ("timeout", "error"):
+        return "retry_later"
+    return "clarify"
+
+
+def message(fallback: str, facts: Facts) -> str:
+    """A user-facing message for ``fallback`` built from the facts."""
+    why = REASON_TEXT.get(facts.reason, facts.reason)
+    if fallback == "permission":
+        return (f"I don't have permission to complete this request ({facts.fatal or 'access denied'}). "
+                "Please check your access rights or ask an administrator.")
+    if fallback == "clarify":
+        if facts.missing_arguments:
+            return f"I need more information to continue: please provide {', '.join(facts.missing_arguments)}."
+        if facts.corrections_exhausted:
+            return (f"I could not form a valid request for {facts.corrections_exhausted}. "
+                    "Could you check the details you gave (for example the id format) and try again?")
+        return f"I could not finish this request ({why}). Could you rephrase it or narrow it down?"
+    if fallback == "retry_later":
+        services = ", ".join(sorted(set(facts.transient_exhausted))) or "a service I depend on"
+        return f"{services} is not responding right now ({why}). Please try again in a few minutes."
+    lines = [f"I could not finish this request ({why}). What I could confirm:"]
+    for item in facts.confirmed[:10]:
+        args = ", ".join(f"{k}={v}" for k, v in (item.get("arguments") or {}).items())
+        lines.append(f"- {item.get('tool')}({args}): {truncate(str(item.get('result', '')), 200)}")
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""The loop guard: exact repeats, oscillation, repeated failures and semantic repeats.
+
+``check`` runs before a call executes and says whether it should be blocked (with a
+hint for the model); ``record`` runs after it; ``seen_failure`` says whether a failure
+observation was already given once in this run (the ``repeated_error`` rule).
+
+The default embedder hashes character n-grams into a fixed-size vector, so semantic
+detection works offline with no model download; any ``Callable[[str], Sequence[float]]``
+can replace it.
+
+Example:
+    >>> guard = LoopGuard(GuardConfig(exact_threshold=1))
+    >>> guard.check("search", {"q": "refund policy"}, "h1") is None
+    True
+    >>> guard.record("search", {"q": "refund policy"}, "h1", "ok")
+    >>> guard.check("search", {"q": "refund policy"}, "h1").kind
+    'exact'
+    >>> embed = HashingEmbedder()
+    >>> round(cosine(embed("refund policy 2024"), embed("refund policy, 2024")), 2) >= 0.88
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Embedder = Callable[[str], Sequence[float]]
+
+
+class HashingEmbedder:
+    """Character n-gram hashing embedder (L2-normalised, deterministic, offline).
+
+    Text is NFKC-normalised, lower-cased and stripped of punctuation; each n-gram of
+    length ``ngram_sizes`` is hashed (blake2b) to one of ``dim`` buckets with a sign.
+    """
+
+    def __init__(self, dim: int = 512, ngram_sizes: tuple[int, ...] = (2, 3, 4)) -> None:
+        if dim < 8:
+            raise ValueError("dim must be >= 8")
+        self.dim = dim
+        self.ngram_sizes = ngram_sizes
+
+    def __call__(self, text: str) -> list[float]:
+        norm = unicodedata.normalize("NFKC", text).lower()
+        norm = " ".join("".join(ch if ch.isalnum() else " " for ch in norm).split())
+        vec = [0.0] * self.dim
+        padded = f" {norm} "
+        for n in self.ngram_sizes:
+            for i in range(max(len(padded) - n + 1, 0)):
+                digest = hashlib.blake2b(padded[i : i + n].encode(), digest_size=8).digest()
+                h = int.from_bytes(digest, "little")
+                vec[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        length = math.sqrt(sum(v * v for v in vec))
+        return [v / length for v in vec] if length else vec
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity (0.0 when either vector is zero)."""
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def query_text(args: Any) -> str:
+    """The text of a call's string arguments (sorted by key), what semantic repeats compare."""
+    if isinstance(args, dict):
+        return " ".join(query_text(args[k]) for k in sorted(args)).strip()
+    if isinstance(args, (list, tuple)):
+        return " ".join(query_text(v) for v in args).strip()
+    return args if isinstance(args, str) else ""
+
+
+@dataclass
+class GuardConfig:
+    """Loop-guard settings.
+
+    ``exact_threshold``: identical (tool, args) calls allowed before the next is blocked.
+    ``semantic_threshold`` / ``semantic_window``: cosine similarity of the query text to
+    one of the last ``semantic_window`` calls of the same tool that blocks a call.
+    ``min_query_chars``: shorter query texts are not compared semantically.
+    """
+
+    exact_threshold: int = 3
+    oscillation: bool = True
+    semantic_threshold: float = 0.88
+    semantic_window: int = 5
+    min_query_chars: int = 8
+    embedder: Embedder = field(default_factory=HashingEmbedder)
+
+
+@dataclass(frozen=True)
+class GuardHit:
+    """A blocked call: ``kind`` (``exact``/``oscillation``/``semantic``) and the hint for the model."""
+
+    kind: str
+    hint: str
+    similarity: float | None = None
+
+
+@dataclass
+class _Call:
+    tool: str
+    args_hash: str
+    text: str
+    vector: Sequence[float] | None
+    outcome: str
+
+
+_SEMANTIC_HINTS = {
+    "empty_result": "A near-identical call ({prev!r}) already returned nothing. Rephrase substantially, "
+    "use another tool or source, or answer with what you have.",
+    "garbage": "A near-identical call ({prev!r}) already returned unusable content (login wall or ad page). "
+    "Use a different source instead of rephrasing the same query.",
+    "error": "A near-identical call ({prev!r}) already failed. Change approach instead of rephrasing.",
+    "ok": "A near-identical call ({prev!r}) already returned results. Use them instead of searching again.",
+}
+
+
+class LoopGuard:
+    """Per-run loop detection state."""
+
+    def __init__(self, config: GuardConfig | None = None) -> None:
+        self.config = config or GuardConfig()
+        self._calls: list[_Call] = []
+        self._counts: dict[tuple[str, str], int] = {}
+        self._failures: set[str] = set()
+
+    def check(self, tool: str, args: Any, args_hash: str) -> GuardHit | None:
+        """Whether the call should be blocked instead of executed."""
+        key = (tool, args_hash)
+        if self._counts.get(key, 0) >= self.config.exact_threshold:
+            return GuardHit(
+                "exact",
+                f"You already called {tool} with exactly these arguments {self._counts[key]} times. "
+                "Calling it again will not change the result: change approach or answer.",
+            )
+        if self.config.oscillation and len(self._calls) >= 3:
+            a, b, c = (x for x in self._calls[-3:])
+            if (a.tool, a.args_hash) != (b.tool, b.args_hash) and (c.tool, c.args_hash) == (a.tool, a.args_hash) and key == (b.tool, b.args_hash):
+                return GuardHit(
+                    "oscillation",
+                    f"You are alternating between {a.tool} and {b.tool} with the same arguments "
+                    "and getting nowhere. Stop alternating: try something different or answer.",
+                )
+        return self._semantic(tool, args, args_hash)
+
+    def _semantic(self, tool: str, args: Any, args_hash: str) -> GuardHit | None:
+        text = query_text(args)
+        if len(text) < self.config.min_query_chars:
+            return None
+        vector = self.config.embedder(text)
+        best: tuple[float, _Call] | None = None
+        for prev in self._calls[-self.config.semantic_window :]:
+            if prev.tool != tool or prev.args_hash == args_hash or prev.vector is None:
+                continue
+            sim = cosine(vector, prev.vector)
+            if sim >= self.config.semantic_threshold and (best is None or sim > best[0]):
+                best = (sim, prev)
+        if best is None:
+            return None
+        sim, prev = best
+        hint = _SEMANTIC_HINTS.get(prev.outcome, _SEMANTIC_HINTS["ok"]).format(prev=prev.text)
+        return GuardHit("semantic", hint, round(sim, 4))
+
+    def record(self, tool: str, args: Any, args_hash: str, outcome: str) -> None:
+        """Remember an executed call; ``outcome`` is ``ok``, ``empty_result``, ``garbage`` or ``error``."""
+        key = (tool, args_hash)
+        self._counts[key] = self._counts.get(key, 0) + 1
+        text = query_text(args)
+        vector = self.config.embedder(text) if len(text) >= self.config.min_query_chars else None
+        self._calls.append(_Call(tool, args_hash, text, vector, outcome))
+
+    def seen_failure(self, observation: str) -> bool:
+        """True when this exact failure observation was already given once; records it otherwise."""
+        if observation in self._failures:
+            return True
+        self._failures.add(observation)
+        return False
