@@ -1,0 +1,159 @@
+"""Token usage and finish reasons read from what a model call returns.
+
+Understands OpenAI chat-completions and Responses objects (and their dict forms), Anthropic
+messages, LiteLLM responses, Gemini ``usage_metadata``, Bedrock Converse dicts, and any
+object whose ``usage`` has input/prompt and output/completion token counts. Anything else
+yields ``None``; a user extractor (``loopsight.llm(extract=...)``) covers the rest.
+
+Example:
+    >>> extract_usage({"usage": {"prompt_tokens": 12, "completion_tokens": 3},
+    ...                "choices": [{"finish_reason": "stop"}]})
+    Usage(input_tokens=12, output_tokens=3, finish_reasons=('stop',), response_model=None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Tokens and finish reasons of one model call, as extract functions return them.
+
+    Example:
+        >>> Usage(120, 30, ("tool_calls",)).total_tokens
+        150
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reasons: tuple[str, ...] = ()
+    response_model: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+_INPUT_KEYS = ("input_tokens", "prompt_tokens", "prompt_token_count", "inputTokens")
+_OUTPUT_KEYS = ("output_tokens", "completion_tokens", "candidates_token_count", "outputTokens")
+# Anthropic reports cached prompt tokens apart from input_tokens; OpenAI includes them.
+_ANTHROPIC_CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _first_int(obj: Any, keys: tuple[str, ...]) -> tuple[str | None, int | None]:
+    for key in keys:
+        value = _int(_get(obj, key))
+        if value is not None:
+            return key, value
+    return None, None
+
+
+def _reason(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value or None
+    name = getattr(value, "name", None)  # enums (Gemini FinishReason)
+    return str(name if isinstance(name, str) else value)
+
+
+def _finish_reasons(result: Any) -> tuple[str, ...]:
+    choices = _get(result, "choices")
+    if isinstance(choices, (list, tuple)):
+        reasons = (_reason(_get(c, "finish_reason")) for c in choices)
+        return tuple(r for r in reasons if r)
+    for key in ("stop_reason", "stopReason"):  # Anthropic, Bedrock Converse
+        reason = _reason(_get(result, key))
+        if reason:
+            return (reason,)
+    candidates = _get(result, "candidates")  # Gemini
+    if isinstance(candidates, (list, tuple)):
+        reasons = (_reason(_get(c, "finish_reason")) for c in candidates)
+        return tuple(r for r in reasons if r)
+    if _get(result, "object") == "response" or (
+            _get(result, "output") is not None and isinstance(_get(result, "status"), str)):
+        details = _get(result, "incomplete_details")  # OpenAI Responses
+        reason = _reason(_get(details, "reason")) if details is not None else None
+        status = _reason(_get(result, "status"))
+        return (reason,) if reason else ((status,) if status else ())
+    return ()
+
+
+def extract_usage(result: Any) -> Usage | None:
+    """Usage of a model response in any supported shape, or ``None``; never raises.
+
+    Example:
+        >>> extract_usage({"usage": {"input_tokens": 10, "output_tokens": 2,
+        ...                          "cache_read_input_tokens": 5}, "stop_reason": "end_turn"})
+        Usage(input_tokens=15, output_tokens=2, finish_reasons=('end_turn',), response_model=None)
+    """
+    try:
+        return _extract(result)
+    except Exception:
+        return None
+
+
+def _extract(result: Any) -> Usage | None:
+    if result is None or isinstance(result, (str, bytes, int, float, bool)):
+        return None
+    if isinstance(result, Usage):
+        return result
+    usage = _get(result, "usage")
+    if usage is None:
+        usage = _get(result, "usage_metadata")
+    if usage is None and (_get(result, "prompt_tokens") is not None
+                          or _get(result, "input_tokens") is not None):
+        usage = result
+    in_key = in_tokens = out_tokens = None
+    if usage is not None:
+        in_key, in_tokens = _first_int(usage, _INPUT_KEYS)
+        _, out_tokens = _first_int(usage, _OUTPUT_KEYS)
+        if in_key == "input_tokens":
+            for key in _ANTHROPIC_CACHE_KEYS:
+                extra = _int(_get(usage, key))
+                if extra:
+                    in_tokens = (in_tokens or 0) + extra
+    reasons = _finish_reasons(result)
+    model = _get(result, "model")
+    model = model if isinstance(model, str) and model else None
+    if in_tokens is None and out_tokens is None and not reasons:
+        return None
+    return Usage(in_tokens, out_tokens, reasons, model)
+
+
+def coerce_usage(value: Any) -> Usage | None:
+    """Turn what a user extractor returned (Usage, dict, or a response) into a Usage."""
+    if value is None or isinstance(value, Usage):
+        return value
+    if isinstance(value, Mapping) and "usage" not in value:
+        reasons = value.get("finish_reasons") or ()
+        if isinstance(reasons, str):
+            reasons = (reasons,)
+        _, in_tokens = _first_int(value, _INPUT_KEYS)
+        _, out_tokens = _first_int(value, _OUTPUT_KEYS)
+        model = value.get("response_model") or value.get("model")
+        return Usage(in_tokens, out_tokens, tuple(str(r) for r in reasons),
+                     model if isinstance(model, str) else None)
+    return extract_usage(value)
