@@ -317,7 +317,8 @@ class ReactAgent:
         attempt = 0
         while True:
             budget = st.remaining() * cfg.deadline_share
-            timeout = min(tool.timeout or cfg.default_tool_timeout, budget)
+            own = tool.timeout or cfg.default_tool_timeout
+            timeout = min(own, budget)
             try:
                 if timeout <= 0:
                     raise loopsight.TransientToolError("the run's time budget is spent", error_type="timeout")
@@ -327,6 +328,10 @@ class ReactAgent:
                 raise
             except Exception as exc:
                 etype, eclass = loopsight.classify(exc)
+                if eclass == "transient" and etype == "timeout" and timeout < own:
+                    t.fail(exc)  # the run's wall-clock budget, not the tool's own timeout, cut it short
+                    st.end("timeout")
+                    return dumps({"error_type": "RUN_TIME_BUDGET_EXHAUSTED", "tool": tool.name}), "error"
                 if eclass == "transient":
                     delay = cfg.retry.delay(attempt, st.rng, getattr(exc, "retry_after", None))
                     if tool.retry_safe and attempt < tool.max_retries and delay < st.remaining() * cfg.deadline_share:

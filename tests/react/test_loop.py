@@ -1,0 +1,498 @@
+"""One test per technique of the ReAct loop: the returned RunResult and the spans it emitted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import loopsight
+from loopsight import react
+from loopsight.react.guard import GuardConfig
+from loopsight.react.llm import LLMResponse, ScriptedLLM, call, turn
+from loopsight.react.retry import RetryPolicy
+
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["order_id"],
+    "properties": {"order_id": {"type": "string", "pattern": "^[0-9]{6}$"}},
+    "additionalProperties": False,
+}
+FAST = RetryPolicy(base=0.001, cap=0.005)
+
+
+def cfg(**kw: Any) -> react.ReactConfig:
+    kw.setdefault("retry", FAST)
+    kw.setdefault("seed", 1)
+    return react.ReactConfig(**kw)
+
+
+def order_tool(fn=None, **kw: Any) -> react.Tool:
+    def query_order(order_id: str) -> dict:
+        return {"order_id": order_id, "status": "shipped"}
+
+    return react.Tool("query_order", fn or query_order, "Look an order up.", ORDER_SCHEMA, **kw)
+
+
+def run_span(spans) -> Any:
+    (run,) = spans.by_name("invoke_agent")
+    return run
+
+
+def tool_spans(spans, name: str = "") -> list[Any]:
+    return spans.by_name(f"execute_tool {name}".rstrip())
+
+
+def tool_messages(result: react.RunResult) -> list[dict]:
+    return [json.loads(m["content"]) if m["content"].startswith("{") else m["content"]
+            for m in result.messages if m["role"] == "tool"]
+
+
+def test_completed_run_emits_run_chat_and_tool_spans(loopsight_spans):
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "Order 100234 has shipped."])
+    result = react.ReactAgent(llm, [order_tool()], cfg(), name="order-assistant").run("Where is 100234?")
+    assert (result.status, result.termination_reason, result.fallback) == ("ok", "completed", None)
+    assert result.answer == "Order 100234 has shipped." and result.message == result.answer
+    assert result.summary.steps == 2 and result.summary.effective_steps == 2 and result.summary.tool_calls == 1
+    assert result.partial_results[0]["tool"] == "query_order"
+    run = run_span(loopsight_spans)
+    assert run.name == "invoke_agent order-assistant"
+    assert run.attributes["loopsight.termination.reason"] == "completed"
+    assert run.attributes["loopsight.budget.max_steps"] == 12
+    chats = loopsight_spans.by_name("chat scripted-model")
+    assert [c.attributes["loopsight.step"] for c in chats] == [0, 1]
+    assert all(c.attributes["loopsight.context.mode"] == "normal" for c in chats)
+    assert chats[1].attributes["gen_ai.usage.input_tokens"] > chats[0].attributes["gen_ai.usage.input_tokens"]
+    (tool,) = tool_spans(loopsight_spans, "query_order")
+    assert tool.attributes["loopsight.step"] == 0
+    assert tool.attributes["loopsight.tool.args_hash"] == loopsight.args_hash({"order_id": "100234"})
+    assert tool.parent.span_id == run.context.span_id
+    assert result.trace_id == f"{run.context.trace_id:032x}"
+
+
+def test_transient_errors_are_retried_with_backoff_and_hidden_from_the_model(loopsight_spans):
+    attempts = []
+
+    def flaky(order_id: str) -> dict:
+        attempts.append(order_id)
+        if len(attempts) < 3:
+            raise loopsight.TransientToolError("rate limited", error_type="429", retry_after=0.01)
+        return {"order_id": order_id, "status": "shipped"}
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "shipped"])
+    result = react.ReactAgent(llm, [order_tool(flaky, max_retries=3)], cfg()).run("status?")
+    assert result.termination_reason == "completed" and len(attempts) == 3
+    assert result.summary.retries == 2 and result.summary.tool_failures == 0
+    assert tool_messages(result) == [{"order_id": "100234", "status": "shipped"}]  # no trace of the retries
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["loopsight.tool.attempts"] == 3
+    retries = [e for e in span.events if e.name == "retry"]
+    assert len(retries) == 2
+    assert all(e.attributes["error.type"] == "429" and e.attributes["loopsight.error.class"] == "transient" for e in retries)
+    assert all(e.attributes["loopsight.backoff_ms"] >= 10.0 for e in retries)  # retry_after is a floor
+    assert span.status.is_ok
+
+
+def test_exhausted_retries_give_one_tool_retry_exhausted_observation(loopsight_spans):
+    def down(order_id: str) -> dict:
+        raise ConnectionError("order service unreachable")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "The order service is down."])
+    result = react.ReactAgent(llm, [order_tool(down, max_retries=2)], cfg()).run("status?")
+    (obs,) = tool_messages(result)
+    assert obs["error_type"] == "TOOL_RETRY_EXHAUSTED" and obs["last_error"] == "ConnectionError"
+    assert "change approach" in obs["instruction"]
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["loopsight.tool.attempts"] == 3
+    assert span.attributes["loopsight.error.class"] == "transient"
+    assert not span.status.is_ok
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_per_tool_timeout_is_enforced_for_sync_and_async_tools(loopsight_spans, kind):
+    if kind == "sync":
+        def slow(order_id: str) -> dict:
+            time.sleep(0.5)
+            return {}
+    else:
+        async def slow(order_id: str) -> dict:
+            await asyncio.sleep(0.5)
+            return {}
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "timed out"])
+    started = time.monotonic()
+    result = react.ReactAgent(llm, [order_tool(slow, timeout=0.03, max_retries=1)], cfg()).run("status?")
+    assert time.monotonic() - started < 0.4
+    assert tool_messages(result)[0]["last_error"] == "timeout"
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["error.type"] == "timeout" and span.attributes["loopsight.tool.attempts"] == 2
+
+
+def test_tool_timeout_is_capped_by_the_remaining_run_budget(loopsight_spans):
+    def stalls(order_id: str) -> dict:
+        time.sleep(2)
+        return {}
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "never"])
+    started = time.monotonic()
+    result = react.ReactAgent(llm, [order_tool(stalls, timeout=30)], cfg(max_seconds=0.25)).run("status?")
+    assert time.monotonic() - started < 0.6
+    assert result.termination_reason == "timeout" and result.fallback == "retry_later"
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "timeout"
+    assert tool_spans(loopsight_spans)[0].attributes["error.type"] == "timeout"
+
+
+def test_invalid_arguments_are_fed_back_with_the_schema_and_corrected(loopsight_spans):
+    llm = ScriptedLLM([
+        turn(call("query_order", order_id="订单一零零二三四")),
+        turn(call("query_order", order_id="100234")),
+        "Order 100234 has shipped.",
+    ])
+    result = react.ReactAgent(llm, [order_tool()], cfg()).run("我的订单一零零二三四在哪?")
+    assert result.termination_reason == "completed" and result.summary.corrections == 1
+    first = tool_messages(result)[0]
+    assert first["error_type"] == "INVALID_ARGUMENT" and first["schema"] == ORDER_SCHEMA
+    assert "does not match pattern" in first["errors"][0] and first["corrections_left"] == 1
+    bad, good = tool_spans(loopsight_spans)
+    assert bad.attributes["loopsight.error.class"] == "invalid_argument"
+    assert bad.attributes["error.type"] == "invalid_argument"
+    assert good.status.is_ok
+
+
+def test_corrections_are_capped_then_the_run_falls_back_to_clarify(loopsight_spans):
+    llm = ScriptedLLM([turn(call("query_order", order_id=f"订单{i}")) for i in range(5)])
+    result = react.ReactAgent(llm, [order_tool()], cfg(max_corrections=2)).run("where is my order?")
+    assert result.termination_reason == "repeated_error" and result.fallback == "clarify"
+    assert "query_order" in result.message
+    assert len(tool_spans(loopsight_spans)) == 3 and llm.calls == 3
+    assert run_span(loopsight_spans).attributes["loopsight.fallback"] == "clarify"
+
+
+def test_missing_required_argument_falls_back_to_clarify_naming_it(loopsight_spans):
+    llm = ScriptedLLM([turn(call("query_order"))] * 3)
+    result = react.ReactAgent(llm, [order_tool()], cfg(max_corrections=2)).run("where is my order?")
+    assert result.fallback == "clarify" and "order_id" in result.message
+
+
+def test_unknown_tool_and_malformed_json_are_invalid_arguments(loopsight_spans):
+    llm = ScriptedLLM([
+        turn(call("lookup_order", order_id="100234")),
+        turn(call("query_order", raw='{"order_id": "100234"')),
+        turn(call("query_order", order_id="100234")),
+        "ok",
+    ])
+    result = react.ReactAgent(llm, [order_tool()], cfg()).run("status?")
+    unknown, malformed, _ = tool_messages(result)
+    assert unknown["error_type"] == "UNKNOWN_TOOL" and unknown["available_tools"] == ["query_order"]
+    assert malformed["error_type"] == "MALFORMED_ARGUMENTS" and "schema" in malformed
+    spans = tool_spans(loopsight_spans)
+    assert [s.attributes.get("loopsight.error.class") for s in spans] == ["invalid_argument", "invalid_argument", None]
+    assert result.termination_reason == "completed"
+
+
+def test_permanent_errors_are_structured_observations_and_not_retried(loopsight_spans):
+    calls = []
+
+    def missing(order_id: str) -> dict:
+        calls.append(order_id)
+        raise loopsight.PermanentToolError("no such order", error_type="not_found")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="999999")), "I could not find that order."])
+    result = react.ReactAgent(llm, [order_tool(missing)], cfg()).run("status?")
+    (obs,) = tool_messages(result)
+    assert obs["error_type"] == "NOT_FOUND" and "not the world" in obs["note"]
+    assert "cancel" not in json.dumps(obs)
+    assert calls == ["999999"]
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["loopsight.error.class"] == "permanent" and span.attributes["loopsight.tool.attempts"] == 1
+
+
+def test_fatal_error_ends_the_run_with_a_permission_fallback(loopsight_spans):
+    def forbidden(order_id: str) -> dict:
+        raise PermissionError("403 forbidden")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "should not be asked"])
+    result = react.ReactAgent(llm, [order_tool(forbidden)], cfg()).run("status?")
+    assert (result.termination_reason, result.fallback, result.status) == ("fatal_error", "permission", "fallback")
+    assert "permission" in result.message and llm.calls == 1
+    run = run_span(loopsight_spans)
+    assert run.attributes["loopsight.termination.reason"] == "fatal_error"
+    assert run.attributes["loopsight.fallback"] == "permission"
+    assert tool_spans(loopsight_spans)[0].attributes["loopsight.error.class"] == "fatal"
+
+
+@pytest.mark.parametrize(
+    ("page", "kind", "code"),
+    [
+        ({"content": "Please sign in to continue reading this article."}, "garbage", "login_wall"),
+        ({"content": "该内容需要登录后查看。请登录。"}, "garbage", "login_wall"),
+        ({"content": "Sponsored " + " ".join(f"https://ads.example/{i}" for i in range(8))}, "garbage", "ad_page"),
+        ({"content": "404"}, "garbage", "too_short"),
+        ({"results": []}, "empty_result", "empty"),
+    ],
+)
+def test_silent_failures_become_guidance_and_count_as_failures(loopsight_spans, page, kind, code):
+    fetch = react.Tool("fetch", lambda url: page, "Fetch a page.",
+                       {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}})
+    llm = ScriptedLLM([turn(call("fetch", url="https://news.example/a")), "nothing usable"])
+    result = react.ReactAgent(llm, [fetch], cfg()).run("summarise the article")
+    (obs,) = tool_messages(result)
+    assert obs["error_type"] == ("EMPTY_RESULT" if kind == "empty_result" else "GARBAGE_RESULT")
+    assert obs["instruction"] and result.summary.tool_failures == 1 and result.partial_results == []
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["loopsight.error.class"] == kind and span.attributes["error.type"] == code
+    assert not span.status.is_ok
+
+
+def test_max_steps_returns_partial_results(loopsight_spans):
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id=f"{100000 + len(m)}")))
+    result = react.ReactAgent(llm, [order_tool()], cfg(max_steps=3)).run("check orders")
+    assert result.termination_reason == "max_steps" and result.fallback == "partial_result"
+    assert result.summary.steps == 3 and len(result.partial_results) == 3
+    assert "What I could confirm" in result.message
+    assert len(loopsight_spans.by_name("chat")) == 3
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "max_steps"
+
+
+def test_tool_call_budget_is_checked_before_a_turns_parallel_calls_run(loopsight_spans):
+    executed = []
+
+    def query_order(order_id: str) -> dict:
+        executed.append(order_id)
+        return {"order_id": order_id}
+
+    llm = ScriptedLLM([turn(*(call("query_order", order_id=f"10000{i}") for i in range(5))), "done"])
+    result = react.ReactAgent(llm, [order_tool(query_order)], cfg(max_tool_calls=3)).run("check 5 orders")
+    assert result.termination_reason == "max_tool_calls" and len(executed) == 3
+    assert len(tool_spans(loopsight_spans)) == 3 and result.summary.tool_calls == 3
+    assert tool_messages(result)[-1]["error_type"] == "TOOL_BUDGET_EXHAUSTED"
+
+
+def test_per_tool_budget(loopsight_spans):
+    search = react.Tool("search", lambda q: {"results": [q]}, "Search.",
+                        {"type": "object", "properties": {"q": {"type": "string"}}})
+    llm = ScriptedLLM([turn(call("search", q="a"), call("search", q="b"), call("query_order", order_id="100234")),
+                       turn(call("search", q="c")), "done"])
+    result = react.ReactAgent(llm, [search, order_tool()], cfg(max_calls_per_tool={"search": 2})).run("go")
+    assert result.termination_reason == "max_tool_calls"
+    assert result.summary.calls_per_tool == {"search": 2, "query_order": 1}
+    assert len(tool_spans(loopsight_spans, "search")) == 2
+
+
+def test_token_budget(loopsight_spans):
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id="100234")))
+    llm_tokens = react.ReactConfig(max_tokens=600, retry=FAST)
+    result = react.ReactAgent(llm, [order_tool()], llm_tokens).run("status?")
+    assert result.termination_reason == "token_budget"
+    assert result.summary.total_tokens <= 600
+    chats = loopsight_spans.by_name("chat")
+    used = sum(c.attributes["gen_ai.usage.input_tokens"] + c.attributes["gen_ai.usage.output_tokens"] for c in chats)
+    assert used == result.summary.total_tokens
+    assert run_span(loopsight_spans).attributes["loopsight.budget.max_tokens"] == 600
+
+
+def test_exact_repeats_beyond_the_threshold_are_blocked_then_the_run_stops(loopsight_spans):
+    executed = []
+
+    def query_order(order_id: str) -> dict:
+        executed.append(order_id)
+        return {"order_id": order_id, "status": "processing"}
+
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id="100234")))
+    result = react.ReactAgent(llm, [order_tool(query_order)], cfg(loop_hits_to_stop=2)).run("is it there yet?")
+    assert len(executed) == 3  # threshold 3: the 4th and 5th identical calls are not executed
+    assert result.termination_reason == "loop_detected" and result.fallback == "partial_result"
+    blocked = [s for s in tool_spans(loopsight_spans) if "loopsight.loop.kind" in s.attributes]
+    assert [s.attributes["loopsight.loop.kind"] for s in blocked] == ["exact", "exact"]
+    assert any(e.name == "loop_detected" for e in blocked[0].events)
+    assert tool_messages(result)[3]["error_type"] == "LOOP_DETECTED"
+
+
+def test_oscillation_is_detected(loopsight_spans):
+    track = react.Tool("track_parcel", lambda order_id: {"at": "hub"}, "Track.", ORDER_SCHEMA)
+    script = [turn(call("query_order", order_id="100234")), turn(call("track_parcel", order_id="100234"))] * 3
+    result = react.ReactAgent(ScriptedLLM(script), [order_tool(), track], cfg(loop_hits_to_stop=1)).run("where?")
+    assert result.termination_reason == "loop_detected"
+    kinds = [s.attributes.get("loopsight.loop.kind") for s in tool_spans(loopsight_spans)]
+    assert kinds == [None, None, None, "oscillation"]
+
+
+@pytest.mark.parametrize(
+    ("first_result", "hint_word"),
+    [({"results": []}, "returned nothing"), ({"results": ["Refunds take 5 days"]}, "Use them")],
+)
+def test_semantic_repeats_get_a_hint_that_depends_on_the_earlier_result(loopsight_spans, first_result, hint_word):
+    search = react.Tool("search", lambda q: first_result, "Search.",
+                        {"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}})
+    llm = ScriptedLLM([turn(call("search", q="refund policy for damaged items")),
+                       turn(call("search", q="refund policy for damaged items?")), "done"])
+    result = react.ReactAgent(llm, [search], cfg()).run("refunds?")
+    obs = tool_messages(result)[1]
+    assert obs["error_type"] == "LOOP_DETECTED" and obs["kind"] == "semantic" and hint_word in obs["instruction"]
+    second = tool_spans(loopsight_spans)[1]
+    assert second.attributes["loopsight.loop.kind"] == "semantic"
+    assert second.attributes["loopsight.loop.similarity"] >= 0.88
+
+
+def test_semantic_guard_uses_a_pluggable_embedder(loopsight_spans):
+    search = react.Tool("search", lambda q: {"results": [q]}, "Search.",
+                        {"type": "object", "properties": {"q": {"type": "string"}}})
+    same = GuardConfig(embedder=lambda text: [1.0, 0.0])  # everything is similar
+    llm = ScriptedLLM([turn(call("search", q="completely different one")), turn(call("search", q="nothing alike here")), "x"])
+    result = react.ReactAgent(llm, [search], cfg(guard=same)).run("q")
+    assert tool_messages(result)[1]["kind"] == "semantic"
+
+
+def test_the_same_failure_twice_ends_the_run_with_repeated_error(loopsight_spans):
+    def missing(order_id: str) -> dict:
+        raise loopsight.PermanentToolError("no such order", error_type="not_found")
+
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id="999999")))
+    result = react.ReactAgent(llm, [order_tool(missing)], cfg()).run("status?")
+    assert result.termination_reason == "repeated_error" and result.fallback == "clarify"
+    second = tool_spans(loopsight_spans)[1]
+    assert second.attributes["loopsight.loop.kind"] == "repeated_error"
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "repeated_error"
+
+
+def test_exhausted_transient_failures_fall_back_to_retry_later(loopsight_spans):
+    def down(order_id: str) -> dict:
+        raise loopsight.TransientToolError("503", error_type="503")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), turn(call("query_order", order_id="100235"))])
+    result = react.ReactAgent(llm, [order_tool(down, max_retries=1)], cfg()).run("status?")
+    assert (result.termination_reason, result.fallback) == ("repeated_error", "retry_later")
+    assert "query_order is not responding" in result.message
+
+
+def test_context_modes_switch_to_compact_then_compress(loopsight_spans):
+    page = "word " * 250  # ~250 tokens per observation
+    fetch = react.Tool("fetch", lambda url: {"content": f"{url} {page}"}, "Fetch.",
+                       {"type": "object", "properties": {"url": {"type": "string"}}})
+    topics = iter(["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"])
+    llm = ScriptedLLM(lambda m, t: turn(call("fetch", url=f"{next(topics)}.example")) if len(m) < 20 else "done")
+    config = cfg(context=react.ContextPolicy(window=1500, observation_chars=3000, compact_observation_chars=1500))
+    result = react.ReactAgent(llm, [fetch], config).run("read all the docs")
+    modes = result.summary.context_modes
+    assert modes[0] == "normal" and "compact" in modes and "compress" in modes
+    assert modes.index("compact") < modes.index("compress")
+    chats = loopsight_spans.by_name("chat")
+    assert [c.attributes["loopsight.context.mode"] for c in chats] == modes
+    assert all(c.attributes["loopsight.context.tokens"] > 0 for c in chats)
+    assert result.messages[1] == {"role": "user", "content": "read all the docs"}  # the task is kept
+    assert result.messages[2]["content"].startswith("CONTEXT SUMMARY")
+    assert any(m["content"] == "[compressed: see CONTEXT SUMMARY]" for m in result.messages if m["role"] == "tool")
+    assert result.summary.peak_context_tokens < 1500 * 1.3
+
+
+def test_context_compression_uses_a_pluggable_summarizer_and_counter(loopsight_spans):
+    seen = []
+    policy = react.ContextPolicy(window=100, counter=lambda msgs: 40 * len(msgs),
+                                 summarizer=lambda obs: seen.append(len(obs)) or f"{len(obs)} results")
+    fetch = react.Tool("fetch", lambda url: {"content": "useful text " * 5}, "Fetch.",
+                       {"type": "object", "properties": {"url": {"type": "string"}}})
+    llm = ScriptedLLM([turn(call("fetch", url="https://a.example/1")), turn(call("fetch", url="https://a.example/2")), "ok"])
+    result = react.ReactAgent(llm, [fetch], cfg(context=policy)).run("go")
+    assert seen and result.messages[2]["content"].endswith("results")
+
+
+def test_non_idempotent_tool_is_not_retried_after_a_timeout_without_a_key(loopsight_spans):
+    calls = []
+
+    def create_refund(order_id: str) -> dict:
+        calls.append(order_id)
+        raise TimeoutError("gateway timeout")
+
+    refund = react.Tool("create_refund", create_refund, "Refund.", ORDER_SCHEMA, idempotent=False, max_retries=3)
+    llm = ScriptedLLM([turn(call("create_refund", order_id="100234")), "could not refund"])
+    result = react.ReactAgent(llm, [refund], cfg()).run("refund it")
+    assert calls == ["100234"]
+    (span,) = tool_spans(loopsight_spans)
+    assert span.attributes["loopsight.tool.idempotent"] is False
+    assert span.attributes["loopsight.tool.attempts"] == 1 and not [e for e in span.events if e.name == "retry"]
+    assert tool_messages(result)[0]["error_type"] == "TOOL_RETRY_EXHAUSTED"
+
+
+def test_keyed_non_idempotent_tool_is_retried_with_the_same_key_and_replayed(loopsight_spans):
+    keys = []
+    lock = threading.Lock()
+
+    def create_refund(order_id: str, idempotency_key: str) -> dict:
+        with lock:
+            keys.append(idempotency_key)
+            if len(keys) == 1:
+                raise TimeoutError("gateway timeout")
+        return {"refund_id": "R-1", "order_id": order_id}
+
+    refund = react.Tool("create_refund", create_refund, "Refund.", ORDER_SCHEMA, idempotent=False)
+    llm = ScriptedLLM([turn(call("create_refund", order_id="100234")),
+                       turn(call("create_refund", order_id="100234")), "Refund R-1 created."])
+    result = react.ReactAgent(llm, [refund], cfg()).run("refund it")
+    assert len(keys) == 2 and keys[0] == keys[1]  # one logical call, one key, retried
+    first, second = tool_spans(loopsight_spans)
+    assert first.attributes["loopsight.tool.attempts"] == 2
+    assert first.attributes["loopsight.tool.idempotency_key"] == keys[0]
+    assert second.attributes["loopsight.tool.replayed"] is True  # answered from the first result
+    obs = tool_messages(result)
+    assert obs[0] == obs[1] == {"refund_id": "R-1", "order_id": "100234"}
+
+
+def test_model_transient_failure_is_retried_and_fatal_ends_the_run(loopsight_spans):
+    llm = ScriptedLLM([loopsight.TransientToolError("overloaded", error_type="529"), "hello"])
+    result = react.ReactAgent(llm, [], cfg()).run("hi")
+    assert result.termination_reason == "completed" and result.summary.steps == 1
+    chats = loopsight_spans.by_name("chat")
+    assert [c.attributes["loopsight.step"] for c in chats] == [0, 0]
+    assert chats[0].attributes["error.type"] == "529"
+    loopsight_spans.clear()
+    denied = ScriptedLLM([loopsight.FatalToolError("bad key", error_type="401")])
+    result = react.ReactAgent(denied, [], cfg()).run("hi")
+    assert (result.termination_reason, result.fallback) == ("fatal_error", "permission")
+
+
+def test_model_failures_that_persist_end_with_error_not_an_exception(loopsight_spans):
+    llm = ScriptedLLM([RuntimeError("boom")])
+    result = react.ReactAgent(llm, [], cfg()).run("hi")
+    assert result.status == "error" and result.termination_reason == "error" and "boom" in result.error
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "error"
+
+
+def test_arun_and_run_inside_a_running_loop(loopsight_spans):
+    def make() -> react.ReactAgent:
+        llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "shipped"])
+        return react.ReactAgent(llm, [order_tool()], cfg())
+
+    async def main() -> tuple[react.RunResult, react.RunResult]:
+        return await make().arun("a"), make().run("b")
+
+    a, b = asyncio.run(main())
+    assert a.termination_reason == b.termination_reason == "completed"
+    assert len(loopsight_spans.by_name("invoke_agent")) == 2
+
+
+def test_llm_without_acomplete_runs_in_a_thread(loopsight_spans):
+    class Blocking:
+        model = "blocking"
+
+        def complete(self, messages, tools):
+            return LLMResponse("done", [], 10, 2)
+
+    result = react.ReactAgent(Blocking(), [], cfg()).run("x")
+    assert result.answer == "done"
+    (chat,) = loopsight_spans.by_name("chat blocking")
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 10
+
+
+def test_bad_declarations_are_clear_errors():
+    with pytest.raises(ValueError, match="two tools"):
+        react.ReactAgent(ScriptedLLM([]), [order_tool(), order_tool()])
+    with pytest.raises(TypeError, match="Tool"):
+        react.ReactAgent(ScriptedLLM([]), [lambda: 1])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="max_steps"):
+        react.ReactConfig(max_steps=0)
+    with pytest.raises(ValueError, match="timeout"):
+        react.Tool("t", lambda: 1, timeout=0)
