@@ -1,8 +1,13 @@
-"""Runs: the list with filters, and one trace in detail.
+"""Runs: the list with filters, the top spenders, and one trace in detail.
+
+A run's ``status`` is ``"ok"`` when its termination reason is ``completed`` and its span is
+not an error, else ``"error"`` (the same rule in every question: see ``sql/runs.sql``).
 
 Example:
-    >>> list_runs(con, limit=10, agent="order-assistant")  # doctest: +SKIP
-    [{'trace_id': '...', 'run_id': '...', 'agent': 'order-assistant', ...}]
+    >>> list_runs(con, limit=10, agent="order-assistant", tool="search", min_tokens=1000)  # doctest: +SKIP
+    [{'trace_id': '...', 'run_id': '...', 'agent': 'order-assistant', 'status': 'ok', ...}]
+    >>> top_runs_by_tokens(con, limit=5)[0]["tokens"]  # doctest: +SKIP
+    182345
 """
 
 from __future__ import annotations
@@ -29,8 +34,19 @@ def list_runs(
     since: datetime | None = None,
     until: datetime | None = None,
     trace_id: str | None = None,
+    tool: str | None = None,
+    min_tokens: int | None = None,
+    run_ids: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs newest first, each with its rollups (steps, calls, errors, tokens, loops)."""
+    """Runs newest first, each with its rollups (steps, calls, errors, tokens, loops).
+
+    ``tool`` keeps runs that called that tool at least once; ``min_tokens`` keeps runs whose
+    input + output tokens (over their model calls) reach it; ``run_ids`` keeps those runs.
+    Times are naive UTC; ``since`` is inclusive, ``until`` exclusive, on the run's start.
+
+    Example:
+        >>> list_runs(con, status="error", termination_reason="loop_detected")  # doctest: +SKIP
+    """
     return query(
         con,
         "runs",
@@ -43,12 +59,59 @@ def list_runs(
         since=since,
         until=until,
         trace_id=trace_id,
+        tool=tool,
+        min_tokens=min_tokens,
+        run_ids=run_ids,
     )
 
 
+def top_runs_by_tokens(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    limit: int = 10,
+    agent: str | None = None,
+    service: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The runs that spent the most tokens, biggest first: Run dicts plus ``"tokens"``.
+
+    Example:
+        >>> [r["tokens"] for r in top_runs_by_tokens(con, limit=3)]  # doctest: +SKIP
+        [91000, 45210, 12000]
+    """
+    limit = max(0, min(limit, MAX_LIMIT))
+    top = query(con, "top_runs", limit=limit, agent=agent, service=service, since=since, until=until)
+    if not top:
+        return []
+    found = {
+        (run["trace_id"], run["run_id"]): run
+        for run in list_runs(con, run_ids=[t["run_id"] for t in top], limit=MAX_LIMIT)
+    }
+    ranked = []
+    for t in top:
+        run = found.get((t["trace_id"], t["run_id"]))
+        if run is not None:
+            ranked.append({**run, "tokens": int(t["tokens"])})
+    return ranked
+
+
 def trace_detail(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, list[dict[str, Any]]]:
-    """The runs of one trace and all its spans (``{"runs": [...], "spans": [...]}``)."""
+    """The runs of one trace, all its spans, and a per-step summary.
+
+    ``{"runs": [Run...], "spans": [Span...], "steps": [Step...]}``: each Span has the design's
+    keys plus ``events`` (``[{"time", "name", "attributes"}]``: ``retry`` and
+    ``loop_detected`` among them); each Step is ``{"run_id", "step", "started_at",
+    "duration_ms", "llm_calls", "tool_calls", "tool_errors", "retries", "retry_events",
+    "loop_hits", "input_tokens", "output_tokens"}``.
+
+    Example:
+        >>> detail = trace_detail(con, "4bf92f3577b34da6a3ce929d0e0e4736")  # doctest: +SKIP
+        >>> detail["spans"][0]["kind"], detail["spans"][0]["status"]  # doctest: +SKIP
+        ('agent', 'ok')
+    """
     return {
         "runs": list_runs(con, trace_id=trace_id, limit=MAX_LIMIT),
         "spans": query(con, "trace_spans", trace_id=trace_id),
+        "steps": query(con, "trace_steps", trace_id=trace_id),
     }

@@ -25,15 +25,16 @@ def load(name: str) -> str:
     return resources.files("loopsight.analytics").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A query value made JSON-ready: datetimes as ISO-8601 UTC (``Z``), NaN as None."""
     if isinstance(value, datetime):
         return value.isoformat(timespec="microseconds") + "Z" if value.tzinfo is None else value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, float) and value != value:
         return None
     return value
@@ -43,7 +44,7 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None
     """Execute ``sql`` and return the result as a list of JSON-ready dicts."""
     cursor = con.execute(sql, params or {})
     names = [d[0] for d in cursor.description]
-    return [{n: _jsonable(v) for n, v in zip(names, row)} for row in cursor.fetchall()]
+    return [{n: jsonable(v) for n, v in zip(names, row)} for row in cursor.fetchall()]
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ typed values and binds them as SQL parameters.
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
@@ -18,6 +19,8 @@ from starlette.routing import Route
 
 from loopsight import analytics
 
+log = logging.getLogger("loopsight.collector")
+
 _HEX = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -29,16 +32,18 @@ def parse_time(name: str, value: str | None) -> datetime | None:
     """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d``, as naive UTC."""
     if value is None or value == "":
         return None
+    if len(value) > 64:
+        raise BadParameter(f"{name} is longer than 64 characters")
     rel = re.fullmatch(r"-(\d{1,6})([smhd])", value.strip())
-    if rel:
-        seconds = int(rel.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
-        return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=seconds)
     try:
+        if rel:
+            seconds = int(rel.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
+            return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=seconds)
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    except (ValueError, OverflowError):
         raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
     return parsed
 
 
@@ -56,22 +61,36 @@ def parse_int(name: str, value: str | None, default: int, low: int, high: int) -
 
 
 def parse_text(name: str, value: str | None, max_length: int = 512) -> str | None:
-    """A free-text filter (bound as a parameter, so only its length is limited)."""
+    """A free-text filter (bound as a parameter, so only its length and control characters are limited)."""
     if value is None or value == "":
         return None
     if len(value) > max_length:
         raise BadParameter(f"{name} is longer than {max_length} characters")
+    if "\x00" in value:
+        raise BadParameter(f"{name} contains a NUL character")
+    return value
+
+
+def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default: str | None = None) -> str | None:
+    """One of a closed set of values."""
+    if value is None or value == "":
+        return default
+    if value not in choices:
+        raise BadParameter(f"{name}={value[:64]!r} is not one of {', '.join(choices)}")
     return value
 
 
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
-    return {
+    filters = {
         "agent": parse_text("agent", q.get("agent")),
         "service": parse_text("service", q.get("service")),
         "since": parse_time("since", q.get("since")),
         "until": parse_time("until", q.get("until")),
     }
+    if filters["since"] is not None and filters["until"] is not None and filters["since"] >= filters["until"]:
+        raise BadParameter("since must be before until")
+    return filters
 
 
 def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]:
@@ -87,18 +106,29 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
 
         try:
             return JSONResponse(await run_in_threadpool(run))
-        except BadParameter as exc:
+        except (BadParameter, ValueError) as exc:  # analytics functions raise ValueError on bad arguments
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except duckdb.Error as exc:
+            log.error("query %s failed: %s", request.url.path, exc)
+            return JSONResponse({"error": f"query failed: {type(exc).__name__}"}, status_code=500)
 
     async def runs(request: Request) -> JSONResponse:
         q = request.query_params
         try:
+            filters = _filters(request)
+            limit = parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT)
+            if parse_choice("sort", q.get("sort"), ("started_at", "tokens"), "started_at") == "tokens":
+                return await answer(
+                    request, lambda con: {"runs": analytics.top_runs_by_tokens(con, limit=limit, **filters)}
+                )
             params = {
-                **_filters(request),
-                "limit": parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT),
+                **filters,
+                "limit": limit,
                 "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
-                "status": parse_text("status", q.get("status")),
-                "termination_reason": parse_text("termination_reason", q.get("termination_reason")),
+                "status": parse_choice("status", q.get("status"), ("ok", "error")),
+                "termination_reason": parse_text("termination_reason", q.get("termination_reason"), 64),
+                "tool": parse_text("tool", q.get("tool")),
+                "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
             }
         except BadParameter as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
@@ -110,7 +140,40 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             return JSONResponse({"error": "trace_id must be 32 hex characters"}, status_code=400)
         return await answer(request, lambda con: analytics.trace_detail(con, trace_id))
 
+    async def tools(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {
+                **_filters(request),
+                "tool": parse_text("tool", q.get("tool")),
+                "by_agent": parse_choice("group_by", q.get("group_by"), ("agent",)) == "agent",
+            }
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"tools": analytics.tool_stats(con, **params)})
+
+    async def overview(request: Request) -> JSONResponse:
+        try:
+            params = _filters(request)
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: analytics.overview(con, **params))
+
+    async def terminations(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {
+                **_filters(request),
+                "bucket_seconds": parse_int("bucket", q.get("bucket"), 0, 1, 366 * 86400) or None,
+            }
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: analytics.terminations(con, **params))
+
     return [
         Route("/api/v1/runs", runs, methods=["GET"]),
         Route("/api/v1/runs/{trace_id}", run_detail, methods=["GET"]),
+        Route("/api/v1/tools", tools, methods=["GET"]),
+        Route("/api/v1/overview", overview, methods=["GET"]),
+        Route("/api/v1/terminations", terminations, methods=["GET"]),
     ]

@@ -1,18 +1,27 @@
 -- Runs, newest first. A run is an invoke_agent span that is its own run (no agent ancestor).
+-- Run status rule (the same in every question): 'ok' when the run completed and its span
+-- is not an error, else 'error'.
 WITH picked AS (
-    SELECT "TraceId", "SpanId", run_id, agent, "ServiceName", "Timestamp", "Duration",
-           "StatusCode", termination_reason
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($trace_id::VARCHAR IS NULL OR "TraceId" = $trace_id)
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($termination_reason::VARCHAR IS NULL OR termination_reason = $termination_reason)
+    SELECT r."TraceId", r."SpanId", r.run_id, r.agent, r."ServiceName", r."Timestamp", r."Duration",
+           r."StatusCode", r.termination_reason
+    FROM spans r
+    WHERE r.span_type = 'agent' AND r."SpanId" = r.run_id
+      AND ($trace_id::VARCHAR IS NULL OR r."TraceId" = $trace_id)
+      AND ($run_ids::VARCHAR[] IS NULL OR list_contains($run_ids::VARCHAR[], r."SpanId"))
+      AND ($agent::VARCHAR IS NULL OR r.agent = $agent)
+      AND ($service::VARCHAR IS NULL OR r."ServiceName" = $service)
+      AND ($termination_reason::VARCHAR IS NULL OR r.termination_reason = $termination_reason)
       AND ($status::VARCHAR IS NULL
-           OR (CASE WHEN termination_reason = 'completed' AND "StatusCode" <> 'Error' THEN 'ok' ELSE 'error' END) = $status)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-    ORDER BY "Timestamp" DESC, "TraceId"
+           OR (CASE WHEN r.termination_reason = 'completed' AND r."StatusCode" <> 'Error' THEN 'ok' ELSE 'error' END) = $status)
+      AND ($since::TIMESTAMP IS NULL OR r."Timestamp" >= $since)
+      AND ($until::TIMESTAMP IS NULL OR r."Timestamp" < $until)
+      AND ($tool::VARCHAR IS NULL OR EXISTS (
+            SELECT 1 FROM spans t
+            WHERE t."TraceId" = r."TraceId" AND t.run_id = r."SpanId" AND t.span_type = 'tool' AND t.tool = $tool))
+      AND ($min_tokens::BIGINT IS NULL OR (
+            SELECT coalesce(sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)), 0) FROM spans l
+            WHERE l."TraceId" = r."TraceId" AND l.run_id = r."SpanId" AND l.span_type = 'llm') >= $min_tokens)
+    ORDER BY r."Timestamp" DESC, r."TraceId"
     LIMIT $limit OFFSET $offset
 ),
 agg AS (

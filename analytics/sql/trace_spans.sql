@@ -1,12 +1,12 @@
--- Every span of one trace, in start order.
+-- Every span of one trace, in start order, in the API's Span shape (plus its events).
 SELECT "TraceId" AS trace_id,
        "SpanId" AS span_id,
-       "ParentSpanId" AS parent_span_id,
+       nullif("ParentSpanId", '') AS parent_span_id,
        "SpanName" AS name,
        span_type AS kind,
        "Timestamp" AS start,
        "Duration" / 1e6 AS duration_ms,
-       "StatusCode" AS status,
+       lower("StatusCode") AS status,
        tool,
        args_hash,
        error_type,
@@ -14,10 +14,10 @@ SELECT "TraceId" AS trace_id,
        input_tokens,
        output_tokens,
        step,
-       run_id,
-       loop_kind,
-       "SpanAttributes" AS attributes,
-       "Events" AS events
+       coalesce("SpanAttributes", MAP {}) AS attributes,
+       coalesce(list_transform("Events", lambda e: {
+           'time': e."Timestamp", 'name': e."Name", 'attributes': coalesce(e."Attributes", MAP {})
+       }), []) AS events
 FROM spans
 WHERE "TraceId" = $trace_id
 ORDER BY "Timestamp", "SpanId"

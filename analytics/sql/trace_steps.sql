@@ -1,0 +1,18 @@
+-- Per run and step of one trace: model and tool calls, errors, retries, loop-guard hits, tokens.
+SELECT run_id,
+       step,
+       min("Timestamp") AS started_at,
+       (epoch_us(max(end_time)) - epoch_us(min("Timestamp"))) / 1e3 AS duration_ms,
+       count(*) FILTER (WHERE span_type = 'llm') AS llm_calls,
+       count(*) FILTER (WHERE span_type = 'tool') AS tool_calls,
+       count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
+       coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
+       coalesce(sum(len(list_filter("Events", lambda e: e."Name" = 'retry'))), 0) AS retry_events,
+       count(*) FILTER (WHERE loop_kind IS NOT NULL
+                        OR len(list_filter("Events", lambda e: e."Name" = 'loop_detected')) > 0) AS loop_hits,
+       coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
+       coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens
+FROM spans
+WHERE "TraceId" = $trace_id AND step IS NOT NULL AND span_type IN ('llm', 'tool')
+GROUP BY run_id, step
+ORDER BY min("Timestamp"), step

@@ -1,0 +1,47 @@
+"""Tools: calls, fail rate by error class, retries and latency percentiles, per agent.
+
+Example:
+    >>> tool_stats(con, agent="order-assistant")  # doctest: +SKIP
+    [{'tool': 'query_order', 'calls': 120, 'errors': 6, 'fail_rate': 0.05,
+      'errors_by_class': {'transient': 5, 'permanent': 1}, 'retries': 9, 'p50_ms': 41.0, 'p95_ms': 380.2}]
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from loopsight.analytics.sql import query
+
+
+def tool_stats(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    tool: str | None = None,
+    by_agent: bool = False,
+) -> list[dict[str, Any]]:
+    """One row per tool (per tool and agent with ``by_agent=True``), most called first.
+
+    Each row is ``{"tool", "calls", "errors", "fail_rate", "errors_by_class", "retries",
+    "p50_ms", "p95_ms"}`` (plus ``"agent"`` when ``by_agent``). An error is a tool span with
+    status Error; ``errors_by_class`` counts them by ``loopsight.error.class``
+    (``"unclassified"`` when the producer gave none); ``retries`` sums ``attempts - 1``.
+    A call's agent is its run's agent; times filter the tool span's start.
+
+    Example:
+        >>> tool_stats(con, by_agent=True)[0]["agent"]  # doctest: +SKIP
+        'order-assistant'
+    """
+    rows = query(con, "tool_stats", since=since, until=until, agent=agent, service=service, tool=tool, by_agent=by_agent)
+    for row in rows:
+        row["errors_by_class"] = {k: int(v) for k, v in sorted(row["errors_by_class"].items())}
+        row["retries"] = int(row["retries"] or 0)
+        if not by_agent:
+            del row["agent"]
+    return rows
