@@ -1,0 +1,209 @@
+"""The in-collector evaluator: every N seconds, judge each rule, store transitions, notify.
+
+Runs on its own thread with its own DuckDB cursors, so ingest never waits for it, and
+hands notifications to a :class:`~loopsight.alerts.notify.Notifier` (bounded queue, its own
+thread). The clock is injectable: tests call :meth:`Evaluator.evaluate_once` with ``now``.
+
+Example:
+    >>> evaluator = Evaluator(store.reader, "alerts.toml", 30, dashboard_url="http://127.0.0.1:8501/")  # doctest: +SKIP
+    >>> evaluator.start()  # doctest: +SKIP
+    >>> evaluator.prometheus_lines()[:2]  # doctest: +SKIP
+    ['# HELP loopsight_runs Runs started in the gauge window ...', '# TYPE loopsight_runs gauge']
+    >>> evaluator.stop()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+import duckdb
+
+from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, judge
+from loopsight.alerts.metrics import Gauge, gauges
+from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifier
+from loopsight.alerts.prometheus import prometheus_lines
+from loopsight.alerts.rules import Rule, RulesError, load_rules
+from loopsight.alerts.sources import DuckDBSource
+from loopsight.alerts.state import StateStore
+
+log = logging.getLogger("loopsight.alerts")
+
+
+def utcnow() -> datetime:
+    """Naive UTC now (the store's time convention)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule after one evaluation."""
+
+    rule: Rule
+    verdict: Verdict | None
+    state: RuleState
+    transitions: list[Transition]
+    error: str | None = None
+
+
+class Evaluator:
+    """Evaluates a rules file against the store on a background thread."""
+
+    def __init__(
+        self,
+        reader_factory: Callable[[], duckdb.DuckDBPyConnection],
+        rules_path: str,
+        interval_seconds: float = 30.0,
+        dashboard_url: str | None = None,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        notifier: Notifier | None = None,
+        gauge_window_seconds: float = 300.0,
+    ) -> None:
+        self.reader_factory = reader_factory
+        self.rules_path = str(rules_path)
+        self.interval_seconds = interval_seconds
+        self.dashboard_url = dashboard_url or DEFAULT_DASHBOARD_URL
+        self.clock = clock
+        self.gauge_window = timedelta(seconds=gauge_window_seconds)
+        self.state_store = StateStore(reader_factory)
+        self.notifier = notifier or Notifier()
+        self.notifier.on_result = self._record_delivery
+        self.rules: list[Rule] = load_rules(self.rules_path)
+        self._rules_mtime = self._mtime()
+        self._states: dict[str, RuleState] = {}
+        self._synced = False
+        self._gauges: list[Gauge] = []
+        self._results: dict[str, RuleResult] = {}
+        self.evaluations = 0
+        self.errors = 0
+        self.last_evaluated_at: datetime | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _mtime(self) -> float | None:
+        try:
+            return os.stat(self.rules_path).st_mtime_ns
+        except OSError:
+            return None
+
+    def _reload_if_changed(self) -> None:
+        mtime = self._mtime()
+        if mtime == self._rules_mtime:
+            return
+        self._rules_mtime = mtime
+        try:
+            self.rules = load_rules(self.rules_path)
+        except RulesError as exc:
+            log.error("rules file changed but is invalid, keeping the previous rules: %s", exc)
+            return
+        self._synced = False
+        log.info("reloaded %d alert rule(s) from %s", len(self.rules), self.rules_path)
+
+    def start(self) -> None:
+        """Start the notifier and the evaluation thread (first evaluation right away)."""
+        self.notifier.start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="loopsight-alert-evaluator", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop evaluating and stop the notifier (a notification in flight gets ``timeout``)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.notifier.stop(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.evaluate_once()
+            except Exception as exc:  # a broken evaluation must not end alerting for good
+                self.errors += 1
+                log.error("alert evaluation failed: %s", exc)
+            self._stop.wait(self.interval_seconds)
+
+    def evaluate_once(self, now: datetime | None = None) -> list[RuleResult]:
+        """Judge every rule at ``now`` (default: the clock), persist, queue notifications."""
+        now = now or self.clock()
+        with self._lock:
+            self._reload_if_changed()
+            if not self._synced:
+                self._states = self.state_store.sync_rules(self.rules)
+                self._synced = True
+            results = []
+            con = self.reader_factory()
+            try:
+                source = DuckDBSource(con)
+                for rule in self.rules:
+                    results.append(self._evaluate_rule(source, rule, now))
+                try:
+                    self._gauges = gauges(con, now - self.gauge_window, now)
+                except duckdb.Error as exc:
+                    self.errors += 1
+                    log.error("alert gauges failed: %s", exc)
+            finally:
+                con.close()
+            if self.evaluations % 100 == 0:
+                self.state_store.prune(now)
+            self.evaluations += 1
+            self.last_evaluated_at = now
+            self._results = {r.rule.name: r for r in results}
+            return results
+
+    def _evaluate_rule(self, source: DuckDBSource, rule: Rule, now: datetime) -> RuleResult:
+        state = self._states.get(rule.name, RuleState())
+        try:
+            verdict = judge(source, rule, now)
+            new_state, transitions = advance(rule, state, verdict, now)
+            event_ids = self.state_store.save(rule, new_state, verdict, transitions, now)
+        except duckdb.Error as exc:
+            self.errors += 1
+            log.error("alert rule %r could not be evaluated: %s", rule.name, exc)
+            return RuleResult(rule, None, state, [], str(exc))
+        self._states[rule.name] = new_state
+        for transition, event_id in zip(transitions, event_ids):
+            log.info("alert %r: %s -> %s (value %s, %d samples)", rule.name, transition.from_state,
+                     transition.to_state, transition.value, transition.samples)
+            if transition.notify:
+                self.notifier.submit(Notification(
+                    rule, transition.to_state, now, transition.value, transition.baseline, transition.samples,
+                    transition.examples, event_id, self.dashboard_url))
+        return RuleResult(rule, verdict, new_state, transitions)
+
+    def _record_delivery(self, notification: Notification, status: str, error: str | None) -> None:
+        if notification.event_id is not None:
+            self.state_store.set_notify_status(notification.event_id, status, error)
+
+    def prometheus_lines(self) -> list[str]:
+        """Prometheus text lines: metric gauges, per-rule state and notifier counters (no DB access)."""
+        series = list(self._gauges)
+        for name, result in sorted(self._results.items()):
+            labels = (("rule", name),)
+            value = result.verdict.current.value if result.verdict is not None else None
+            series.append(Gauge("loopsight_alert_value", float("nan") if value is None else value, labels,
+                                "The value of each alert rule's metric at the last evaluation."))
+            series.append(Gauge("loopsight_alert_firing", 1.0 if result.state.state == "firing" else 0.0, labels,
+                                "1 while the alert rule is firing."))
+        stats = self.notifier.stats
+        for kind in ("webhook", "slack", "log"):
+            series.append(Gauge("loopsight_alert_notifications_sent_total", float(stats.sent[kind]), (("target", kind),),
+                                "Notifications delivered, by target kind."))
+            series.append(Gauge("loopsight_alert_notifications_failed_total", float(stats.failed[kind]), (("target", kind),),
+                                "Notifications that failed after every retry, by target kind."))
+            series.append(Gauge("loopsight_alert_notification_retries_total", float(stats.retries[kind]), (("target", kind),),
+                                "Notification attempts retried, by target kind."))
+        series.append(Gauge("loopsight_alert_notifications_dropped_total", float(stats.dropped), (),
+                            "Notifications dropped because the queue was full."))
+        series.append(Gauge("loopsight_alert_notification_queue_depth", float(self.notifier.queue_depth), (),
+                            "Notifications waiting to be sent."))
+        series.append(Gauge("loopsight_alert_evaluations_total", float(self.evaluations), (),
+                            "Alert evaluation rounds completed."))
+        series.append(Gauge("loopsight_alert_evaluation_errors_total", float(self.errors), (),
+                            "Alert rule evaluations that failed."))
+        return prometheus_lines(series)

@@ -1,0 +1,279 @@
+"""The alert metrics: one value over a time window, with its sample size and example runs.
+
+Each metric has a *population* (runs, tool calls, ...) and counts the *hits* in it; the
+value is hits / population for rates, a percentile for ``tokens_per_run`` and a count for
+``stuck_runs``. Definitions agree with the analytics layer: a tool call fails when its
+status is Error and belongs to its run's agent (``tool_stats``); a run is a top-level
+``invoke_agent`` span and falls in the window of its start (``list_runs``).
+
+Example:
+    >>> m = measure(con, MetricSpec("loop_rate", agent="order-assistant"), since, until)  # doctest: +SKIP
+    >>> m.value, m.samples, m.examples  # doctest: +SKIP
+    (0.4, 10, ['5b8aa5a2d2c872e8321cf37308d69df2', ...])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from loopsight.alerts.rules import MetricSpec
+
+MAX_EXAMPLES = 5
+
+# Runs in the window, by the start of their run span (as /api/v1/runs filters them).
+_RUNS = """
+runs AS (
+    SELECT "TraceId" AS trace_id, run_id, "Timestamp" AS started, agent, termination_reason,
+           "StatusCode" AS status
+    FROM spans
+    WHERE span_type = 'agent' AND "SpanId" = run_id
+      AND "Timestamp" >= $since AND "Timestamp" < $until
+      AND ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
+)"""
+
+# Calls (tool or model spans) in the window; a call's agent is its run's agent.
+_CALLS = """
+calls AS (
+    SELECT c."TraceId" AS trace_id, c."Timestamp" AS started, c.span_type, c.tool,
+           c."StatusCode" = 'Error' AS failed, c.error_class, c."Duration" AS duration
+    FROM spans c
+    LEFT JOIN spans r ON r."TraceId" = c."TraceId" AND r."SpanId" = c.run_id AND r.span_type = 'agent'
+    WHERE c.span_type IN ('tool', 'llm')
+      AND c."Timestamp" >= $since AND c."Timestamp" < $until
+      AND ($service::VARCHAR IS NULL OR c."ServiceName" = $service)
+      AND ($agent::VARCHAR IS NULL OR coalesce(r.agent, c.agent) = $agent)
+)"""
+
+# A run loops when the loop guard flagged a call (loop_kind), the run ended with
+# loop_detected, or the same (tool, args hash) ran 3+ times in it (the exact-loop rule).
+_LOOPED = """
+looped AS (
+    SELECT DISTINCT s."TraceId" AS trace_id, s.run_id
+    FROM spans s JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
+    WHERE s.span_type = 'tool' AND s.loop_kind IS NOT NULL AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
+    UNION
+    SELECT s."TraceId", s.run_id
+    FROM spans s JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
+    WHERE s.span_type = 'tool' AND s.args_hash IS NOT NULL AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
+    GROUP BY s."TraceId", s.run_id, s.tool, s.args_hash
+    HAVING count(*) >= 3
+    UNION
+    SELECT trace_id, run_id FROM runs WHERE termination_reason = 'loop_detected' AND $tool::VARCHAR IS NULL
+)"""
+
+# A slow call takes longer than max(3 x p95, p95 + 2 s) of its tool's latency over the day
+# before the window's end (the slow-call rule of docs/detection.md).
+_SLOW = """
+usual AS (
+    SELECT tool, quantile_cont("Duration", 0.95) AS p95
+    FROM spans
+    WHERE span_type = 'tool' AND "Timestamp" >= $until - INTERVAL 1 DAY AND "Timestamp" < $until
+    GROUP BY tool
+),
+stalled AS (
+    SELECT DISTINCT s."TraceId" AS trace_id, s.run_id
+    FROM spans s
+    JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
+    JOIN usual u ON u.tool = s.tool
+    WHERE s.span_type = 'tool' AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
+      AND s."Duration" > greatest(3 * u.p95, u.p95 + 2e9)
+)"""
+
+# In flight with no progress: a trace with agent spans but neither its run span nor its
+# root, whose last span (as of the window's end) ended before stuck_before.
+_STUCK = """
+touched AS (
+    SELECT DISTINCT "TraceId" FROM spans WHERE end_time >= $since AND "Timestamp" < $until
+),
+traces AS (
+    SELECT s."TraceId" AS trace_id, min(s."Timestamp") AS started, max(s.end_time) AS last_end,
+           bool_or(s."ParentSpanId" = '') AS has_root,
+           bool_or(s.span_type = 'agent' AND s."SpanId" = s.run_id) AS has_run,
+           bool_or(s.span_type IN ('agent', 'llm', 'tool')) AS agentic,
+           any_value(s."ServiceName") AS service,
+           any_value(s.agent) FILTER (WHERE s.agent IS NOT NULL) AS agent
+    FROM spans s JOIN touched t ON t."TraceId" = s."TraceId"
+    WHERE s."Timestamp" < $until
+    GROUP BY s."TraceId"
+)"""
+
+_POPULATIONS = {
+    "loop_rate": f"WITH {_RUNS}, {_LOOPED}, population AS ("
+    " SELECT r.trace_id, r.started, (l.trace_id IS NOT NULL) AS hit FROM runs r"
+    " LEFT JOIN looped l ON l.trace_id = r.trace_id AND l.run_id = r.run_id)",
+    "termination_rate": f"WITH {_RUNS}, population AS ("
+    " SELECT trace_id, started, termination_reason IS NOT DISTINCT FROM $reason AS hit FROM runs)",
+    "tool_fail_rate": f"WITH {_CALLS}, population AS ("
+    " SELECT trace_id, started, failed AND ($error_class::VARCHAR IS NULL OR error_class = $error_class) AS hit"
+    " FROM calls WHERE span_type = 'tool' AND ($tool::VARCHAR IS NULL OR tool = $tool))",
+    "error_class_rate": f"WITH {_CALLS}, population AS ("
+    " SELECT trace_id, started, error_class IS NOT DISTINCT FROM $error_class AS hit"
+    " FROM calls WHERE ($tool::VARCHAR IS NULL OR (span_type = 'tool' AND tool = $tool)))",
+    "stall_rate": f"WITH {_RUNS}, {_SLOW}, population AS ("
+    " SELECT r.trace_id, r.started, (x.trace_id IS NOT NULL) AS hit FROM runs r"
+    " LEFT JOIN stalled x ON x.trace_id = r.trace_id AND x.run_id = r.run_id)",
+}
+
+_RATE_SELECT = """
+SELECT (SELECT count(*) FROM population) AS samples,
+       (SELECT count(*) FROM population WHERE hit) AS hits,
+       (SELECT coalesce(list(trace_id ORDER BY latest DESC, trace_id), [])
+          FROM (SELECT trace_id, max(started) AS latest FROM population WHERE hit
+                GROUP BY trace_id ORDER BY latest DESC, trace_id LIMIT $examples)) AS examples
+"""
+
+_TOKENS = f"""
+WITH {_RUNS},
+per_run AS (
+    SELECT r.trace_id, r.started,
+           coalesce(sum(coalesce(s.input_tokens, 0) + coalesce(s.output_tokens, 0)), 0) AS tokens
+    FROM runs r
+    LEFT JOIN spans s ON s."TraceId" = r.trace_id AND s.run_id = r.run_id AND s.span_type = 'llm'
+    GROUP BY r.trace_id, r.run_id, r.started
+)
+SELECT count(*) AS samples,
+       quantile_cont(tokens, 0.5) AS p50,
+       quantile_cont(tokens, 0.95) AS p95,
+       max(tokens) AS max,
+       (SELECT coalesce(list(trace_id ORDER BY tokens DESC, trace_id), [])
+          FROM (SELECT trace_id, tokens FROM per_run ORDER BY tokens DESC, trace_id LIMIT $examples)) AS examples
+FROM per_run
+"""
+
+_STUCK_SELECT = f"""
+WITH {_STUCK},
+stuck AS (
+    SELECT trace_id, last_end FROM traces
+    WHERE agentic AND NOT has_run AND NOT has_root
+      AND last_end >= $since AND last_end < $stuck_before
+      AND ($service::VARCHAR IS NULL OR service = $service)
+      AND ($agent::VARCHAR IS NULL OR agent = $agent)
+)
+SELECT count(*) AS samples,
+       (SELECT coalesce(list(trace_id ORDER BY last_end DESC, trace_id), [])
+          FROM (SELECT trace_id, last_end FROM stuck ORDER BY last_end DESC, trace_id LIMIT $examples)) AS examples
+FROM stuck
+"""
+
+_PARAM = re.compile(r"\$([a-z_]+)")
+
+
+def _bind(sql: str, params: dict[str, Any]) -> dict[str, Any]:
+    # DuckDB rejects named parameters the statement does not use, so pass exactly its own.
+    return {name: params[name] for name in set(_PARAM.findall(sql))}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A metric's value over a window (``None`` when there was nothing to measure)."""
+
+    value: float | None
+    samples: int
+    examples: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "samples": self.samples, "examples": list(self.examples)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
+        value = data.get("value")
+        return cls(None if value is None else float(value), int(data.get("samples") or 0),
+                   [str(x) for x in (data.get("examples") or [])][:MAX_EXAMPLES])
+
+
+def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+    """The value of ``spec`` over ``[since, until)`` (naive UTC), with sample size and example trace ids.
+
+    Example:
+        >>> measure(con, MetricSpec("tool_fail_rate", tool="fetch"), since, until)  # doctest: +SKIP
+        Measurement(value=0.5, samples=8, examples=['...'])
+    """
+    params: dict[str, Any] = {
+        "since": since, "until": until, "agent": spec.agent, "service": spec.service, "tool": spec.tool,
+        "error_class": spec.error_class, "reason": spec.reason, "examples": MAX_EXAMPLES,
+        "stuck_before": until - timedelta(seconds=spec.stuck_after_seconds),
+    }
+    if spec.metric == "tokens_per_run":
+        samples, p50, p95, top, examples = con.execute(_TOKENS, _bind(_TOKENS, params)).fetchone()
+        value = {"p50": p50, "p95": p95, "max": top}[spec.stat]
+        return Measurement(None if not samples else float(value), int(samples), list(examples))
+    if spec.metric == "stuck_runs":
+        samples, examples = con.execute(_STUCK_SELECT, _bind(_STUCK_SELECT, params)).fetchone()
+        return Measurement(float(samples), int(samples), list(examples))
+    sql = _POPULATIONS[spec.metric] + _RATE_SELECT
+    samples, hits, examples = con.execute(sql, _bind(sql, params)).fetchone()
+    return Measurement(hits / samples if samples else None, int(samples), list(examples))
+
+
+@dataclass(frozen=True)
+class Gauge:
+    """One Prometheus sample: ``name{labels} value``."""
+
+    name: str
+    value: float
+    labels: tuple[tuple[str, str], ...] = ()
+    help: str = ""
+
+
+_GAUGE_HELP = {
+    "loopsight_loop_rate": "Share of runs that looped, over the gauge window.",
+    "loopsight_tool_fail_rate": "Share of tool calls that failed, per tool, over the gauge window.",
+    "loopsight_tool_calls": "Tool calls per tool over the gauge window (the fail rate's sample size).",
+    "loopsight_error_class_rate": "Share of tool and model calls with each error class, over the gauge window.",
+    "loopsight_termination_rate": "Share of runs ending with each termination reason, over the gauge window.",
+    "loopsight_tokens_per_run": "Tokens (input + output) per run over the gauge window, by quantile.",
+    "loopsight_stall_rate": "Share of runs with a slow call, over the gauge window.",
+    "loopsight_stuck_runs": "Runs in flight whose last span ended more than 5 minutes ago.",
+    "loopsight_runs": "Runs started in the gauge window (the sample size of the run rates).",
+}
+
+_TOOL_GAUGES = f"""
+WITH {_CALLS}
+SELECT tool, count(*) AS calls, count(*) FILTER (WHERE failed) / count(*) AS fail_rate
+FROM calls WHERE span_type = 'tool' GROUP BY tool ORDER BY tool
+"""
+_CLASS_GAUGES = f"""
+WITH {_CALLS}
+SELECT error_class, count(*) / (SELECT count(*) FROM calls) AS rate
+FROM calls WHERE error_class IS NOT NULL GROUP BY error_class ORDER BY error_class
+"""
+_REASON_GAUGES = f"""
+WITH {_RUNS}
+SELECT coalesce(termination_reason, 'unknown'), count(*) / (SELECT count(*) FROM runs) AS rate
+FROM runs GROUP BY ALL ORDER BY 1
+"""
+
+
+def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> list[Gauge]:
+    """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason).
+
+    Example:
+        >>> [g.name for g in gauges(con, since, until)][:2]  # doctest: +SKIP
+        ['loopsight_runs', 'loopsight_loop_rate']
+    """
+    params: dict[str, Any] = {"since": since, "until": until, "agent": None, "service": None}
+    out: list[Gauge] = []
+    loops = measure(con, MetricSpec("loop_rate"), since, until)
+    out.append(Gauge("loopsight_runs", float(loops.samples)))
+    out.append(Gauge("loopsight_loop_rate", loops.value or 0.0))
+    for tool, calls, rate in con.execute(_TOOL_GAUGES, _bind(_TOOL_GAUGES, params)).fetchall():
+        labels = (("tool", tool or ""),)
+        out.append(Gauge("loopsight_tool_fail_rate", float(rate), labels))
+        out.append(Gauge("loopsight_tool_calls", float(calls), labels))
+    for error_class, rate in con.execute(_CLASS_GAUGES, _bind(_CLASS_GAUGES, params)).fetchall():
+        out.append(Gauge("loopsight_error_class_rate", float(rate), (("error_class", error_class),)))
+    for reason, rate in con.execute(_REASON_GAUGES, _bind(_REASON_GAUGES, params)).fetchall():
+        out.append(Gauge("loopsight_termination_rate", float(rate), (("reason", reason),)))
+    for stat, quantile in (("p50", "0.5"), ("p95", "0.95"), ("max", "1")):
+        tokens = measure(con, MetricSpec("tokens_per_run", stat=stat), since, until)
+        out.append(Gauge("loopsight_tokens_per_run", tokens.value or 0.0, (("quantile", quantile),)))
+    out.append(Gauge("loopsight_stall_rate", measure(con, MetricSpec("stall_rate"), since, until).value or 0.0))
+    stuck_since = until - timedelta(hours=1)
+    out.append(Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until).samples)))
+    return [Gauge(g.name, g.value, g.labels, _GAUGE_HELP.get(g.name, "")) for g in out]

@@ -1,0 +1,247 @@
+"""Notifications: generic JSON webhook, Slack-compatible webhook, log; sent off the hot path.
+
+:class:`Notifier` owns a bounded queue and one background thread. ``submit`` never blocks:
+when the queue is full the notification is dropped and counted. Each HTTP target gets a
+timeout and retries with exponential backoff on network errors, 429 and 5xx; other 4xx
+answers are final. Outcomes are counted for ``/metrics`` and reported to ``on_result``.
+
+Example:
+    >>> notifier = Notifier(timeout=2.0, retries=2)
+    >>> notifier.start()
+    >>> notifier.submit(notification)  # doctest: +SKIP
+    True
+    >>> notifier.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable
+
+import httpx
+
+from loopsight.alerts.rules import Rule, Target
+
+log = logging.getLogger("loopsight.alerts")
+
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8501/"
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One lifecycle change to announce (``status`` is ``firing`` or ``resolved``)."""
+
+    rule: Rule
+    status: str
+    at: datetime
+    value: float | None
+    baseline: float | None
+    samples: int
+    examples: list[str] = field(default_factory=list)
+    event_id: int | None = None
+    dashboard_url: str | None = DEFAULT_DASHBOARD_URL
+
+
+def run_link(dashboard_url: str | None, trace_id: str) -> str | None:
+    """Deep link to the dashboard's run view: ``http://127.0.0.1:8501/?run=<trace_id>``."""
+    if not dashboard_url:
+        return None
+    return f"{dashboard_url}{'&' if '?' in dashboard_url else '?'}run={trace_id}"
+
+
+def _fmt_value(value: float | None) -> str:
+    return "no data" if value is None else f"{value:.4g}"
+
+
+def summary(n: Notification) -> str:
+    """One line: ``[FIRING] loop-rate: loop_rate = 0.42 (>= 0.3 over 5m, 12 samples)``."""
+    rule = n.rule
+    spec = rule.describe()
+    filters = ", ".join(f"{k}={v}" for k, v in spec["filters"].items())
+    spike = f", baseline {_fmt_value(n.baseline)} x{rule.factor:g}" if rule.spike else ""
+    return (f"[{n.status.upper()}] {rule.name}: {rule.metric}{f' ({filters})' if filters else ''} = "
+            f"{_fmt_value(n.value)} ({rule.op} {rule.threshold:g} over {spec['window']}{spike}, {n.samples} samples)")
+
+
+def webhook_payload(n: Notification) -> dict[str, Any]:
+    """The generic JSON body (documented in docs/alerts.md)."""
+    return {
+        "version": 1,
+        "status": n.status,
+        "rule": n.rule.name,
+        "metric": n.rule.metric,
+        "value": n.value,
+        "threshold": n.rule.threshold,
+        "op": n.rule.op,
+        "baseline_value": n.baseline,
+        "factor": n.rule.factor if n.rule.spike else None,
+        "samples": n.samples,
+        "window": n.rule.describe()["window"],
+        "filters": n.rule.spec.filters(),
+        "description": n.rule.description,
+        "at": n.at.isoformat() + "Z",
+        "event_id": n.event_id,
+        "summary": summary(n),
+        "examples": [{"trace_id": t, "url": run_link(n.dashboard_url, t)} for t in n.examples],
+    }
+
+
+def slack_payload(n: Notification) -> dict[str, Any]:
+    """``text`` (for notifications and old clients) plus Block Kit blocks with run links."""
+    emoji = ":rotating_light:" if n.status == "firing" else ":white_check_mark:"
+    text = f"{emoji} {summary(n)}"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": f"{emoji} *{summary(n)}*"}}]
+    if n.rule.description:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": n.rule.description}]})
+    if n.examples:
+        links = []
+        for trace_id in n.examples:
+            url = run_link(n.dashboard_url, trace_id)
+            links.append(f"<{url}|{trace_id[:12]}>" if url else f"`{trace_id}`")
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "Example runs: " + " · ".join(links)}})
+    return {"text": text, "blocks": blocks}
+
+
+class DeliveryError(Exception):
+    """A target did not accept the notification after every attempt."""
+
+
+@dataclass
+class NotifierStats:
+    """Counters for ``/metrics`` (by target kind)."""
+
+    sent: Counter[str] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
+    retries: Counter[str] = field(default_factory=Counter)
+    dropped: int = 0
+
+
+class Notifier:
+    """Delivers notifications on a background thread from a bounded queue."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 5.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        max_queue: int = 1000,
+        on_result: Callable[[Notification, str, str | None], None] | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.on_result = on_result
+        self.stats = NotifierStats()
+        self._queue: queue.Queue[Notification | None] = queue.Queue(maxsize=max_queue)
+        self._stop = threading.Event()
+        self._idle = threading.Condition()
+        self._busy = 0
+        self._thread: threading.Thread | None = None
+        self._client = httpx.Client(timeout=timeout, follow_redirects=False)
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    def start(self) -> None:
+        """Start the delivery thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="loopsight-alert-notifier", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the notification in hand; queued ones are left (their events stay ``queued``)."""
+        self._stop.set()
+        try:
+            self._queue.put_nowait(None)
+        except queue.Full:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._client.close()
+
+    def submit(self, notification: Notification) -> bool:
+        """Queue without blocking; ``False`` (and counted as dropped) when the queue is full."""
+        with self._idle:
+            try:
+                self._queue.put_nowait(notification)
+            except queue.Full:
+                self.stats.dropped += 1
+                log.error("alert notification queue is full: dropped %s", summary(notification))
+                self._report(notification, "dropped", "notification queue full")
+                return False
+            self._busy += 1
+        return True
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every submitted notification is delivered or failed (for tests and shutdown)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None or self._stop.is_set():
+                return
+            try:
+                self.deliver(item)
+            finally:
+                with self._idle:
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+    def deliver(self, n: Notification) -> None:
+        """Send to every target of the rule (blocking; the thread calls this)."""
+        errors = []
+        for target in n.rule.notify:
+            try:
+                self._send(target, n)
+                self.stats.sent[target.kind] += 1
+            except DeliveryError as exc:
+                self.stats.failed[target.kind] += 1
+                errors.append(f"{target.redacted}: {exc}")
+                log.error("alert %r: notification to %s failed: %s", n.rule.name, target.redacted, exc)
+        self._report(n, "failed" if errors else "sent", "; ".join(errors) or None)
+
+    def _report(self, n: Notification, status: str, error: str | None) -> None:
+        if self.on_result is None:
+            return
+        try:
+            self.on_result(n, status, error)
+        except Exception as exc:  # reporting must never kill the delivery thread
+            log.error("alert %r: could not record notification status: %s", n.rule.name, exc)
+
+    def _send(self, target: Target, n: Notification) -> None:
+        if target.kind == "log":
+            log.warning("alert %s", summary(n))
+            return
+        assert target.url is not None
+        body = slack_payload(n) if target.kind == "slack" else webhook_payload(n)
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.stats.retries[target.kind] += 1
+                if self._stop.wait(min(self.backoff * 2 ** (attempt - 1), self.max_backoff)):
+                    raise DeliveryError(f"stopped while retrying (last: {last})")
+            try:
+                response = self._client.post(target.url, json=body)
+            except httpx.TimeoutException:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if response.status_code < 300:
+                return
+            last = f"HTTP {response.status_code}"
+            if response.status_code != 429 and response.status_code < 500:
+                raise DeliveryError(f"{last} (not retried)")
+        raise DeliveryError(f"{last} after {self.retries + 1} attempts")

@@ -1,0 +1,170 @@
+"""Rule state, transitions and metric samples in the DuckDB file (tables of migration 0002).
+
+The evaluator loads each rule's state here at start, so a restart neither forgets a
+``pending`` timer nor re-sends a ``firing`` notification. The read functions
+(:func:`alerts_overview`, :func:`alert_series`) serve ``/api/v1/alerts``.
+
+Example:
+    >>> store = StateStore(store.reader)  # doctest: +SKIP
+    >>> states = store.sync_rules(rules, now)  # doctest: +SKIP
+    >>> states["loop-rate"].state  # doctest: +SKIP
+    'firing'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+import duckdb
+
+from loopsight.alerts.evaluate import RuleState, Transition, Verdict
+from loopsight.alerts.rules import Rule
+from loopsight.analytics.sql import rows
+
+log = logging.getLogger("loopsight.alerts")
+
+SAMPLE_RETENTION = timedelta(days=7)
+
+
+class StateStore:
+    """Reads and writes the alert tables through connections from ``connect()``."""
+
+    def __init__(self, connect: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+        self._connect = connect
+
+    def sync_rules(self, rules: list[Rule]) -> dict[str, RuleState]:
+        """Record the current rule definitions (others become inactive) and load their states."""
+        con = self._connect()
+        try:
+            con.begin()
+            con.execute("UPDATE alert_rules SET active = false WHERE active AND NOT list_contains($names, name)",
+                        {"names": [r.name for r in rules]})
+            for rule in rules:
+                con.execute(
+                    "INSERT INTO alert_rules (name, definition, active) VALUES ($name, $definition, true) "
+                    "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, active = true",
+                    {"name": rule.name, "definition": json.dumps(rule.describe())},
+                )
+            con.commit()
+            found = con.execute(
+                "SELECT name, state, state_since, pending_since, last_notified_at, notified_firing "
+                "FROM alert_rules WHERE list_contains($names, name)", {"names": [r.name for r in rules]}
+            ).fetchall()
+        finally:
+            con.close()
+        return {name: RuleState(state, since, pending, notified, bool(flag)) for name, state, since, pending, notified, flag in found}
+
+    def save(self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime) -> list[int]:
+        """Persist one evaluation in one transaction; returns the new event ids in order."""
+        current = verdict.current
+        con = self._connect()
+        ids: list[int] = []
+        try:
+            con.begin()
+            con.execute(
+                "UPDATE alert_rules SET state = $state, state_since = $state_since, pending_since = $pending_since, "
+                "last_notified_at = $last_notified_at, notified_firing = $notified_firing, value = $value, "
+                "baseline = $baseline, samples = $samples, examples = $examples, last_evaluated_at = $now "
+                "WHERE name = $name",
+                {"state": state.state, "state_since": state.state_since, "pending_since": state.pending_since,
+                 "last_notified_at": state.last_notified_at, "notified_firing": state.notified_firing,
+                 "value": current.value, "baseline": verdict.baseline_value, "samples": current.samples,
+                 "examples": list(current.examples), "now": now, "name": rule.name},
+            )
+            for t in transitions:
+                status = "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none")
+                (event_id,) = con.execute(
+                    "INSERT INTO alert_events (rule, occurred_at, from_state, to_state, value, threshold, baseline, "
+                    "samples, examples, notify_status, notify_error) VALUES ($rule, $at, $from_state, $to_state, "
+                    "$value, $threshold, $baseline, $samples, $examples, $status, $note) RETURNING id",
+                    {"rule": t.rule, "at": t.at, "from_state": t.from_state, "to_state": t.to_state, "value": t.value,
+                     "threshold": t.threshold, "baseline": t.baseline, "samples": t.samples, "examples": t.examples,
+                     "status": status, "note": t.note or None},
+                ).fetchone()
+                ids.append(int(event_id))
+            con.execute(
+                "INSERT INTO alert_samples (rule, sampled_at, value, samples) VALUES ($rule, $at, $value, $samples)",
+                {"rule": rule.name, "at": now, "value": current.value, "samples": current.samples},
+            )
+            con.commit()
+        except Exception:
+            try:
+                con.rollback()
+            except duckdb.Error:
+                pass
+            raise
+        finally:
+            con.close()
+        return ids
+
+    def set_notify_status(self, event_id: int, status: str, error: str | None = None) -> None:
+        """Record how a notification went (``sent`` / ``failed`` / ``dropped``)."""
+        con = self._connect()
+        try:
+            con.execute("UPDATE alert_events SET notify_status = $status, notify_error = $error WHERE id = $id",
+                        {"status": status, "error": error, "id": event_id})
+        finally:
+            con.close()
+
+    def prune(self, now: datetime) -> None:
+        """Drop metric samples older than the retention (transitions are kept)."""
+        con = self._connect()
+        try:
+            con.execute("DELETE FROM alert_samples WHERE sampled_at < $before", {"before": now - SAMPLE_RETENTION})
+        finally:
+            con.close()
+
+
+def alerts_overview(con: duckdb.DuckDBPyConnection, *, limit: int = 100, rule: str | None = None,
+                    include_inactive: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``{"rules": [...], "events": [...]}`` for ``/api/v1/alerts``, newest events first.
+
+    Each rule is its definition (targets redacted) plus ``state``, ``state_since``, ``value``,
+    ``baseline_value``, ``samples``, ``examples``, ``last_evaluated_at``, ``notify_failures``.
+
+    Example:
+        >>> alerts_overview(con)["rules"][0]["state"]  # doctest: +SKIP
+        'firing'
+    """
+    found = rows(con, """
+        SELECT r.name, r.definition, r.active, r.state, r.state_since, r.value, r.baseline AS baseline_value,
+               r.samples, r.examples, r.last_evaluated_at, r.last_notified_at,
+               (SELECT count(*) FROM alert_events e WHERE e.rule = r.name AND e.notify_status = 'failed') AS notify_failures
+        FROM alert_rules r
+        WHERE (r.active OR $inactive) AND ($rule::VARCHAR IS NULL OR r.name = $rule)
+        ORDER BY r.name
+    """, {"inactive": include_inactive, "rule": rule})
+    out_rules = []
+    for row in found:
+        definition = json.loads(row.pop("definition"))
+        out_rules.append({**definition, **row, "examples": row["examples"] or []})
+    events = rows(con, """
+        SELECT id, rule, occurred_at AS at, from_state, to_state, value, threshold, baseline, samples,
+               coalesce(examples, []) AS examples, notify_status, notify_error
+        FROM alert_events
+        WHERE ($rule::VARCHAR IS NULL OR rule = $rule)
+        ORDER BY occurred_at DESC, id DESC
+        LIMIT $limit
+    """, {"rule": rule, "limit": limit})
+    return {"rules": out_rules, "events": events}
+
+
+def alert_series(con: duckdb.DuckDBPyConnection, rule: str, *, since: datetime | None = None,
+                 until: datetime | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+    """The rule's evaluated values over time, oldest first: ``[{"at", "value", "samples"}]``.
+
+    Example:
+        >>> alert_series(con, "loop-rate")[-1]["value"]  # doctest: +SKIP
+        0.42
+    """
+    return rows(con, """
+        SELECT sampled_at AS at, value, samples FROM (
+            SELECT * FROM alert_samples
+            WHERE rule = $rule AND ($since::TIMESTAMP IS NULL OR sampled_at >= $since)
+              AND ($until::TIMESTAMP IS NULL OR sampled_at < $until)
+            ORDER BY sampled_at DESC LIMIT $limit)
+        ORDER BY sampled_at
+    """, {"rule": rule, "since": since, "until": until, "limit": limit})
