@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from loopsight import analytics
+from loopsight import alerts, analytics
 
 log = logging.getLogger("loopsight.collector")
 
@@ -170,7 +170,50 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             return JSONResponse({"error": str(exc)}, status_code=400)
         return await answer(request, lambda con: analytics.terminations(con, **params))
 
+    async def alert_list(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            limit = parse_int("limit", q.get("limit"), 100, 0, 10_000)
+            rule = parse_text("rule", q.get("rule"))
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: alerts.alerts_overview(con, limit=limit, rule=rule))
+
+    async def alert_series(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            rule = parse_text("rule", q.get("rule"))
+            if rule is None:
+                raise BadParameter("rule is required")
+            since, until = parse_time("since", q.get("since")), parse_time("until", q.get("until"))
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"rule": rule, "series": alerts.alert_series(con, rule, since=since, until=until)})
+
+    async def alert_metric(request: Request) -> JSONResponse:
+        # Lets `loopsight alerts check --collector URL` measure without opening the DB file.
+        q = request.query_params
+        try:
+            metric = parse_choice("metric", q.get("metric"), alerts.METRICS)
+            since, until = parse_time("since", q.get("since")), parse_time("until", q.get("until"))
+            if metric is None or since is None or until is None or since >= until:
+                raise BadParameter("metric, since and until are required, with since before until")
+            spec = alerts.MetricSpec(
+                metric, service=parse_text("service", q.get("service")), agent=parse_text("agent", q.get("agent")),
+                tool=parse_text("tool", q.get("tool")),
+                error_class=parse_choice("error_class", q.get("error_class"), alerts.rules.ERROR_CLASSES),
+                reason=parse_choice("reason", q.get("reason"), alerts.rules.TERMINATION_REASONS),
+                stat=parse_choice("stat", q.get("stat"), alerts.rules.STATS, "p95") or "p95",
+                stuck_after_seconds=parse_int("stuck_after", q.get("stuck_after"), 300, 1, 366 * 86400),
+            )
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: alerts.measure(con, spec, since, until).to_dict())
+
     return [
+        Route("/api/v1/alerts", alert_list, methods=["GET"]),
+        Route("/api/v1/alerts/series", alert_series, methods=["GET"]),
+        Route("/api/v1/alerts/metric", alert_metric, methods=["GET"]),
         Route("/api/v1/runs", runs, methods=["GET"]),
         Route("/api/v1/runs/{trace_id}", run_detail, methods=["GET"]),
         Route("/api/v1/tools", tools, methods=["GET"]),
