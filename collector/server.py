@@ -39,16 +39,31 @@ def serve(
     token: str | None = None,
     capture_content: bool = False,
     max_body_bytes: int = 16 * 1024 * 1024,
+    rules: str | None = None,
+    alert_interval: float = 30.0,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file."""
     _check_port(host, http_port)
     store = Store.open(db)
+    evaluator = None
+    if rules:
+        from loopsight.alerts import Evaluator, RulesError
+
+        try:
+            evaluator = Evaluator(store.reader, rules, alert_interval)
+        except RulesError as exc:
+            store.close()
+            raise StartupError(f"invalid alert rules: {exc}") from None
     settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content))
     app = create_app(store, settings)
     config = uvicorn.Config(app, host=host, port=http_port, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     log.info("collector listening on http://%s:%d, storing in %s", host, http_port, db)
+    if evaluator is not None:
+        evaluator.start()
     try:
         server.run()
     finally:
+        if evaluator is not None:
+            evaluator.stop()
         store.close()
