@@ -106,18 +106,25 @@ class SpanHandle:
     def _finish(self, exc: BaseException | None, result: Any = None, has_result: bool = False) -> None:
         if self._ended:
             return
-        try:
-            if self.span is not _INVALID:
-                if exc is not None and not isinstance(exc, GeneratorExit):
-                    self._on_error(exc)
-                elif has_result:
-                    self._on_result(result)
-                self._before_end(exc)
-                self.span.end(end_time=STATE.clock())
-        except Exception as err:
-            internal_error("finish", err)
-        finally:
+        if self.span is _INVALID:
             self._ended = True
+            return
+        try:
+            if exc is not None and not isinstance(exc, GeneratorExit):
+                self._on_error(exc)
+            elif has_result:
+                self._on_result(result)
+        except Exception as err:
+            internal_error("finish: outcome", err)
+        try:
+            self._before_end(exc)
+        except Exception as err:
+            internal_error("finish: attributes", err)
+        self._ended = True
+        try:
+            self.span.end(end_time=STATE.clock())
+        except Exception as err:
+            internal_error("finish: end", err)
 
     def _on_error(self, exc: BaseException) -> None:
         if _is_cancel(exc):

@@ -18,6 +18,7 @@ import datetime as _dt
 import enum
 import hashlib
 import json
+import re
 import uuid
 from decimal import Decimal
 from pathlib import PurePath
@@ -89,9 +90,13 @@ def _sort_key(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_safe_repr)
 
 
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+
+
 def _safe_repr(obj: Any) -> str:
+    # Memory addresses would make the hash differ per call and per process.
     try:
-        return repr(obj)
+        return _ADDRESS.sub("", repr(obj))
     except Exception:
         return f"<{type(obj).__qualname__}>"
 

@@ -1,0 +1,158 @@
+"""configure(): real OTLP exporters to a real collector (HTTP) and a real gRPC receiver."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+
+import httpx
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+import loopsight
+from loopsight.instrumentation import setup
+from loopsight.instrumentation.state import STATE
+
+AGENT_SCRIPT = """
+import loopsight
+loopsight.configure()
+
+@loopsight.llm(model="gpt-4o")
+def model(messages):
+    return {"usage": {"prompt_tokens": 10, "completion_tokens": 2},
+            "choices": [{"finish_reason": "tool_calls"}]}
+
+@loopsight.tool
+def lookup(order_id):
+    return {"status": "shipped"}
+
+@loopsight.agent(name="export-check", max_steps=5)
+def run():
+    model(["hi"])
+    lookup("A1")
+    model(["hi", "obs"])
+    return "ok"
+
+run()
+loopsight.shutdown()
+"""
+
+
+@pytest.fixture
+def restore_state():
+    saved = STATE.provider
+    yield
+    STATE.provider = saved
+
+
+def _wait_for_run(url: str, agent: str, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = httpx.get(f"{url}/api/v1/runs", params={"agent": agent}, timeout=5).json()["runs"]
+        if runs:
+            return runs[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no run for {agent} arrived")
+
+
+def test_env_configured_export_to_real_collector(collector_server):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url, OTEL_SERVICE_NAME="svc-from-env")
+    done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    run = _wait_for_run(collector_server.url, "export-check")
+    assert run["service"] == "svc-from-env"
+    assert run["termination_reason"] == "completed"
+    assert run["status"] == "ok"
+    detail = httpx.get(f"{collector_server.url}/api/v1/runs/{run['trace_id']}", timeout=5).json()
+    by_name = {s["name"]: s for s in detail["spans"]}
+    assert set(by_name) == {"invoke_agent export-check", "chat gpt-4o", "execute_tool lookup"}
+    tool_span = by_name["execute_tool lookup"]
+    assert tool_span["args_hash"] == loopsight.args_hash({"order_id": "A1"})
+    assert tool_span["step"] == 0
+    assert sum(s["input_tokens"] or 0 for s in detail["spans"] if s["kind"] == "llm") == 20
+
+
+def test_explicit_provider_and_endpoint_added_once(collector_server, restore_state):
+    provider = TracerProvider(resource=Resource.create({"service.name": "svc-explicit"}))
+    try:
+        first = loopsight.configure(endpoint=collector_server.url, tracer_provider=provider)
+        second = loopsight.configure(endpoint=collector_server.url + "/", tracer_provider=provider)
+        assert first is second is provider
+        assert len(provider._active_span_processor._span_processors) == 1
+        loopsight.configure(tracer_provider=provider)  # adopt, add nothing
+        assert len(provider._active_span_processor._span_processors) == 1
+
+        with loopsight.agent("explicit-check"):
+            with loopsight.tool("t", args={"a": 1}):
+                pass
+        provider.force_flush()
+        run = _wait_for_run(collector_server.url, "explicit-check")
+        assert run["service"] == "svc-explicit"
+        assert run["tool_calls"] == 1
+    finally:
+        loopsight.shutdown()
+        provider.shutdown()
+
+
+def test_bad_protocol_is_a_clear_error():
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        loopsight.configure(protocol="carrier-pigeon")
+
+
+def test_shutdown_is_idempotent():
+    loopsight.shutdown()
+    loopsight.shutdown()
+
+
+class _Receiver:
+    """A real OTLP/gRPC TraceService that keeps what it receives."""
+
+    def __init__(self) -> None:
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+        self.requests: list = []
+        self.got = threading.Event()
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request, context):  # noqa: N802 - gRPC method name
+                receiver.requests.append(request)
+                receiver.got.set()
+                return trace_service_pb2.ExportTraceServiceResponse()
+
+        import grpc
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+
+def test_grpc_export(restore_state):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.grpc")
+    receiver = _Receiver()
+    provider = TracerProvider(resource=Resource.create({"service.name": "svc-grpc"}))
+    try:
+        loopsight.configure(endpoint=f"http://127.0.0.1:{receiver.port}", protocol="grpc",
+                            tracer_provider=provider)
+        with loopsight.agent("grpc-check"):
+            with loopsight.llm(model="m") as call:
+                call.set_usage(input_tokens=5, output_tokens=1)
+        provider.force_flush()
+        assert receiver.got.wait(10)
+        spans = [s for r in receiver.requests for rs in r.resource_spans
+                 for ss in rs.scope_spans for s in ss.spans]
+        assert sorted(s.name for s in spans) == ["chat m", "invoke_agent grpc-check"]
+        resource = receiver.requests[0].resource_spans[0].resource
+        assert {a.key: a.value.string_value for a in resource.attributes}["service.name"] == "svc-grpc"
+    finally:
+        loopsight.shutdown()
+        provider.shutdown()
+        receiver.server.stop(0)

@@ -1,0 +1,159 @@
+"""Token and finish-reason extraction for each supported response shape."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import loopsight
+from loopsight import attributes as A
+from loopsight.instrumentation.tokens import Usage, coerce_usage, extract_usage
+
+OPENAI_CHAT = {
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000,
+    "model": "gpt-4o-2024-08-06",
+    "choices": [
+        {"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+         "message": {"role": "assistant", "content": None, "tool_calls": [
+             {"id": "call_1", "type": "function",
+              "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}},
+        {"index": 1, "finish_reason": "stop", "logprobs": None,
+         "message": {"role": "assistant", "content": "hi"}},
+    ],
+    "usage": {"prompt_tokens": 812, "completion_tokens": 41, "total_tokens": 853,
+              "prompt_tokens_details": {"cached_tokens": 512}},
+}
+OPENAI_RESPONSES = {
+    "id": "resp_1", "object": "response", "created_at": 1700000000.0, "model": "gpt-4.1",
+    "status": "completed", "error": None, "incomplete_details": None,
+    "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "hi", "annotations": []}]}],
+    "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+    "usage": {"input_tokens": 300, "output_tokens": 20, "total_tokens": 320,
+              "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+              "output_tokens_details": {"reasoning_tokens": 0}},
+}
+OPENAI_RESPONSES_INCOMPLETE = {**OPENAI_RESPONSES, "status": "incomplete",
+                               "incomplete_details": {"reason": "max_output_tokens"}}
+ANTHROPIC = {
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}],
+    "stop_reason": "tool_use", "stop_sequence": None,
+    "usage": {"input_tokens": 100, "output_tokens": 25, "cache_creation_input_tokens": 10,
+              "cache_read_input_tokens": 200},
+}
+# LiteLLM's ModelResponse is OpenAI-shaped (documented JSON of `litellm.completion`).
+LITELLM = {
+    "id": "chatcmpl-2", "object": "chat.completion", "created": 1700000000,
+    "model": "claude-3-haiku-20240307",
+    "choices": [{"index": 0, "finish_reason": "length",
+                 "message": {"role": "assistant", "content": "..."}}],
+    "usage": {"prompt_tokens": 17, "completion_tokens": 64, "total_tokens": 81},
+}
+GEMINI = {"candidates": [{"finish_reason": "STOP"}],
+          "usage_metadata": {"prompt_token_count": 9, "candidates_token_count": 4}}
+BEDROCK = {"output": {"message": {}}, "stopReason": "end_turn",
+           "usage": {"inputTokens": 30, "outputTokens": 5, "totalTokens": 35}}
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    (OPENAI_CHAT, Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")),
+    (OPENAI_RESPONSES, Usage(300, 20, ("completed",), "gpt-4.1")),
+    (OPENAI_RESPONSES_INCOMPLETE, Usage(300, 20, ("max_output_tokens",), "gpt-4.1")),
+    (ANTHROPIC, Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")),
+    (LITELLM, Usage(17, 64, ("length",), "claude-3-haiku-20240307")),
+    (GEMINI, Usage(9, 4, ("STOP",), None)),
+    (BEDROCK, Usage(30, 5, ("end_turn",), None)),
+])
+def test_documented_json_shapes(payload, expected):
+    assert extract_usage(payload) == expected
+
+
+def test_openai_sdk_objects():
+    openai = pytest.importorskip("openai")
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response
+
+    chat = ChatCompletion.model_validate(OPENAI_CHAT)
+    assert extract_usage(chat) == Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")
+    resp = Response.model_validate(OPENAI_RESPONSES_INCOMPLETE)
+    assert extract_usage(resp) == Usage(300, 20, ("max_output_tokens",), "gpt-4.1")
+    last_chunk = ChatCompletionChunk.model_validate({
+        "id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+        "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
+    assert extract_usage(last_chunk) == Usage(5, 2, (), "gpt-4o")
+    assert openai.__version__
+
+
+def test_anthropic_sdk_objects():
+    pytest.importorskip("anthropic")
+    from anthropic.types import Message
+
+    msg = Message.model_validate(ANTHROPIC)
+    assert extract_usage(msg) == Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")
+
+
+def test_generic_usage_objects():
+    obj = types.SimpleNamespace(usage=types.SimpleNamespace(prompt_tokens=3, completion_tokens=4))
+    assert extract_usage(obj) == Usage(3, 4, (), None)
+    bare = types.SimpleNamespace(input_tokens=8, output_tokens=1)
+    assert extract_usage(bare) == Usage(8, 1, (), None)
+
+
+@pytest.mark.parametrize("junk", [None, "text", 3, b"x", [], {}, {"usage": "lots"},
+                                  {"choices": "nope"}, object()])
+def test_unrecognised_results_give_none(junk):
+    assert extract_usage(junk) is None
+
+
+def test_coerce_user_extractor_results():
+    assert coerce_usage({"input_tokens": 1, "output_tokens": 2, "finish_reasons": "stop"}) == \
+        Usage(1, 2, ("stop",), None)
+    assert coerce_usage({"prompt_tokens": 1}) == Usage(1, None, (), None)
+    assert coerce_usage(Usage(4, 5)) == Usage(4, 5)
+    assert coerce_usage(OPENAI_CHAT).input_tokens == 812
+
+
+def test_user_extractor_on_decorated_llm(loopsight_spans):
+    @loopsight.llm(model="local", extract=lambda r: loopsight.Usage(r["in"], r["out"], ("eos",)))
+    def local_model(prompt):
+        return {"in": 11, "out": 2, "text": "ok"}
+
+    @loopsight.llm(model="local", extract=lambda r: {"input_tokens": len(r), "output_tokens": 1})
+    def other(prompt):
+        return "abcd"
+
+    local_model("p")
+    other("p")
+    first, second = loopsight_spans.spans
+    assert first.attributes[A.USAGE_INPUT_TOKENS] == 11
+    assert first.attributes[A.RESPONSE_FINISH_REASONS] == ("eos",)
+    assert second.attributes[A.USAGE_INPUT_TOKENS] == 4
+
+
+def test_failing_extractor_is_swallowed(loopsight_spans):
+    @loopsight.llm(model="m", extract=lambda r: 1 / 0)
+    def model():
+        return "fine"
+
+    assert model() == "fine"
+    (span,) = loopsight_spans.spans
+    assert A.USAGE_INPUT_TOKENS not in span.attributes
+
+
+def test_anthropic_stream_events_merge(loopsight_spans):
+    # message_start carries input tokens, message_delta the cumulative output and stop reason
+    events = [
+        {"type": "message_start", "message": {}, "usage": {"input_tokens": 50, "output_tokens": 1}},
+        {"type": "content_block_delta", "delta": {"text": "hi"}},
+        {"type": "message_delta", "stop_reason": "end_turn", "usage": {"output_tokens": 12}},
+    ]
+
+    with loopsight.llm(model="claude") as call:
+        for event in events:
+            call.record(event)
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.USAGE_INPUT_TOKENS] == 50
+    assert span.attributes[A.USAGE_OUTPUT_TOKENS] == 12
+    assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("end_turn",)
