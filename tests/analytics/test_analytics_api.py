@@ -1,0 +1,131 @@
+"""The query API routes over the fixture store: shapes, filters, and parameter validation."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+from conftest import World
+from starlette.testclient import TestClient
+
+from loopsight.collector.app import Settings, create_app
+
+CURRENT = {"since": "2026-01-11T00:00:00Z", "until": "2026-01-12T00:00:00Z"}
+
+
+@pytest.fixture(scope="module")
+def client(world: World) -> Iterator[TestClient]:
+    with TestClient(create_app(world.store, Settings())) as test_client:
+        yield test_client
+
+
+def names(world: World, runs: list[dict]) -> list[str]:
+    by_id = {info.run_id: name for name, info in world.runs.items()}
+    return [by_id[run["run_id"]] for run in runs]
+
+
+def test_runs_filters_tool_and_min_tokens(world: World, client: TestClient) -> None:
+    answer = client.get("/api/v1/runs", params={"tool": "search", "min_tokens": "496"})
+    assert answer.status_code == 200
+    assert names(world, answer.json()["runs"]) == ["O1", "R1"]
+    answer = client.get("/api/v1/runs", params={"status": "error", "termination_reason": "loop_detected"})
+    assert names(world, answer.json()["runs"]) == ["R2"]
+    answer = client.get("/api/v1/runs", params={"sort": "tokens", "limit": "2", **CURRENT})
+    assert [(name, run["tokens"]) for name, run in zip(names(world, answer.json()["runs"]), answer.json()["runs"])] == [
+        ("R5", 1200), ("R1", 1100),
+    ]
+
+
+def test_run_detail(world: World, client: TestClient) -> None:
+    info = world.runs["R2"]
+    body = client.get(f"/api/v1/runs/{info.trace_id.upper()}").json()
+    assert set(body) == {"runs", "spans", "steps"}
+    assert body["runs"][0]["run_id"] == info.run_id and body["runs"][0]["status"] == "error"
+    assert len(body["spans"]) == 7
+
+
+def test_tools_route(client: TestClient) -> None:
+    body = client.get("/api/v1/tools", params=CURRENT).json()
+    assert [(t["tool"], t["calls"], t["errors"], t["errors_by_class"]) for t in body["tools"]] == [
+        ("search", 5, 0, {}), ("refund", 3, 2, {"permanent": 1, "transient": 1}), ("lookup", 1, 1, {"transient": 1}),
+    ]
+    assert set(body["tools"][0]) == {"tool", "calls", "errors", "fail_rate", "errors_by_class", "retries", "p50_ms", "p95_ms"}
+    grouped = client.get("/api/v1/tools", params={"group_by": "agent", "agent": "billing"}).json()["tools"]
+    assert [(t["tool"], t["agent"], t["calls"]) for t in grouped] == [("refund", "billing", 4)]
+
+
+def test_overview_route(client: TestClient) -> None:
+    body = client.get("/api/v1/overview", params=CURRENT).json()
+    assert body["tiles"]["runs"] == {"value": 5, "previous": 2, "change": 3, "change_pct": 1.5}
+    assert body["tiles"]["loop_rate"]["value"] == 0.2
+    assert body["previous_window"]["since"] == "2026-01-10T00:00:00.000000Z"
+
+
+def test_terminations_route(client: TestClient) -> None:
+    body = client.get("/api/v1/terminations", params={"bucket": "86400", "service": "svc-b"}).json()
+    assert body["bucket_seconds"] == 86400
+    assert [(r["bucket"][:10], r["termination_reason"], r["runs"]) for r in body["terminations"]] == [
+        ("2026-01-10", "timeout", 1), ("2026-01-11", "completed", 1), ("2026-01-11", "max_steps", 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "message"),
+    [
+        ("/api/v1/runs", {"since": "yesterday"}, "since='yesterday' is not an ISO-8601 time"),
+        ("/api/v1/runs", {"until": "2026-13-45"}, "until="),
+        ("/api/v1/runs", {"since": "-999999d"}, "since="),
+        ("/api/v1/runs", {"since": "9" * 100}, "since is longer than 64"),
+        ("/api/v1/runs", {"since": "2026-01-02", "until": "2026-01-01"}, "since must be before until"),
+        ("/api/v1/runs", {"limit": "100000000"}, "limit=100000000 is out of range"),
+        ("/api/v1/runs", {"limit": "-1"}, "out of range"),
+        ("/api/v1/runs", {"limit": "ten"}, "limit='ten' is not an integer"),
+        ("/api/v1/runs", {"offset": "1e9"}, "offset='1e9' is not an integer"),
+        ("/api/v1/runs", {"min_tokens": "-5"}, "min_tokens=-5 is out of range"),
+        ("/api/v1/runs", {"min_tokens": "9" * 5000}, "is not an integer"),
+        ("/api/v1/runs", {"status": "ok' OR 1=1"}, "status="),
+        ("/api/v1/runs", {"sort": "tokens; DROP TABLE spans"}, "sort="),
+        ("/api/v1/runs", {"agent": "x" * 600}, "agent is longer than 512"),
+        ("/api/v1/runs", {"tool": "a\x00b"}, "tool contains a NUL"),
+        ("/api/v1/runs/not-a-trace", {}, "trace_id must be 32 hex"),
+        ("/api/v1/tools", {"group_by": "tool"}, "group_by='tool' is not one of agent"),
+        ("/api/v1/tools", {"since": "2026-02-30"}, "since="),
+        ("/api/v1/overview", {"until": "2026-01-01T00:00:00+25:00"}, "until="),
+        ("/api/v1/overview", {"since": "2026-01-02", "until": "2026-01-02"}, "since must be before until"),
+        ("/api/v1/terminations", {"bucket": "0"}, "bucket=0 is out of range"),
+        ("/api/v1/terminations", {"bucket": "1", "since": "2020-01-01", "until": "2026-01-01"}, "more than 10000 buckets"),
+    ],
+)
+def test_bad_parameters_are_400_with_a_reason(client: TestClient, path: str, params: dict, message: str) -> None:
+    answer = client.get(path, params=params)
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("paths", "params"),
+    [
+        (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"agent": "orders' OR '1'='1"}),
+        (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"service": "svc-a\"; DROP TABLE spans; --"}),
+        (("/api/v1/runs", "/api/v1/tools"), {"tool": "search' UNION SELECT * FROM spans --"}),
+        (("/api/v1/runs",), {"termination_reason": "completed' OR 'x'='x"}),
+        (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"agent": "🦆" * 100}),
+    ],
+)
+def test_injection_attempts_are_plain_values(world: World, client: TestClient, paths: tuple[str, ...], params: dict) -> None:
+    for path in paths:
+        answer = client.get(path, params=params)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert not any(value for value in body.values() if isinstance(value, list)), (path, body)
+    overview = client.get("/api/v1/overview", params={**params, **CURRENT})
+    assert overview.status_code == 200
+    assert len(client.get("/api/v1/runs").json()["runs"]) == len(world.runs)
+
+
+def test_relative_times_and_bounds_are_accepted(client: TestClient) -> None:
+    for path in ("/api/v1/runs", "/api/v1/tools", "/api/v1/overview", "/api/v1/terminations"):
+        answer = client.get(path, params={"since": "-15m"})
+        assert answer.status_code == 200, (path, answer.text)
+    assert client.get("/api/v1/runs", params={"limit": "10000", "offset": "1000000000"}).json() == {"runs": []}
+    assert client.get("/api/v1/overview", params={"since": "0001-01-01", "until": "9999-12-31"}).status_code == 200
