@@ -211,6 +211,7 @@ class ReactAgent:
                 if st.remaining() <= 0:
                     return "timeout"
                 etype, eclass = loopsight.classify(exc)
+                st.summary.count("error_classes", eclass)
                 if eclass == "fatal":
                     st.facts.fatal = f"model {self.llm.model}: {etype}"
                     return "fatal_error"
@@ -257,6 +258,7 @@ class ReactAgent:
             hit = st.guard.check(tool.name, args, digest)
             if hit is not None:
                 t.loop_detected(hit.kind, similarity=hit.similarity)
+                st.summary.count("loop_kinds", hit.kind)
                 self._guard_hit(st)
                 return dumps({"error_type": "LOOP_DETECTED", "kind": hit.kind, "tool": tool.name,
                               "instruction": hit.hint}), False
@@ -275,6 +277,7 @@ class ReactAgent:
             st.summary.tool_failures += 1
             if st.guard.seen_failure(observation):
                 t.loop_detected("repeated_error")
+                st.summary.count("loop_kinds", "repeated_error")
                 st.summary.loop_hits += 1
                 st.end("repeated_error")
             return observation, False
@@ -292,6 +295,7 @@ class ReactAgent:
         st.corrections[tool] = used
         left = self.config.max_corrections - used + 1
         t.fail(loopsight.InvalidArgumentError("; ".join(problems), error_type=error_type.lower()))
+        st.summary.count("error_classes", "invalid_argument")
         body: dict[str, Any] = {"error_type": error_type, "tool": tool, "errors": problems}
         if schema is not None:
             body["schema"] = schema
@@ -328,6 +332,8 @@ class ReactAgent:
                 raise
             except Exception as exc:
                 etype, eclass = loopsight.classify(exc)
+                if eclass != "invalid_argument":
+                    st.summary.count("error_classes", eclass)
                 if eclass == "transient" and etype == "timeout" and timeout < own:
                     t.fail(exc)  # the run's wall-clock budget, not the tool's own timeout, cut it short
                     st.end("timeout")
@@ -360,6 +366,7 @@ class ReactAgent:
         silent = detect(tool.name, result, cfg.silent_checks)
         if silent is not None:
             t.fail(silent.code, error_class=silent.kind)
+            st.summary.count("error_classes", silent.kind)
             label = "EMPTY_RESULT" if silent.kind == "empty_result" else "GARBAGE_RESULT"
             advice = ("Nothing came back: do not conclude that it does not exist; try other terms or another source."
                       if silent.kind == "empty_result" else

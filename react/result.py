@@ -17,7 +17,9 @@ class RunSummary:
     """Counters of one run.
 
     ``effective_steps`` are model turns that produced a usable tool result or the answer;
-    ``tool_failures`` counts failed, silent-failed and guard-blocked calls.
+    ``tool_failures`` counts failed, silent-failed and guard-blocked calls;
+    ``error_classes`` counts failures (failed calls, retried attempts, model errors) by
+    class and ``loop_kinds`` guard hits by kind.
     """
 
     steps: int = 0
@@ -33,6 +35,13 @@ class RunSummary:
     duration_s: float = 0.0
     context_modes: list[str] = field(default_factory=list)
     calls_per_tool: dict[str, int] = field(default_factory=dict)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    loop_kinds: dict[str, int] = field(default_factory=dict)
+
+    def count(self, table: str, key: str) -> None:
+        """Add one to ``error_classes`` or ``loop_kinds`` under ``key``."""
+        counts = getattr(self, table)
+        counts[key] = counts.get(key, 0) + 1
 
     @property
     def tool_fail_rate(self) -> float:

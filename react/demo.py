@@ -1,0 +1,144 @@
+"""``loopsight demo``: run the scenario pack with real (scaled) delays and export the spans.
+
+Example:
+    >>> summary = run_scenarios(runs=3, seed=1, concurrency=3, speed=400)   # spans go to the configured provider
+    >>> summary.runs
+    3
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import loopsight
+from loopsight.react.result import RunResult
+from loopsight.react.scenarios import plan
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
+
+
+@dataclass
+class DemoSummary:
+    """What a demo sent: runs per termination reason, agent, fallback, error class and loop kind."""
+
+    runs: int = 0
+    duration_s: float = 0.0
+    endpoint: str | None = None
+    by_reason: Counter[str] = field(default_factory=Counter)
+    by_agent: Counter[str] = field(default_factory=Counter)
+    by_scenario: Counter[str] = field(default_factory=Counter)
+    by_fallback: Counter[str] = field(default_factory=Counter)
+    error_classes: Counter[str] = field(default_factory=Counter)
+    loop_kinds: Counter[str] = field(default_factory=Counter)
+    context_modes: Counter[str] = field(default_factory=Counter)
+    tool_calls: int = 0
+    retries: int = 0
+    tokens: int = 0
+
+    def add(self, scenario: str, agent: str, result: RunResult | None) -> None:
+        """Count one run (``result`` None: the user cancelled it)."""
+        self.runs += 1
+        self.by_scenario[scenario] += 1
+        self.by_agent[agent] += 1
+        if result is None:
+            self.by_reason["cancelled"] += 1
+            return
+        s = result.summary
+        self.by_reason[result.termination_reason] += 1
+        if result.fallback:
+            self.by_fallback[result.fallback] += 1
+        self.error_classes.update(s.error_classes)
+        self.loop_kinds.update(s.loop_kinds)
+        self.context_modes.update(s.context_modes)
+        self.tool_calls += s.tool_calls
+        self.retries += s.retries
+        self.tokens += s.total_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "runs": self.runs, "duration_s": round(self.duration_s, 3), "endpoint": self.endpoint,
+            "by_reason": dict(self.by_reason), "by_agent": dict(self.by_agent), "by_fallback": dict(self.by_fallback),
+            "error_classes": dict(self.error_classes), "loop_kinds": dict(self.loop_kinds),
+            "context_modes": dict(self.context_modes), "tool_calls": self.tool_calls, "retries": self.retries,
+            "tokens": self.tokens,
+        }
+
+    def __str__(self) -> str:
+        def fmt(c: Counter[str]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in c.most_common()) or "none"
+
+        where = f" to {self.endpoint}" if self.endpoint else ""
+        return "\n".join([
+            f"demo: {self.runs} runs in {self.duration_s:.1f} s{where}",
+            f"  termination: {fmt(self.by_reason)}",
+            f"  agents:      {fmt(self.by_agent)}",
+            f"  fallbacks:   {fmt(self.by_fallback)}",
+            f"  errors:      {fmt(self.error_classes)}",
+            f"  loops:       {fmt(self.loop_kinds)}",
+            f"  context:     {fmt(self.context_modes)}",
+            f"  tool calls {self.tool_calls}, retries {self.retries}, tokens {self.tokens}",
+        ])
+
+    def __rich__(self) -> str:
+        return str(self).replace("[", r"\[")
+
+
+async def arun_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, speed: float = 20.0) -> DemoSummary:
+    """Run ``runs`` scenarios, ``concurrency`` at a time, in the current event loop."""
+    if concurrency < 1 or speed <= 0:
+        raise ValueError("concurrency must be >= 1 and speed > 0")
+    summary = DemoSummary()
+    gate = asyncio.Semaphore(concurrency)
+    rng = random.Random(seed)
+    jobs = [(s, random.Random(rng.random())) for s in plan(runs, seed)]
+    started = time.monotonic()
+
+    async def one(scenario: Any, run_rng: random.Random) -> None:
+        async with gate:
+            built = scenario.build(run_rng, speed)
+            try:
+                result = await asyncio.wait_for(built.agent.arun(built.task), built.patience)
+            except asyncio.TimeoutError:
+                result = None  # the user hung up: the run span ends as cancelled
+            summary.add(scenario.name, built.agent.name, result)
+
+    await asyncio.gather(*(one(s, r) for s, r in jobs))
+    summary.duration_s = time.monotonic() - started
+    return summary
+
+
+def run_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, speed: float = 20.0) -> DemoSummary:
+    """Blocking :func:`arun_scenarios`; spans go wherever loopsight is configured (or a test fixture)."""
+    return asyncio.run(arun_scenarios(runs, seed, concurrency, speed))
+
+
+def run_demo(endpoint: str | None = None, runs: int = 40, seed: int = 7, concurrency: int = 4,
+             speed: float = 20.0, service_name: str = "loopsight-demo") -> DemoSummary:
+    """Configure the OTLP exporter, run the scenario pack, flush, and summarise.
+
+    ``endpoint`` None means ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``, else
+    ``LOOPSIGHT_ENDPOINT``, else ``http://127.0.0.1:4318``.
+
+    Example:
+        >>> summary = run_demo("http://127.0.0.1:4318", runs=40)   # doctest: +SKIP
+        >>> print(summary)                                         # doctest: +SKIP
+        demo: 40 runs in 6.1 s to http://127.0.0.1:4318
+          termination: completed 27, ...
+    """
+    otel_env = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint is None and not otel_env:
+        endpoint = os.environ.get("LOOPSIGHT_ENDPOINT") or DEFAULT_ENDPOINT
+    loopsight.configure(endpoint=endpoint, service_name=service_name)
+    try:
+        summary = run_scenarios(runs, seed, concurrency, speed)
+    finally:
+        loopsight.shutdown()
+    summary.endpoint = endpoint or otel_env
+    return summary
