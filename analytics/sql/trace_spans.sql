@@ -1,4 +1,5 @@
--- Every span of one trace, in start order, in the API's Span shape (plus its events).
+-- Every span of one trace in start order (an enclosing span before what starts with it),
+-- in the API's Span shape plus its events.
 SELECT "TraceId" AS trace_id,
        "SpanId" AS span_id,
        nullif("ParentSpanId", '') AS parent_span_id,
@@ -20,4 +21,4 @@ SELECT "TraceId" AS trace_id,
        }), []) AS events
 FROM spans
 WHERE "TraceId" = $trace_id
-ORDER BY "Timestamp", "SpanId"
+ORDER BY "Timestamp", end_time DESC, "SpanId"
