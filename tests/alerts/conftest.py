@@ -1,0 +1,77 @@
+"""Alert test fixtures: fixture traffic through the real ingest path, a real webhook receiver."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from loopsight.collector.store import Store
+from alerts_traffic import Traffic
+
+
+@dataclass
+class Hook:
+    """A webhook receiver on 127.0.0.1: records JSON bodies, answers from a script of (status, delay)."""
+
+    url: str
+    received: list[dict[str, Any]] = field(default_factory=list)
+    attempts: int = 0
+    script: list[tuple[int, float]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.received) >= count:
+                    return list(self.received)
+            time.sleep(0.01)
+        raise AssertionError(f"expected {count} notifications, got {len(self.received)}: {self.received}")
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    state: dict[str, Hook] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            h = state["hook"]
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            with h.lock:
+                h.attempts += 1
+                status, delay = h.script.pop(0) if h.script else (200, 0.0)
+            if delay:
+                time.sleep(delay)
+            if status == 200:
+                with h.lock:
+                    h.received.append(json.loads(body))
+            try:
+                self.send_response(status)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            except OSError:
+                pass  # the client gave up (timeout test)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state["hook"] = Hook(f"http://127.0.0.1:{server.server_address[1]}/hook")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state["hook"]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def traffic(store: Store) -> Traffic:
+    return Traffic(store)

@@ -1,0 +1,297 @@
+"""The evaluator on a real store with an injected clock: fire, resolve, spike, min_samples, for,
+cooldown, restart without duplicate notifications; notifications reach a real webhook."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pytest
+
+from alerts_traffic import T0, Call, Traffic
+from conftest import Hook
+from loopsight.alerts import Evaluator, Notifier, alerts_overview
+from loopsight.collector.store import Store
+
+MIN = timedelta(minutes=1)
+
+
+def write_rules(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "rules.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def make_evaluator(store: Store, rules: str) -> Evaluator:
+    evaluator = Evaluator(store.reader, rules, 30, dashboard_url="http://127.0.0.1:8501/",
+                          notifier=Notifier(timeout=2.0, retries=2, backoff=0.05))
+    evaluator.notifier.start()
+    return evaluator
+
+
+@pytest.fixture
+def stop_later() -> Iterator[list[Evaluator]]:
+    started: list[Evaluator] = []
+    yield started
+    for evaluator in started:
+        evaluator.stop()
+
+
+def overview(store: Store) -> dict:
+    con = store.reader()
+    try:
+        return alerts_overview(con)
+    finally:
+        con.close()
+
+
+def runs(traffic: Traffic, start: datetime, count: int, *, loops: int = 0, fails: int = 0, spacing: float = 10) -> list[str]:
+    """``count`` runs from ``start``; the first ``loops`` repeat fetch 3x, the next ``fails`` have a failing fetch."""
+    ids = []
+    for i in range(count):
+        at = start + timedelta(seconds=i * spacing)
+        if i < loops:
+            calls = [Call("fetch", "same")] * 3
+        elif i < loops + fails:
+            calls = [Call("fetch", f"f{i}", error_type="HTTP 503", error_class="transient")]
+        else:
+            calls = [Call("search", f"q{i}"), Call("fetch", f"u{i}")]
+        ids.append(traffic.run(at, calls))
+    traffic.flush()
+    return ids
+
+
+def test_fires_on_loops_and_failures_then_resolves(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
+                                                   stop_later: list[Evaluator]) -> None:
+    rules = write_rules(tmp_path, f"""
+[[rules]]
+name = "loop-rate"
+metric = "loop_rate"
+window = "5m"
+threshold = 0.3
+min_samples = 5
+notify = ["webhook:{hook.url}"]
+
+[[rules]]
+name = "fetch-failing"
+metric = "tool_fail_rate"
+tool = "fetch"
+window = "5m"
+threshold = 0.2
+min_samples = 5
+notify = ["slack:{hook.url}", "log"]
+""")
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    assert [r.state.state for r in evaluator.evaluate_once(T0 - 10 * MIN)] == ["ok", "ok"]
+
+    bad = runs(traffic, T0 - 4 * MIN, 10, loops=4, fails=5)  # fetch: 12 looping + 5 failing + 1 clean calls
+    results = evaluator.evaluate_once(T0)
+    assert {r.rule.name: (r.state.state, r.verdict.current.value) for r in results} == {
+        "loop-rate": ("firing", 0.4), "fetch-failing": ("firing", pytest.approx(5 / 18))}
+    assert evaluator.notifier.flush(10)
+    sent = hook.wait_for(2)
+    generic = next(b for b in sent if "rule" in b)
+    slack = next(b for b in sent if "blocks" in b)
+    assert (generic["status"], generic["rule"], generic["value"], generic["samples"]) == ("firing", "loop-rate", 0.4, 10)
+    assert {e["trace_id"] for e in generic["examples"]} == set(bad[:4])
+    assert generic["examples"][0]["url"] == f"http://127.0.0.1:8501/?run={generic['examples'][0]['trace_id']}"
+    assert slack["text"].startswith(":rotating_light: [FIRING] fetch-failing: tool_fail_rate (tool=fetch)")
+    assert "http://127.0.0.1:8501/?run=" in slack["blocks"][-1]["text"]["text"]
+
+    # still bad a minute later: no second notification
+    evaluator.evaluate_once(T0 + MIN)
+    assert evaluator.notifier.flush(10) and len(hook.received) == 2
+
+    runs(traffic, T0 + 6 * MIN, 10)  # the loops and failures stop
+    results = evaluator.evaluate_once(T0 + 10 * MIN)
+    assert [r.state.state for r in results] == ["resolved", "resolved"]
+    assert evaluator.notifier.flush(10)
+    resolved = hook.wait_for(4)[2:]
+    assert {b.get("status") or b["text"].split("]")[0] for b in resolved} == {"resolved", ":white_check_mark: [RESOLVED"}
+
+    view = overview(store)
+    assert [(r["name"], r["state"]) for r in view["rules"]] == [("fetch-failing", "resolved"), ("loop-rate", "resolved")]
+    loop_events = [(e["from_state"], e["to_state"], e["notify_status"]) for e in view["events"] if e["rule"] == "loop-rate"]
+    assert loop_events == [("firing", "resolved", "sent"), ("ok", "firing", "sent")]
+    firing = next(e for e in view["events"] if e["rule"] == "loop-rate" and e["to_state"] == "firing")
+    assert (firing["value"], firing["threshold"], firing["samples"]) == (0.4, 0.3, 10)
+    assert set(firing["examples"]) == set(bad[:4])
+    lines = evaluator.prometheus_lines()
+    assert 'loopsight_alert_firing{rule="loop-rate"} 0' in lines
+    assert 'loopsight_alert_notifications_sent_total{target="webhook"} 2' in lines
+
+
+def test_spike_against_baseline(tmp_path: Path, store: Store, traffic: Traffic, stop_later: list[Evaluator]) -> None:
+    rules = write_rules(tmp_path, """
+[[rules]]
+name = "fetch-spike"
+metric = "tool_fail_rate"
+tool = "fetch"
+window = "5m"
+baseline = "1h"
+factor = 3
+threshold = 0.1
+min_samples = 5
+notify = ["log"]
+""")
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    # baseline hour [T0-65m, T0-5m): 20% of fetch calls fail
+    runs(traffic, T0 - 65 * MIN, 60, fails=12, spacing=55)
+    # current window: 40% fail, above the threshold but only 2x the baseline
+    runs(traffic, T0 - 5 * MIN, 10, fails=4, spacing=25)
+    (result,) = evaluator.evaluate_once(T0)
+    assert result.state.state == "ok" and "below 3 x baseline 0.2" in result.verdict.reason
+    assert result.verdict.baseline.samples == 60 and result.verdict.baseline.value == pytest.approx(0.2)
+    # the next window: 70% fail -> 3.5x the baseline
+    runs(traffic, T0 + MIN, 10, fails=7, spacing=20)
+    (result,) = evaluator.evaluate_once(T0 + 5 * MIN)
+    assert result.state.state == "firing", result.verdict
+    assert result.verdict.current.value == pytest.approx(0.7)
+
+
+def test_min_samples_and_for_suppress(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
+                                      stop_later: list[Evaluator]) -> None:
+    rules = write_rules(tmp_path, f"""
+[[rules]]
+name = "loops-held"
+metric = "loop_rate"
+window = "10m"
+threshold = 0.3
+min_samples = 5
+for = "2m"
+notify = ["webhook:{hook.url}"]
+""")
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    runs(traffic, T0 - 9 * MIN, 2, loops=1)  # one looping run of two
+    (result,) = evaluator.evaluate_once(T0 - 8 * MIN)
+    assert result.state.state == "ok" and result.verdict.reason == "insufficient samples (2 < 5)"
+
+    runs(traffic, T0 - 5 * MIN, 8, loops=3)  # now 4 of 10
+    (result,) = evaluator.evaluate_once(T0)
+    assert result.state.state == "pending"
+    (result,) = evaluator.evaluate_once(T0 + MIN)
+    assert result.state.state == "pending"
+    assert evaluator.notifier.flush(5) and hook.received == []
+    (result,) = evaluator.evaluate_once(T0 + 2 * MIN)
+    assert result.state.state == "firing"
+    assert hook.wait_for(1)[0]["status"] == "firing"
+
+    (result,) = evaluator.evaluate_once(T0 + 15 * MIN)  # the window has no runs left
+    assert result.state.state == "resolved"
+
+    # a pending condition that clears before `for` goes back to ok without a word
+    runs(traffic, T0 + 20 * MIN, 5, loops=5, spacing=5)
+    (result,) = evaluator.evaluate_once(T0 + 21 * MIN)
+    assert result.state.state == "pending"
+    (result,) = evaluator.evaluate_once(T0 + 35 * MIN)
+    assert result.state.state == "ok"
+    assert evaluator.notifier.flush(5)
+    assert [b["status"] for b in hook.wait_for(2)] == ["firing", "resolved"]
+    events = [(e["from_state"], e["to_state"], e["notify_status"]) for e in reversed(overview(store)["events"])]
+    assert events == [("ok", "pending", "none"), ("pending", "firing", "sent"), ("firing", "resolved", "sent"),
+                      ("resolved", "pending", "none"), ("pending", "ok", "none")]
+
+
+def test_cooldown(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]) -> None:
+    rules = write_rules(tmp_path, f"""
+[[rules]]
+name = "loops"
+metric = "loop_rate"
+window = "1m"
+threshold = 0.5
+min_samples = 2
+cooldown = "30m"
+notify = ["webhook:{hook.url}"]
+""")
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    timeline = []
+    for minute, looping in ((0, True), (2, False), (4, True), (6, False), (40, True), (42, False)):
+        if looping:
+            runs(traffic, T0 + (minute - 1) * MIN, 3, loops=3, spacing=5)
+        (result,) = evaluator.evaluate_once(T0 + minute * MIN)
+        timeline.append(result.state.state)
+    assert timeline == ["firing", "resolved", "firing", "resolved", "firing", "resolved"]
+    assert evaluator.notifier.flush(10)
+    statuses = [b["status"] for b in hook.wait_for(4)]
+    assert statuses == ["firing", "resolved", "firing", "resolved"]  # the re-fire at 4m stayed quiet
+    events = [(e["to_state"], e["notify_status"]) for e in reversed(overview(store)["events"])]
+    assert events == [("firing", "sent"), ("resolved", "sent"), ("firing", "suppressed"), ("resolved", "none"),
+                      ("firing", "sent"), ("resolved", "sent")]
+
+
+def test_restart_keeps_state_and_sends_no_duplicate(tmp_path: Path, traffic: Traffic, hook: Hook) -> None:
+    db = str(tmp_path / "restart.duckdb")
+    rules = write_rules(tmp_path, f"""
+[[rules]]
+name = "loops"
+metric = "loop_rate"
+window = "10m"
+threshold = 0.3
+min_samples = 5
+notify = ["webhook:{hook.url}"]
+
+[[rules]]
+name = "loops-held"
+metric = "loop_rate"
+window = "10m"
+threshold = 0.3
+min_samples = 5
+for = "5m"
+notify = ["webhook:{hook.url}"]
+""")
+    first = Store.open(db)
+    traffic.store = first
+    runs(traffic, T0 - 5 * MIN, 10, loops=5)
+    evaluator = make_evaluator(first, rules)
+    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing", "pending"]
+    assert evaluator.notifier.flush(10) and len(hook.wait_for(1)) == 1
+    evaluator.stop()
+    first.close()
+
+    second = Store.open(db)
+    try:
+        evaluator = make_evaluator(second, rules)
+        # still looping after the restart: firing stays firing, nothing re-sent; the pending timer
+        # kept its start, so the held rule fires 5 minutes after T0, not 5 minutes after the restart
+        assert [r.state.state for r in evaluator.evaluate_once(T0 + MIN)] == ["firing", "pending"]
+        assert [r.state.state for r in evaluator.evaluate_once(T0 + 5 * MIN)] == ["firing", "firing"]
+        assert evaluator.notifier.flush(10)
+        assert [(b["rule"], b["status"]) for b in hook.wait_for(2)] == [("loops", "firing"), ("loops-held", "firing")]
+        # and the resolution of the alert notified before the restart is still announced
+        assert [r.state.state for r in evaluator.evaluate_once(T0 + 30 * MIN)] == ["resolved", "resolved"]
+        assert evaluator.notifier.flush(10)
+        assert [b["status"] for b in hook.wait_for(4)[2:]] == ["resolved", "resolved"]
+        evaluator.stop()
+    finally:
+        second.close()
+
+
+def test_rules_removed_from_the_file_become_inactive_and_reload(tmp_path: Path, store: Store, stop_later: list[Evaluator]) -> None:
+    rules = write_rules(tmp_path, '[[rules]]\nname = "a"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n'
+                                  '[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n')
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    evaluator.evaluate_once(T0)
+    assert [r["name"] for r in overview(store)["rules"]] == ["a", "b"]
+    Path(rules).write_text('[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.5\n')
+    import os
+    os.utime(rules, ns=(1, 1))  # a different mtime even on coarse file systems
+    evaluator.evaluate_once(T0 + MIN)
+    assert [(r["name"], r["window"]) for r in overview(store)["rules"]] == [("b", "10m")]
+    Path(rules).write_text("[[rules]]\nname = 'b'\nmetric = 'nope'\n")  # broken edits keep the old rules
+    os.utime(rules, ns=(2, 2))
+    evaluator.evaluate_once(T0 + 2 * MIN)
+    assert [r.name for r in evaluator.rules] == ["b"]
+    con = store.reader()
+    try:
+        assert con.execute("SELECT count(*) FROM alert_samples WHERE rule = 'b'").fetchone() == (3,)
+    except duckdb.Error:
+        raise
+    finally:
+        con.close()
