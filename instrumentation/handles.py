@@ -19,6 +19,7 @@ from loopsight import attributes as A
 
 from .content import SETTINGS as CONTENT, redact, render
 from .errors import classify, error_of
+from .nesting import OPEN_LLM
 from .state import STATE, internal_error
 from .tokens import Usage, coerce_usage, extract_usage
 
@@ -89,8 +90,11 @@ class SpanHandle:
         _CALL.reset(token)
 
     def _detach(self) -> None:
+        tokens = self._tokens
+        if not tokens:  # inert handle: never attached
+            return
         try:
-            pair = self._tokens.pop()
+            pair = tokens.pop()
             if pair is not None:
                 ctx_token, var_token = pair
                 self._reset_var(var_token)
@@ -232,7 +236,7 @@ class LlmHandle(SpanHandle):
     """
 
     __slots__ = ("model", "step", "input_tokens", "output_tokens", "finish_reasons",
-                 "response_model", "_extract")
+                 "response_model", "usage_in_child", "_extract")
 
     def __init__(self, span: Any, model: str | None, step: int | None, extract: Any = None) -> None:
         super().__init__(span)
@@ -242,7 +246,10 @@ class LlmHandle(SpanHandle):
         self.output_tokens: int | None = None
         self.finish_reasons: list[str] = []
         self.response_model: str | None = None
+        self.usage_in_child = False
         self._extract = extract
+        if span is not _INVALID:
+            OPEN_LLM[span.get_span_context().span_id] = self
 
     def record(self, response: Any) -> None:
         """Read tokens, finish reasons and model from a response object or dict.
@@ -296,10 +303,14 @@ class LlmHandle(SpanHandle):
 
     def _before_end(self, exc: BaseException | None) -> None:
         span = self.span
-        if self.input_tokens is not None:
-            span.set_attribute(A.USAGE_INPUT_TOKENS, self.input_tokens)
-        if self.output_tokens is not None:
-            span.set_attribute(A.USAGE_OUTPUT_TOKENS, self.output_tokens)
+        OPEN_LLM.pop(span.get_span_context().span_id, None)
+        if self.usage_in_child:
+            span.set_attribute(A.USAGE_IN_CHILD, True)
+        else:
+            if self.input_tokens is not None:
+                span.set_attribute(A.USAGE_INPUT_TOKENS, self.input_tokens)
+            if self.output_tokens is not None:
+                span.set_attribute(A.USAGE_OUTPUT_TOKENS, self.output_tokens)
         if self.finish_reasons:
             span.set_attribute(A.RESPONSE_FINISH_REASONS, tuple(self.finish_reasons))
         if self.response_model is not None:

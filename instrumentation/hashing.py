@@ -25,6 +25,7 @@ from pathlib import PurePath
 from typing import Any
 
 _MAX_DEPTH = 64
+_sha256 = hashlib.sha256
 
 
 def _default(obj: Any) -> Any:
@@ -101,6 +102,12 @@ def _safe_repr(obj: Any) -> str:
         return f"<{type(obj).__qualname__}>"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            default=_default)
+_SAFE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                 default=_safe_repr)
+
+
 def canonical_json(value: Any) -> str:
     """The canonical JSON text of ``value``; never raises.
 
@@ -109,14 +116,12 @@ def canonical_json(value: Any) -> str:
         '{"a":["y","z"],"b":[1,2.5]}'
     """
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=_default)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         # Non-string keys mixed with strings, circular structures, ...: normalise first.
         pass
     try:
-        return json.dumps(_normalize(value, 0), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False, default=_safe_repr)
+        return _SAFE_ENCODER.encode(_normalize(value, 0))
     except Exception:
         return json.dumps(_safe_repr(value), ensure_ascii=False)
 
@@ -128,4 +133,8 @@ def args_hash(args: Any) -> str:
         >>> args_hash({"q": "x"})
         'a69fbbcf7209c6f6'
     """
-    return hashlib.sha256(canonical_json(args).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    try:
+        text = _ENCODER.encode(args)
+    except (TypeError, ValueError, RecursionError):
+        text = canonical_json(args)
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

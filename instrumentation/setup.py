@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from opentelemetry import trace
 
+from . import nesting
 from .content import set_capture
 from .state import STATE, internal_error, refresh_from_env
 
@@ -132,6 +133,7 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
                 provider._loopsight_exports = done
                 if adopted:
                     _added.append(processor)
+        nesting.install(provider)
         STATE.provider = provider
         return provider
 

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from . import nesting
 from .state import STATE
 
 EPOCH_NS = 1_700_000_000 * 1_000_000_000
@@ -70,6 +71,7 @@ class CapturedSpans:
             resource=Resource.create({"service.name": "loopsight-test"}),
             id_generator=SequentialIds(), shutdown_on_exit=False)
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        nesting.install(self.provider)
         self.clock = FakeClock()
 
     @property

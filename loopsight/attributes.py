@@ -55,6 +55,9 @@ BUDGET_MAX_SECONDS = "loopsight.budget.max_seconds"
 CONTEXT_MODE = "loopsight.context.mode"
 CONTEXT_TOKENS = "loopsight.context.tokens"
 BACKOFF_MS = "loopsight.backoff_ms"
+# On a chat span whose tokens a nested chat span (e.g. an official OpenAI instrumentor)
+# already reports: the tokens are left to that child so they are not counted twice.
+USAGE_IN_CHILD = "loopsight.usage.in_child"
 
 EVENT_RETRY = "retry"
 EVENT_LOOP_DETECTED = "loop_detected"

@@ -157,3 +157,26 @@ def test_anthropic_stream_events_merge(loopsight_spans):
     assert span.attributes[A.USAGE_INPUT_TOKENS] == 50
     assert span.attributes[A.USAGE_OUTPUT_TOKENS] == 12
     assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("end_turn",)
+
+
+def test_child_instrumentor_usage_is_not_counted_twice(loopsight_spans):
+    # What opentelemetry-instrumentation-openai-v2 emits inside our decorated call.
+    other = loopsight_spans.provider.get_tracer("opentelemetry.instrumentation.openai_v2")
+
+    @loopsight.llm(model="gpt-4o")
+    def call_model():
+        with other.start_as_current_span("chat gpt-4o", attributes={
+                A.OPERATION_NAME: "chat", A.USAGE_INPUT_TOKENS: 70, A.USAGE_OUTPUT_TOKENS: 5}):
+            pass
+        return OPENAI_CHAT
+
+    with loopsight.agent("a"):
+        call_model()
+        call_model()
+    child, ours, _, _, _ = loopsight_spans.spans
+    assert child.parent.span_id == ours.context.span_id
+    assert A.USAGE_INPUT_TOKENS not in ours.attributes
+    assert ours.attributes[A.USAGE_IN_CHILD] is True
+    assert ours.attributes[A.STEP] == 0
+    llm_spans = [s for s in loopsight_spans.spans if s.name.startswith("chat")]
+    assert sum(s.attributes.get(A.USAGE_INPUT_TOKENS, 0) for s in llm_spans) == 140
