@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 Embedder = Callable[[str], Sequence[float]]
+_CJK_SPACE = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\s+|\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])")
 
 
 class HashingEmbedder:
@@ -48,6 +50,7 @@ class HashingEmbedder:
     def __call__(self, text: str) -> list[float]:
         norm = unicodedata.normalize("NFKC", text).lower()
         norm = " ".join("".join(ch if ch.isalnum() else " " for ch in norm).split())
+        norm = _CJK_SPACE.sub("", norm)  # spaces carry no meaning next to CJK characters
         vec = [0.0] * self.dim
         padded = f" {norm} "
         for n in self.ngram_sizes:

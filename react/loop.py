@@ -32,7 +32,7 @@ import loopsight
 from loopsight import attributes as A
 from loopsight.react import fallback
 from loopsight.react.config import ReactConfig
-from loopsight.react.context import dumps, truncate
+from loopsight.react.context import dumps, estimate_tokens, truncate
 from loopsight.react.guard import LoopGuard
 from loopsight.react.idempotency import IdempotencyLedger
 from loopsight.react.llm.base import LLMResponse, ToolCall
@@ -98,6 +98,7 @@ class ReactAgent:
         self.config = config or ReactConfig()
         self.name = name
         self._specs = [t.openai_spec() for t in self.tools.values()]
+        self._spec_tokens = estimate_tokens(json.dumps(self._specs)) if self._specs else 0
 
     # -- entry points -------------------------------------------------------------------
     def run(self, task: str) -> RunResult:
@@ -144,6 +145,7 @@ class ReactAgent:
             if st.summary.total_tokens >= cfg.max_tokens:
                 return "token_budget"
             mode, ctx_tokens = cfg.context.prepare(st.messages, st.summarized)
+            ctx_tokens += self._spec_tokens
             st.summary.context_modes.append(mode)
             st.summary.peak_context_tokens = max(st.summary.peak_context_tokens, ctx_tokens)
             if st.summary.total_tokens + ctx_tokens > cfg.max_tokens:
@@ -153,12 +155,13 @@ class ReactAgent:
                 return response
             st.summary.steps += 1
             st.messages.append(response.assistant_message())
+            if st.summary.total_tokens > cfg.max_tokens:
+                st.answer = None if response.tool_calls else response.content
+                return "token_budget"
             if not response.tool_calls:
                 st.answer = response.content or ""
                 st.summary.effective_steps += 1
                 return "completed"
-            if st.summary.total_tokens > cfg.max_tokens:
-                return "token_budget"
             admitted, refused = self._admit(st, response.tool_calls)
             if len(admitted) == 1:
                 outcomes = [await self._tool_call(st, admitted[0], mode)]

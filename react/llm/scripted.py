@@ -110,7 +110,7 @@ class ScriptedLLM:
             raise item
         if isinstance(item, LLMResponse):
             return item
-        input_tokens = estimate_messages(messages) + estimate_tokens(json.dumps(list(tools)))
+        input_tokens = estimate_messages(messages) + (estimate_tokens(json.dumps(list(tools))) if tools else 0)
         if isinstance(item, str):
             return LLMResponse(item, [], input_tokens, max(1, estimate_tokens(item)), "stop", self.model)
         if isinstance(item, CallSpec):

@@ -1,0 +1,43 @@
+"""The demo scenario pack: coverage of every reason, class and kind, in spans and in the summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from loopsight import attributes as A
+from loopsight.react.demo import DemoSummary, run_scenarios
+from loopsight.react.scenarios import REQUIRED, SCENARIOS, plan
+
+
+def test_plan_is_deterministic_and_contains_the_required_scenarios():
+    assert [s.name for s in plan(40, 7)] == [s.name for s in plan(40, 7)]
+    assert set(REQUIRED) <= {s.name for s in plan(40, 7)}
+    assert len(plan(5, 1)) == 5 and set(REQUIRED) <= set(SCENARIOS)
+
+
+def test_default_demo_covers_every_reason_class_and_kind_in_spans(loopsight_spans):
+    summary = run_scenarios(runs=40, seed=7, concurrency=4, speed=40.0)
+    assert summary.runs == 40
+    runs = loopsight_spans.by_name("invoke_agent")
+    assert len(runs) == 40
+    reasons = Counter(s.attributes[A.TERMINATION_REASON] for s in runs)
+    assert set(reasons) == set(A.TERMINATION_REASONS)
+    assert reasons["completed"] >= 20  # most runs complete
+    assert reasons == summary.by_reason
+    tools = loopsight_spans.by_name("execute_tool")
+    classes = {s.attributes.get(A.ERROR_CLASS) for s in tools} - {None}
+    retry_classes = {e.attributes[A.ERROR_CLASS] for s in tools for e in s.events if e.name == "retry"}
+    assert classes == set(A.ERROR_CLASSES) and retry_classes == {"transient"}
+    assert {s.attributes.get(A.LOOP_KIND) for s in tools} - {None} == set(A.LOOP_KINDS)
+    modes = {s.attributes[A.CONTEXT_MODE] for s in loopsight_spans.by_name("chat")}
+    assert modes == set(A.CONTEXT_MODES)
+    assert len({s.attributes[A.AGENT_NAME] for s in runs}) >= 4
+    assert set(summary.error_classes) == set(A.ERROR_CLASSES)
+    assert set(summary.loop_kinds) == set(A.LOOP_KINDS)
+    assert "termination:" in str(summary) and summary.as_dict()["runs"] == 40
+
+
+def test_summary_prints_for_the_cli():
+    s = DemoSummary()
+    s.add("x", "order-assistant", None)
+    assert s.by_reason == {"cancelled": 1} and "cancelled 1" in str(s) and s.__rich__()
