@@ -26,6 +26,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
+from loopsight.analytics.sketch import sketch
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
@@ -237,6 +238,7 @@ def normalize_span(
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
         if raw_args is not None:
             args_hash = args_hash_of_text(raw_args)
+    args_sketch = sketch(raw) if kind == "tool" and (raw := _first(attrs, _TOOL_ARGS_KEYS)) else None
     if not limits.capture_content:
         for key in _CONTENT_KEYS.intersection(attrs):
             del attrs[key]
@@ -285,7 +287,7 @@ def normalize_span(
         "step": _int(attrs.get(A.STEP)),
         "tool": tool,
         "args_hash": args_hash,
-        "args_sketch": None,
+        "args_sketch": args_sketch,
         "model": _first(attrs, _MODEL_KEYS) if kind == "llm" else None,
         "error_type": error_type if is_error else None,
         "error_class": error_class,

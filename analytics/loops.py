@@ -1,0 +1,184 @@
+"""Loops: exact repeats, oscillations, repeated errors and semantic repeats, per run and over time.
+
+The definitions are the contract in ``docs/detection.md``; the detection is one SQL pass
+(``analytics/sql/loops_core.sql``, window functions over the tool calls of each run) that
+the other questions here wrap. Only runs whose run span has arrived are examined (a run in
+flight shows up in :func:`loopsight.analytics.stalls.stalls` as ``stuck`` instead).
+
+Example:
+    >>> loops(con, agent="order-assistant")  # doctest: +SKIP
+    [{'trace_id': '…', 'run_id': '…', 'tool': 'search', 'kind': 'exact', 'count': 4,
+      'first_step': 1, 'wasted_tokens': 5120}]
+    >>> loop_rate(con)  # doctest: +SKIP
+    {'runs': 200, 'looping_runs': 37, 'loop_rate': 0.185}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from loopsight import attributes as A
+from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
+from loopsight.analytics.sql import load, rows
+
+MAX_LIMIT = 100_000
+
+
+def compose(question: str, **ctes: str) -> str:
+    """The SQL of ``question`` preceded by named CTEs, each the text of another SQL file.
+
+    A question that has its own ``WITH`` clause continues the list.
+
+    Example:
+        >>> compose("loops", loop_rows="loops_core").startswith("WITH loop_rows AS (")
+        True
+    """
+    head = ",\n".join(f"{name} AS (\n{load(file)}\n)" for name, file in ctes.items())
+    body = load(question)
+    lines = body.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
+    if lines and lines[first].lstrip().upper().startswith("WITH "):
+        lines[first] = "," + lines[first].lstrip()[4:]
+        return f"WITH {head}\n" + "\n".join(lines)
+    return f"WITH {head}\n{body}"
+
+
+def _with_loops(name: str) -> str:
+    # Each loop question reads the detected loops as the CTE ``loop_rows``.
+    return compose(name, loop_rows="loops_core")
+
+
+def _params(
+    since: datetime | None, until: datetime | None, agent: str | None, service: str | None, **extra: Any
+) -> dict[str, Any]:
+    params = {"since": since, "until": until, "agent": agent, "service": service, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+    params.update(extra)
+    return params
+
+
+def loops(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    kind: str | None = None,
+    limit: int = 1000,
+) -> list[dict[str, Any]]:
+    """The loops of runs started in [since, until), newest run first (the ``/api/v1/loops`` list).
+
+    Each item: ``trace_id``, ``run_id``, ``tool`` (for an oscillation, its tools joined by
+    ``,``), ``kind`` (``exact`` ``oscillation`` ``repeated_error`` ``semantic``), ``count``
+    (calls in the loop), ``first_step`` and ``wasted_tokens`` (model tokens spent after
+    the loop's first call began).
+
+    Example:
+        >>> loops(con, kind="oscillation", limit=5)  # doctest: +SKIP
+        [{'trace_id': '…', 'run_id': '…', 'tool': 'fetch,search', 'kind': 'oscillation',
+          'count': 4, 'first_step': 2, 'wasted_tokens': 3300}]
+    """
+    if kind is not None and kind not in A.LOOP_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
+    params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)))
+    return rows(con, _with_loops("loops"), params)
+
+
+def loop_rate(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+) -> dict[str, Any]:
+    """Runs started in [since, until), how many looped, and the ratio (``None`` with no runs).
+
+    Example:
+        >>> loop_rate(con, since=datetime(2026, 1, 1))  # doctest: +SKIP
+        {'runs': 200, 'looping_runs': 37, 'loop_rate': 0.185}
+    """
+    (row,) = rows(con, _with_loops("loops_rate"), _params(since, until, agent, service))
+    runs, looping = row["runs"], row["looping_runs"]
+    return {"runs": runs, "looping_runs": looping, "loop_rate": looping / runs if runs else None}
+
+
+def loop_run_ids(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+) -> dict[tuple[str, str], list[str]]:
+    """``{(trace_id, run_id): [kinds...]}`` for every run that looped.
+
+    Example:
+        >>> loop_run_ids(con)  # doctest: +SKIP
+        {('4bf9…', '00f0…'): ['exact', 'oscillation']}
+    """
+    found = rows(con, _with_loops("loops_run_ids"), _params(since, until, agent, service))
+    return {(r["trace_id"], r["run_id"]): r["kinds"] for r in found}
+
+
+def loops_over_time(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    bucket_seconds: int = 3600,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+) -> list[dict[str, Any]]:
+    """Per time bucket of run start: ``runs``, ``looping_runs``, ``loop_rate``, loops per kind, ``wasted_tokens``.
+
+    Example:
+        >>> loops_over_time(con, bucket_seconds=86400)  # doctest: +SKIP
+        [{'bucket': '2026-01-01T00:00:00.000000Z', 'runs': 120, 'looping_runs': 9, 'loop_rate': 0.075,
+          'exact': 4, 'oscillation': 2, 'repeated_error': 3, 'semantic': 1, 'wasted_tokens': 51234}]
+    """
+    if bucket_seconds < 1:
+        raise ValueError("bucket_seconds must be at least 1")
+    params = _params(since, until, agent, service, bucket_seconds=bucket_seconds)
+    return rows(con, _with_loops("loops_over_time"), params)
+
+
+def top_looping_tools(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    limit: int = 10,
+) -> list[dict[str, Any]]:
+    """The tools with the most loops: ``tool``, ``loops``, ``runs``, ``wasted_tokens`` and loops per kind.
+
+    Example:
+        >>> top_looping_tools(con, limit=3)  # doctest: +SKIP
+        [{'tool': 'search', 'loops': 12, 'runs': 10, 'wasted_tokens': 80211, 'exact': 5, ...}]
+    """
+    params = _params(since, until, agent, service, limit=max(0, min(limit, MAX_LIMIT)))
+    return rows(con, _with_loops("loops_top_tools"), params)
+
+
+def top_looping_args(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    limit: int = 10,
+) -> list[dict[str, Any]]:
+    """The (tool, args hash) pairs repeated in the most exact loops: ``loops``, ``runs``, ``calls``, ``wasted_tokens``.
+
+    Example:
+        >>> top_looping_args(con, limit=1)  # doctest: +SKIP
+        [{'tool': 'search', 'args_hash': '9f2c…', 'loops': 4, 'runs': 4, 'calls': 14, 'wasted_tokens': 20400}]
+    """
+    params = _params(since, until, agent, service, limit=max(0, min(limit, MAX_LIMIT)))
+    return rows(con, _with_loops("loops_top_args"), params)

@@ -1,0 +1,69 @@
+-- Per agent: the growth exponent k of input tokens per step and the token totals by outcome.
+-- k is fitted by least squares on log(input(s) - input(first step)) = c_run + k * log(s - first step)
+-- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
+-- linear history replay below 1. burn_steps = burn_steps.sql.
+WITH growth AS (
+    SELECT trace_id, run_id, agent,
+           step - first_value(step) OVER r AS x,
+           input_tokens - first_value(input_tokens) OVER r AS y
+    FROM burn_steps
+    WINDOW r AS (PARTITION BY trace_id, run_id ORDER BY step)
+),
+points AS (
+    SELECT trace_id, run_id, agent, ln(x) AS lx, ln(y) AS ly
+    FROM growth
+    WHERE x >= 1 AND y > 0
+),
+centred AS (
+    SELECT agent, trace_id, run_id,
+           lx - avg(lx) OVER r AS dx, ly - avg(ly) OVER r AS dy, count(*) OVER r AS n_run
+    FROM points
+    WINDOW r AS (PARTITION BY trace_id, run_id)
+),
+fit AS (
+    SELECT agent, sum(dx * dy) / nullif(sum(dx * dx), 0) AS k, sum(dx * dx) AS sxx,
+           count(*) AS n, count(DISTINCT (trace_id, run_id)) AS fit_runs
+    FROM centred
+    WHERE n_run >= 2
+    GROUP BY agent
+),
+fit_se AS (
+    SELECT f.agent, f.k, f.n, f.fit_runs,
+           sqrt(sum((c.dy - f.k * c.dx) ^ 2) / greatest(f.n - f.fit_runs - 1, 1) / f.sxx) AS se
+    FROM fit f JOIN centred c ON c.agent = f.agent AND c.n_run >= 2
+    WHERE f.k IS NOT NULL
+    GROUP BY f.agent, f.k, f.n, f.fit_runs, f.sxx
+),
+runs AS (
+    SELECT "TraceId" AS trace_id, run_id, agent,
+           termination_reason = 'completed' AND "StatusCode" <> 'Error' AS ok
+    FROM spans
+    WHERE span_type = 'agent' AND "SpanId" = run_id
+      AND ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
+      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
+      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
+),
+tokens AS (
+    SELECT r.agent, r.ok, coalesce(sum(coalesce(s.input_tokens, 0) + coalesce(s.output_tokens, 0)), 0) AS tokens
+    FROM runs r
+    LEFT JOIN spans s ON s."TraceId" = r.trace_id AND s.run_id = r.run_id AND s.span_type = 'llm'
+    GROUP BY r.trace_id, r.run_id, r.agent, r.ok
+),
+totals AS (
+    SELECT agent, count(*) AS runs,
+           sum(tokens) FILTER (WHERE ok) / nullif(count(*) FILTER (WHERE ok), 0) AS tokens_per_success,
+           coalesce(sum(tokens) FILTER (WHERE NOT ok), 0) AS tokens_on_failures
+    FROM tokens
+    GROUP BY agent
+)
+SELECT t.agent, t.runs,
+       round(f.k, 4) AS growth_exponent,
+       coalesce(f.k >= $superlinear_k AND f.k - 2 * f.se > 1 AND f.fit_runs >= $min_runs AND f.n >= $min_points, false) AS superlinear,
+       round(t.tokens_per_success, 1) AS tokens_per_success,
+       t.tokens_on_failures,
+       round(f.se, 4) AS growth_exponent_se,
+       coalesce(f.n, 0) AS fit_points
+FROM totals t
+LEFT JOIN fit_se f ON f.agent = t.agent
+ORDER BY t.agent

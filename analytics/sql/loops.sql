@@ -1,0 +1,6 @@
+-- /api/v1/loops: the loops of the runs in scope, newest run first (loop_rows = loops_core.sql).
+SELECT trace_id, run_id, tool, kind, count, first_step, wasted_tokens
+FROM loop_rows
+WHERE $kind::VARCHAR IS NULL OR kind = $kind
+ORDER BY started_at DESC, trace_id, run_id, first_step, kind, tool
+LIMIT $limit

@@ -1,0 +1,30 @@
+-- Runs, looping runs and loops per kind in time buckets of the run start (loop_rows = loops_core.sql).
+WITH scope AS (
+    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), "Timestamp") AS bucket, count(*) AS runs
+    FROM spans
+    WHERE span_type = 'agent' AND "SpanId" = run_id
+      AND ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
+      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
+      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
+    GROUP BY bucket
+),
+looped AS (
+    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), started_at) AS bucket,
+           count(DISTINCT (trace_id, run_id)) AS looping_runs,
+           count(*) FILTER (WHERE kind = 'exact') AS exact,
+           count(*) FILTER (WHERE kind = 'oscillation') AS oscillation,
+           count(*) FILTER (WHERE kind = 'repeated_error') AS repeated_error,
+           count(*) FILTER (WHERE kind = 'semantic') AS semantic,
+           sum(wasted_tokens) AS wasted_tokens
+    FROM loop_rows
+    GROUP BY bucket
+)
+SELECT s.bucket, s.runs, coalesce(l.looping_runs, 0) AS looping_runs,
+       coalesce(l.looping_runs, 0) / s.runs AS loop_rate,
+       coalesce(l.exact, 0) AS exact, coalesce(l.oscillation, 0) AS oscillation,
+       coalesce(l.repeated_error, 0) AS repeated_error, coalesce(l.semantic, 0) AS semantic,
+       coalesce(l.wasted_tokens, 0) AS wasted_tokens
+FROM scope s
+LEFT JOIN looped l USING (bucket)
+ORDER BY s.bucket

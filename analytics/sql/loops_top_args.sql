@@ -1,0 +1,8 @@
+-- The (tool, args hash) pairs repeated most in exact loops (loop_rows = loops_core.sql).
+SELECT tool, args_hash, count(*) AS loops, count(DISTINCT (trace_id, run_id)) AS runs,
+       sum(count) AS calls, sum(wasted_tokens) AS wasted_tokens
+FROM loop_rows
+WHERE kind = 'exact'
+GROUP BY tool, args_hash
+ORDER BY loops DESC, calls DESC, tool, args_hash
+LIMIT $limit
