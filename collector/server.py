@@ -41,6 +41,8 @@ def serve(
     max_body_bytes: int = 16 * 1024 * 1024,
     rules: str | None = None,
     alert_interval: float = 30.0,
+    retention: str | None = None,
+    forward_to: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file."""
     _check_port(host, http_port)

@@ -1,0 +1,170 @@
+"""Shared fixtures: a real collector process on free loopback ports, and a real Store.
+
+``collector_server`` starts ``python -m loopsight collector`` with its own DuckDB file,
+waits for ``/healthz`` and stops it with SIGTERM afterwards. ``start_collector`` is the
+factory behind it, for extra flags, a token, a chosen DB file or several collectors::
+
+    def test_x(start_collector):
+        upstream = start_collector()
+        front = start_collector("--forward-to", upstream.url, token="s3cret")
+        httpx.post(front.url + "/v1/traces", headers=front.headers, ...)
+
+``store`` is a :class:`loopsight.collector.store.Store` on a DuckDB file in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class CollectorProcess:
+    """A running ``loopsight collector`` subprocess."""
+
+    url: str
+    grpc_target: str
+    db_path: str
+    token: str | None
+    process: subprocess.Popen[bytes]
+    http_port: int
+    grpc_port: int
+    log_path: Path
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``Authorization`` header when the collector has a token."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    @property
+    def traces_url(self) -> str:
+        return f"{self.url}/v1/traces"
+
+    def log(self) -> str:
+        """Everything the process wrote to stdout/stderr so far."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Send ``sig`` and wait for the exit code (SIGKILL if it does not exit in time)."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode
+
+    def kill(self) -> int:
+        """``kill -9``: no drain, no clean close."""
+        return self.stop(signal.SIGKILL)
+
+
+def launch_collector(
+    tmp_dir: Path,
+    *extra_args: str,
+    db_path: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+    http_port: int | None = None,
+    grpc_port: int | None = None,
+    env: dict[str, str] | None = None,
+    wait: bool = True,
+    startup_timeout: float = 30.0,
+) -> CollectorProcess:
+    """Start a collector subprocess; with ``wait`` block until ``/healthz`` answers 200."""
+    http_port = http_port or free_port()
+    grpc_port = grpc_port or free_port()
+    db = str(db_path or tmp_dir / "collector.duckdb")
+    args = [
+        sys.executable, "-m", "loopsight", "collector",
+        "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+        *(["--token", token] if token else []),
+        *extra_args,
+    ]
+    log_path = tmp_dir / f"collector-{http_port}.log"
+    proc_env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    proc_env.update(env or {})
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=proc_env)
+    server = CollectorProcess(
+        url=f"http://127.0.0.1:{http_port}", grpc_target=f"127.0.0.1:{grpc_port}", db_path=db, token=token,
+        process=process, http_port=http_port, grpc_port=grpc_port, log_path=log_path, args=args,
+    )
+    if wait:
+        wait_healthy(server, startup_timeout)
+    return server
+
+
+def wait_healthy(server: CollectorProcess, timeout: float = 30.0) -> None:
+    """Poll ``/healthz`` until 200; fail with the process log if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"collector exited with {server.process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    server.stop(signal.SIGKILL)
+    raise RuntimeError(f"collector did not become healthy in {timeout}s:\n{server.log()}")
+
+
+@pytest.fixture
+def start_collector(tmp_path: Path) -> Iterator[Callable[..., CollectorProcess]]:
+    """Factory: ``start_collector(*flags, db_path=None, token=None, env=None, wait=True)``.
+
+    Every collector it started is stopped with SIGTERM at the end of the test.
+    """
+    started: list[CollectorProcess] = []
+    counter = iter(range(1_000_000))
+
+    def start(*extra_args: str, **kwargs: object) -> CollectorProcess:
+        directory = tmp_path / f"collector{next(counter)}"
+        directory.mkdir(exist_ok=True)
+        server = launch_collector(directory, *extra_args, **kwargs)  # type: ignore[arg-type]
+        started.append(server)
+        return server
+
+    yield start
+    for server in reversed(started):
+        server.stop()
+
+
+@pytest.fixture
+def collector_server(start_collector: Callable[..., CollectorProcess]) -> CollectorProcess:
+    """A real collector on free loopback ports with its own DuckDB file, no token."""
+    return start_collector()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator["Store"]:
+    """A real :class:`~loopsight.collector.store.Store` on ``tmp_path/store.duckdb``."""
+    from loopsight.collector.store import Store
+
+    opened = Store.open(str(tmp_path / "store.duckdb"))
+    yield opened
+    opened.close()
+
+
+if TYPE_CHECKING:
+    from loopsight.collector.store import Store  # noqa: F401
