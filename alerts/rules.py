@@ -50,7 +50,7 @@ _METRIC_KEYS = {
     "error_class_rate": {"tool", "error_class"},
     "termination_rate": {"reason"},
     "tokens_per_run": {"stat"},
-    "stall_rate": {"tool", "stuck_after"},
+    "stall_rate": {"tool"},
     "stuck_runs": {"stuck_after"},
 }
 _ALL_KEYS = _COMMON_KEYS | {k for keys in _METRIC_KEYS.values() for k in keys}
@@ -99,7 +99,7 @@ class MetricSpec:
                 out[key] = getattr(self, key)
         if self.metric == "tokens_per_run":
             out["stat"] = self.stat
-        if self.metric in ("stall_rate", "stuck_runs"):
+        if self.metric == "stuck_runs":
             out["stuck_after"] = self.stuck_after_seconds
         return out
 

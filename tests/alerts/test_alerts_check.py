@@ -55,12 +55,17 @@ def run_check(*args: object, **kwargs: object) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def looping_traffic(traffic: Traffic, loops: int, clean: int) -> None:
+def build_runs(traffic: Traffic, loops: int, clean: int) -> None:
+    """``loops`` runs repeating fetch 3x, then ``clean`` single-search runs, a few minutes before now."""
     now = utcnow()
     for i in range(loops):
         traffic.run(now - timedelta(minutes=3, seconds=-i), [Call("fetch", "same")] * 3)
     for i in range(clean):
         traffic.run(now - timedelta(minutes=2, seconds=-i), [Call("search", f"q{i}")])
+
+
+def looping_traffic(traffic: Traffic, loops: int, clean: int) -> None:
+    build_runs(traffic, loops, clean)
     traffic.flush()
 
 
@@ -160,11 +165,7 @@ def test_alerts_inside_a_live_collector(tmp_path: Path, store: Store, live: str,
 
 def looping_traffic_via(traffic: Traffic, exporter: OTLPSpanExporter, loops: int, clean: int) -> None:
     """Build runs like :func:`looping_traffic` but send them with the real OTLP/HTTP exporter."""
-    now = utcnow()
-    for i in range(loops):
-        traffic.run(now - timedelta(minutes=3, seconds=-i), [Call("fetch", "same")] * 3)
-    for i in range(clean):
-        traffic.run(now - timedelta(minutes=2, seconds=-i), [Call("search", f"q{i}")])
+    build_runs(traffic, loops, clean)
     spans = traffic.exporter.get_finished_spans()
     traffic.exporter.clear()
     assert exporter.export(spans).name == "SUCCESS"
