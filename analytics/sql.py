@@ -52,5 +52,9 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict
 
     Example:
         >>> query(con, "runs", limit=50, offset=0, agent=None, ...)  # doctest: +SKIP
+
+    A ClickHouse connection (``sql_dialect = "clickhouse"``, see ``loopsight.stores``) runs
+    the ``sql/clickhouse/<name>.sql`` variant with the same parameters.
     """
-    return rows(con, load(name), params)
+    dialect = getattr(con, "sql_dialect", "duckdb")
+    return rows(con, load(name if dialect == "duckdb" else f"{dialect}/{name}"), params)

@@ -1,0 +1,340 @@
+"""A ClickHouse connection with the small DuckDB-like surface the analytics use.
+
+``execute(sql, params)`` returns a result with ``.description`` and ``.fetchall()``;
+``cursor()`` and ``close()`` exist too, so ``loopsight.analytics.sql.rows`` runs
+unchanged. SQL uses ClickHouse's typed placeholders ``{name:Type}``; parameters are
+Python values (``None``, str, int, float, bool, datetime as naive UTC, lists).
+Results come back as Python values: naive UTC ``datetime`` for ``DateTime64``, ``dict``
+for ``Map``, ``list`` for ``Array``.
+
+Two engines behind one class:
+
+- chdb: the ClickHouse engine in-process (one data directory per process).
+- a server over HTTP through ``clickhouse-connect``.
+
+Example:
+    >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
+    >>> con.execute("SELECT {n:Int64} + 1 AS x", {"n": 41}).fetchall()  # doctest: +SKIP
+    [(42,)]
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from datetime import date, datetime, timezone
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from loopsight.stores.url import StoreURL
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
+
+
+class ClickHouseError(Exception):
+    """A ClickHouse statement failed or the engine cannot be reached; the message says why."""
+
+
+def format_param(value: Any, top_level: bool = True) -> str:
+    """A Python value in ClickHouse's text form for a ``{name:Type}`` parameter.
+
+    Example:
+        >>> format_param(None), format_param(["a", "it's"]), format_param(datetime(2024, 1, 2, 3, 4, 5, 6))
+        ('\\\\N', "['a','it\\\\'s']", '2024-01-02 03:04:05.000006')
+    """
+    if value is None:
+        return "\\N" if top_level else "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        text = value.isoformat(sep=" ", timespec="microseconds")
+        return text if top_level else f"'{text}'"
+    if isinstance(value, date):
+        return value.isoformat() if top_level else f"'{value.isoformat()}'"
+    if isinstance(value, str):
+        if top_level:
+            return value
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_param(v, False) for v in value) + "]"
+    raise ClickHouseError(f"cannot pass a {type(value).__name__} as a ClickHouse parameter")
+
+
+def used_params(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """Only the parameters the statement names (ClickHouse rejects unknown ones on some paths)."""
+    if not params:
+        return {}
+    names = set(_PLACEHOLDER.findall(sql))
+    missing = names - params.keys()
+    if missing:
+        raise ClickHouseError(f"missing query parameter(s): {', '.join(sorted(missing))}")
+    return {k: v for k, v in params.items() if k in names}
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us")
+    if pa.types.is_map(t):
+        return pa.map_(_plain_type(t.key_type), _plain_type(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_plain_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type)) for f in t])
+    if pa.types.is_dictionary(t):
+        return _plain_type(t.value_type)
+    return t
+
+
+def _fix(value: Any, t: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        return {k: _fix(v, t.item_type) for k, v in value}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_fix(v, t.value_type) for v in value]
+    if pa.types.is_struct(t):
+        return {f.name: _fix(value[f.name], f.type) for f in t}
+    return value
+
+
+def _needs_fix(t: pa.DataType) -> bool:
+    return pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t)
+
+
+class Result:
+    """The answer to one statement: DB-API ``description`` and ``fetchall()``."""
+
+    def __init__(self, table: pa.Table | None) -> None:
+        self.table = table if table is not None else pa.table({})
+        self.description = [(name, str(field.type), None, None, None, None, None) for name, field in zip(self.table.column_names, self.table.schema)]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """All rows as tuples of Python values."""
+        columns = []
+        for column in self.table.columns:
+            target = _plain_type(column.type)
+            if target != column.type:
+                column = column.cast(target, safe=False)
+            values = column.to_pylist()
+            if _needs_fix(target):
+                values = [_fix(v, target) for v in values]
+            columns.append(values)
+        return list(zip(*columns)) if columns else []
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self.fetchall()
+        return rows[0] if rows else None
+
+    def arrow(self) -> pa.Table:
+        """The raw Arrow table."""
+        return self.table
+
+
+class _Engine:
+    """One way to reach ClickHouse: run a statement to Arrow, insert Arrow."""
+
+    name = "clickhouse"
+
+    def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        raise NotImplementedError
+
+    def command(self, sql: str) -> None:
+        raise NotImplementedError
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+_CHDB_LOCK = threading.RLock()
+_CHDB: dict[str, Any] = {}
+_CHDB_CURRENT_DB = "default"
+
+
+class _ChdbEngine(_Engine):
+    """The embedded engine. chdb holds one data directory per process, shared by all users."""
+
+    name = "chdb"
+
+    def __init__(self, path: str, database: str = "default") -> None:
+        import chdb
+
+        with _CHDB_LOCK:
+            if _CHDB and path not in _CHDB:
+                other = next(iter(_CHDB))
+                raise ClickHouseError(
+                    f"chdb already has {other!r} open in this process; one chdb data directory per process (asked for {path!r})"
+                )
+            if path not in _CHDB:
+                try:
+                    _CHDB[path] = chdb.connect(path)
+                except Exception as exc:  # chdb raises RuntimeError with the engine's message
+                    raise ClickHouseError(f"cannot open chdb directory {path!r}: {exc}") from None
+        self.path = path
+        self.database = database
+        self._con = _CHDB[path]
+        if database != "default":
+            with _CHDB_LOCK:
+                try:
+                    self._con.query(f"CREATE DATABASE IF NOT EXISTS {database}", "CSV")
+                except Exception as exc:
+                    raise ClickHouseError(f"cannot create database {database!r}: {exc}") from None
+
+    def _use(self) -> None:
+        # One embedded engine per process: statements of every handle share it, so each
+        # one first selects its database (a no-op when it is already current).
+        global _CHDB_CURRENT_DB
+        if _CHDB_CURRENT_DB != self.database:
+            self._con.query(f"USE {self.database}", "CSV")
+            _CHDB_CURRENT_DB = self.database
+
+    def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        text = {k: format_param(v).replace("\\", "\\\\") if v is not None else "\\N" for k, v in params.items()}
+        with _CHDB_LOCK:
+            try:
+                self._use()
+                return self._con.query(sql, "ArrowTable", params=text or None)
+            except Exception as exc:
+                raise ClickHouseError(str(exc).strip()) from None
+
+    def command(self, sql: str) -> None:
+        with _CHDB_LOCK:
+            try:
+                self._use()
+                self._con.query(sql, "CSV")
+            except Exception as exc:
+                raise ClickHouseError(str(exc).strip()) from None
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write_table(data)
+        columns = ", ".join(f"`{name}`" for name in data.column_names)
+        with _CHDB_LOCK:
+            try:
+                self._use()
+                with self._con.send_insert(f"INSERT INTO {table} ({columns})", "ArrowStream") as inserter:
+                    inserter.append(sink.getvalue())
+                    inserter.finish()
+            except Exception as exc:
+                raise ClickHouseError(f"insert into {table} failed: {str(exc).strip()}") from None
+
+
+class _ServerEngine(_Engine):
+    """A ClickHouse server over HTTP (``clickhouse-connect``)."""
+
+    name = "clickhouse"
+
+    def __init__(self, url: StoreURL) -> None:
+        try:
+            import clickhouse_connect
+        except ImportError:
+            raise ClickHouseError("clickhouse:// stores need clickhouse-connect: pip install 'loopsight[clickhouse]'") from None
+        try:
+            self._client = clickhouse_connect.get_client(
+                host=url.host, port=url.port, username=url.user, password=url.password,
+                database=url.database, secure=url.secure, autogenerate_session_id=False,
+            )
+        except Exception as exc:
+            raise ClickHouseError(f"cannot reach ClickHouse at {url.redacted()}: {exc}") from None
+
+    def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        # Own formatting for datetimes: clickhouse-connect drops their microseconds.
+        bound = {k: format_param(v) if isinstance(v, (datetime, list, tuple)) else v for k, v in params.items()}
+        try:
+            return self._client.query_arrow(sql, parameters=bound or None)
+        except Exception as exc:
+            raise ClickHouseError(str(exc).strip()) from None
+
+    def command(self, sql: str) -> None:
+        try:
+            self._client.command(sql)
+        except Exception as exc:
+            raise ClickHouseError(str(exc).strip()) from None
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        try:
+            self._client.insert_arrow(table, data)
+        except Exception as exc:
+            raise ClickHouseError(f"insert into {table} failed: {str(exc).strip()}") from None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class ClickHouseConnection:
+    """The connection the analytics receive for a ClickHouse store.
+
+    ``sql_dialect`` tells :func:`loopsight.analytics.sql.query` to run the
+    ``sql/clickhouse/<name>.sql`` variant of a question.
+
+    Example:
+        >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
+        >>> [d[0] for d in con.execute("SELECT 1 AS one").description]  # doctest: +SKIP
+        ['one']
+    """
+
+    sql_dialect = "clickhouse"
+
+    def __init__(self, engine: _Engine, url: StoreURL) -> None:
+        self._engine = engine
+        self.url = url
+        self.closed = False
+
+    @property
+    def engine_name(self) -> str:
+        """``"chdb"`` or ``"clickhouse"``."""
+        return self._engine.name
+
+    def execute(self, sql: str, params: dict[str, Any] | Sequence[Any] | None = None) -> Result:
+        """Run one statement with ``{name:Type}`` parameters and return its result."""
+        if self.closed:
+            raise ClickHouseError("connection is closed")
+        if params is not None and not isinstance(params, dict):
+            raise ClickHouseError("ClickHouse statements take named parameters ({name:Type}), not positional ones")
+        return Result(self._engine.query_arrow(sql, used_params(sql, params)))
+
+    def command(self, sql: str) -> None:
+        """Run a statement that returns nothing (DDL)."""
+        self._engine.command(sql)
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        """Columnar insert of an Arrow table whose column names match ``table``'s."""
+        if data.num_rows:
+            self._engine.insert_arrow(table, data)
+
+    def cursor(self) -> "ClickHouseConnection":
+        """Another handle on the same engine (chdb serializes statements; the server runs them in parallel)."""
+        return ClickHouseConnection(self._engine, self.url)
+
+    def close(self) -> None:
+        """Forget this handle (the embedded engine stays up for the rest of the process)."""
+        self.closed = True
+
+    def __enter__(self) -> "ClickHouseConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_chdb(path: str, table: str = "otel_traces", database: str = "default") -> ClickHouseConnection:
+    """The embedded engine on data directory ``path`` (created if missing), in ``database``."""
+    return ClickHouseConnection(_ChdbEngine(path, database), StoreURL("chdb", path=path, table=table, database=database))
+
+
+def connect(url: StoreURL) -> ClickHouseConnection:
+    """A connection for a parsed ``clickhouse://`` or ``chdb://`` URL."""
+    if url.scheme == "chdb":
+        return connect_chdb(url.path, url.table, url.database)
+    if url.scheme == "clickhouse":
+        return ClickHouseConnection(_ServerEngine(url), url)
+    raise ClickHouseError(f"not a ClickHouse store URL: {url.redacted()}")

@@ -1,0 +1,112 @@
+"""Parse ``--store`` URLs: which backend, where, and with which credentials.
+
+Three schemes:
+
+- ``duckdb:///path/to/loopsight.duckdb`` (or a bare path): the embedded DuckDB file.
+- ``clickhouse://user:pass@host:8123/db`` (``clickhouses://`` for TLS): a ClickHouse
+  server over HTTP via ``clickhouse-connect``. Query options ``?table=otel_traces``.
+- ``chdb:///path/to/dir``: the ClickHouse engine embedded in-process (chdb), data in
+  that directory (one directory per process). Query options ``?database=name&table=...``.
+
+Example:
+    >>> parse_store_url("clickhouse://loop:s3cret@127.0.0.1:8123/otel")
+    StoreURL(scheme='clickhouse', path='', host='127.0.0.1', port=8123, user='loop', password='s3cret', database='otel', secure=False, table='otel_traces')
+    >>> parse_store_url("chdb:///var/lib/loopsight/ch").path
+    '/var/lib/loopsight/ch'
+    >>> parse_store_url("./loopsight.duckdb").scheme
+    'duckdb'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
+
+SCHEMES = ("duckdb", "clickhouse", "clickhouses", "chdb")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class StoreURLError(ValueError):
+    """The ``--store`` URL cannot be used; the message says what is wrong and what is expected."""
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    """A parsed store URL. ``scheme`` is ``duckdb``, ``clickhouse`` or ``chdb``."""
+
+    scheme: str
+    path: str = ""
+    host: str = ""
+    port: int = 0
+    user: str = "default"
+    password: str = ""
+    database: str = "default"
+    secure: bool = False
+    table: str = "otel_traces"
+
+    @property
+    def is_clickhouse(self) -> bool:
+        """True for the ClickHouse engine, server or embedded."""
+        return self.scheme in ("clickhouse", "chdb")
+
+    def redacted(self) -> str:
+        """The URL with the password hidden, for logs and error messages."""
+        if self.scheme == "clickhouse":
+            scheme = "clickhouses" if self.secure else "clickhouse"
+            auth = f"{self.user}:***@" if self.password else f"{self.user}@"
+            return f"{scheme}://{auth}{self.host}:{self.port}/{self.database}"
+        suffix = f"?database={self.database}" if self.scheme == "chdb" and self.database != "default" else ""
+        return f"{self.scheme}://{self.path}{suffix}"
+
+
+def parse_store_url(url: str) -> StoreURL:
+    """Parse a store URL (see the module doc); raises :class:`StoreURLError` on bad input.
+
+    Example:
+        >>> parse_store_url("clickhouses://ch.internal/otel").port
+        8443
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise StoreURLError("empty store URL: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir")
+    url = url.strip()
+    if "://" not in url:
+        return StoreURL("duckdb", path=url)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise StoreURLError(
+            f"unknown store scheme {scheme!r} in {url!r}: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir"
+        )
+    options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    table = options.get("table", "otel_traces")
+    if not _IDENT.match(table):
+        raise StoreURLError(f"table name {table!r} is not a plain identifier")
+    if scheme in ("duckdb", "chdb"):
+        path = unquote(parts.netloc + parts.path)
+        if not path:
+            raise StoreURLError(f"{scheme} store URL needs a path: {scheme}:///path/to/{'file.duckdb' if scheme == 'duckdb' else 'dir'}")
+        database = options.get("database", "default")
+        if scheme == "chdb" and not _IDENT.match(database):
+            raise StoreURLError(f"database name {database!r} is not a plain identifier")
+        return StoreURL(scheme, path=path, table=table, database=database)
+    secure = scheme == "clickhouses"
+    if not parts.hostname:
+        raise StoreURLError(f"clickhouse store URL needs a host: clickhouse://user:pass@host:8123/db (got {url!r})")
+    try:
+        port = parts.port or (8443 if secure else 8123)
+    except ValueError:
+        raise StoreURLError(f"bad port in store URL {url!r}") from None
+    database = unquote(parts.path.lstrip("/")) or "default"
+    if not _IDENT.match(database):
+        raise StoreURLError(f"database name {database!r} is not a plain identifier")
+    return StoreURL(
+        "clickhouse",
+        host=parts.hostname,
+        port=port,
+        user=unquote(parts.username) if parts.username else "default",
+        password=unquote(parts.password) if parts.password else "",
+        database=database,
+        secure=secure,
+        table=table,
+    )

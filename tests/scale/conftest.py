@@ -1,0 +1,67 @@
+"""Both stores filled with the same fixture spans, once per session.
+
+chdb runs one data directory per process, so every scale test shares the session's
+directory; each test that needs an empty store gets its own ClickHouse database.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+pytest.importorskip("chdb")
+
+from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
+from loopsight.collector.store import Store  # noqa: E402
+from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
+from loopsight.stores.clickhouse_schema import upgrade  # noqa: E402
+from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
+
+from .fixture_spans import build  # noqa: E402
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The process's one chdb data directory."""
+    return tmp_path_factory.mktemp("chdb")
+
+
+@pytest.fixture
+def new_clickhouse(chdb_dir: Path) -> Callable[[], ClickHouseConnection]:
+    """Factory: a migrated, empty ClickHouse database on the session's chdb engine."""
+
+    def make() -> ClickHouseConnection:
+        con = connect_chdb(str(chdb_dir), database=f"t{next(_databases)}")
+        upgrade(con)
+        return con
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def fixture_request() -> Any:
+    """The fixture spans as the OTLP request an SDK exporter sends."""
+    return spans_to_request(build())
+
+
+@pytest.fixture(scope="session")
+def duck(tmp_path_factory: pytest.TempPathFactory, fixture_request: Any) -> Iterator[Any]:
+    """A DuckDB store filled through the collector's own ingest."""
+    store = Store.open(str(tmp_path_factory.mktemp("duck") / "store.duckdb"))
+    ingest_request(store, fixture_request)
+    yield store.reader()
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def clickhouse(chdb_dir: Path, fixture_request: Any) -> ClickHouseConnection:
+    """A chdb store filled as the contrib clickhouseexporter fills otel_traces."""
+    con = connect_chdb(str(chdb_dir), database="parity")
+    upgrade(con)
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    return con

@@ -1,0 +1,106 @@
+"""Every analytics question gives the same answer on DuckDB and on ClickHouse (chdb).
+
+DuckDB is filled by loopsight's own ingest; ClickHouse as the OpenTelemetry Collector's
+clickhouseexporter fills ``otel_traces`` (attributes as a string map), from the same
+OTel SDK spans. ClickHouse derives the typed columns itself (materialized columns +
+the ``spans`` view), so equal answers mean equal normalization rules.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from loopsight.analytics.runs import list_runs, top_runs_by_tokens, trace_detail
+
+from .fixture_spans import BASE
+
+
+def _same(value: Any) -> Any:
+    """Floats rounded (the engines sum in different orders); everything else as is."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _same(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same(v) for v in value]
+    return value
+
+
+def test_clickhouse_store_has_every_fixture_span(duck: Any, clickhouse: Any) -> None:
+    assert duck.execute("SELECT count(*) FROM spans").fetchall() == clickhouse.execute("SELECT count() FROM spans").fetchall()
+    assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 27
+
+
+FILTERS = [
+    {},
+    {"limit": 4},
+    {"limit": 3, "offset": 5},
+    {"agent": "researcher"},
+    {"service": "gateway"},
+    {"status": "error"},
+    {"status": "ok"},
+    {"termination_reason": "loop_detected"},
+    {"since": BASE.replace(tzinfo=None, hour=9, minute=30), "until": BASE.replace(tzinfo=None, hour=10, minute=30)},
+    {"tool": "search"},
+    {"tool": "kb_search"},
+    {"min_tokens": 3_000},
+    {"agent": "nobody"},
+]
+
+
+@pytest.mark.parametrize("filters", FILTERS, ids=[",".join(f) or "none" for f in FILTERS])
+def test_list_runs_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, Any]) -> None:
+    expected = _same(list_runs(duck, **{"limit": 100, **filters}))
+    assert _same(list_runs(clickhouse, **{"limit": 100, **filters})) == expected
+    if not filters:
+        assert {r["agent"] for r in expected} == {"order-assistant", "researcher", "oi-agent", "planner", "support-bot"}
+
+
+def test_run_ids_filter_and_top_runs_are_the_same(duck: Any, clickhouse: Any) -> None:
+    some = [r["run_id"] for r in list_runs(duck, limit=4)]
+    assert _same(list_runs(clickhouse, run_ids=some)) == _same(list_runs(duck, run_ids=some))
+    assert list_runs(clickhouse, run_ids=[]) == list_runs(duck, run_ids=[]) == []
+    top = top_runs_by_tokens(duck, limit=5)
+    assert [r["tokens"] for r in top] == sorted((r["tokens"] for r in top), reverse=True) and top
+    assert _same(top_runs_by_tokens(clickhouse, limit=5)) == _same(top)
+    assert _same(top_runs_by_tokens(clickhouse, limit=3, agent="researcher")) == _same(top_runs_by_tokens(duck, limit=3, agent="researcher"))
+
+
+def _one_trace_per_agent(duck: Any) -> list[str]:
+    seen: dict[str, str] = {}
+    for run in list_runs(duck, limit=100):
+        seen.setdefault(run["agent"], run["trace_id"])
+    return sorted(seen.values())
+
+
+def test_trace_detail_is_the_same(duck: Any, clickhouse: Any) -> None:
+    for trace_id in _one_trace_per_agent(duck):
+        expected = _same(trace_detail(duck, trace_id))
+        got = _same(trace_detail(clickhouse, trace_id))
+        for part in ("runs", "spans", "steps"):
+            assert got[part] == expected[part], (trace_id, part)
+    assert trace_detail(clickhouse, "0" * 32) == {"runs": [], "spans": [], "steps": []}
+
+
+def test_normalization_rules_hold_on_clickhouse(clickhouse: Any) -> None:
+    """Spot checks of the derived columns, so parity is not parity of two wrong answers."""
+    rows = clickhouse.execute(
+        "SELECT SpanName, span_type, tool, args_hash, error_type, error_class, input_tokens, output_tokens, agent, run_id IS NULL "
+        "FROM spans WHERE Timestamp < {t:DateTime64(6, 'UTC')} ORDER BY Timestamp, SpanId",
+        {"t": datetime(2025, 3, 1, 9, 30)},
+    ).fetchall()
+    by_name = {}
+    for row in rows:
+        by_name.setdefault(row[0], row)
+    assert by_name["execute_tool search"][1:6] == ("tool", "search", by_name["execute_tool search"][3], "timeout", "transient")
+    assert by_name["lookup"][4:6] == ("ValueError", "invalid_argument")  # from the exception event
+    assert by_name["fetch"][4:6] == ("HTTP 404 not found", "permanent")  # from the status message
+    assert by_name["web_fetch"][1] == "tool" and by_name["web_fetch"][5] == "transient"  # Langfuse level ERROR + 429
+    assert by_name["generation"][6:8] == (250, 12)  # Langfuse usage_details JSON
+    assert by_name["openai.chat"][6:8] == (90, 9)  # legacy prompt/completion tokens
+    assert by_name["kb.search"][2] == "kb_search" and len(by_name["kb.search"][3]) == 16
+    assert by_name["background"][9]  # a tool outside any agent has no run
+    assert by_name["POST /ask"][1] == "other"
