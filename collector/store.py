@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
+import sqlalchemy.exc
 
 from loopsight.migrations import upgrade
 
@@ -93,8 +94,10 @@ class Store:
         try:
             upgrade(path)
             con = duckdb.connect(path)
-        except duckdb.IOException as exc:
-            raise StoreError(_explain_io_error(path, exc)) from None
+            # Query cursors share this instance: no SQL may touch files beyond the DB itself.
+            con.execute("SET enable_external_access = false")
+        except (duckdb.Error, sqlalchemy.exc.DBAPIError) as exc:  # migrations wrap duckdb's error
+            raise StoreError(_explain_io_error(path, getattr(exc, "orig", None) or exc)) from None
         return cls(con, path, **kwargs)
 
     def submit(self, table: pa.Table) -> Future[int]:
