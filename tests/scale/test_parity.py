@@ -31,7 +31,7 @@ def _same(value: Any) -> Any:
 
 def test_clickhouse_store_has_every_fixture_span(duck: Any, clickhouse: Any) -> None:
     assert duck.execute("SELECT count(*) FROM spans").fetchall() == clickhouse.execute("SELECT count() FROM spans").fetchall()
-    assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 27
+    assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 28
 
 
 FILTERS = [
@@ -104,3 +104,38 @@ def test_normalization_rules_hold_on_clickhouse(clickhouse: Any) -> None:
     assert by_name["kb.search"][2] == "kb_search" and len(by_name["kb.search"][3]) == 16
     assert by_name["background"][9]  # a tool outside any agent has no run
     assert by_name["POST /ask"][1] == "other"
+
+
+WINDOW = {"since": datetime(2025, 3, 1, 9, 0), "until": datetime(2025, 3, 1, 11, 0)}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"by_agent": True}, {"agent": "researcher"}, {"tool": "search"}, {"service": "gateway", "by_agent": True}, WINDOW],
+    ids=["all", "by_agent", "agent", "tool", "service", "window"],
+)
+def test_tool_stats_is_the_same(duck: Any, clickhouse: Any, kwargs: dict[str, Any]) -> None:
+    from loopsight.analytics.tools import tool_stats
+
+    expected = _same(tool_stats(duck, **kwargs))
+    assert expected, kwargs
+    assert _same(tool_stats(clickhouse, **kwargs)) == expected
+
+
+@pytest.mark.parametrize("bucket_seconds", [600, 3600])
+def test_terminations_are_the_same(duck: Any, clickhouse: Any, bucket_seconds: int) -> None:
+    from loopsight.analytics.terminations import terminations
+
+    expected = _same(terminations(duck, bucket_seconds=bucket_seconds, **WINDOW))
+    assert expected
+    assert _same(terminations(clickhouse, bucket_seconds=bucket_seconds, **WINDOW)) == expected
+
+
+@pytest.mark.parametrize("filters", [{}, {"agent": "researcher"}, {"service": "shop"}], ids=["all", "agent", "service"])
+def test_overview_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, Any]) -> None:
+    from loopsight.analytics.overview import overview
+
+    window = {"since": datetime(2025, 3, 1, 10, 0), "until": datetime(2025, 3, 1, 11, 0)}
+    expected = _same(overview(duck, **window, **filters))
+    assert expected["tiles"]["runs"]["value"] > 0
+    assert _same(overview(clickhouse, **window, **filters)) == expected
