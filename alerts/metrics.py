@@ -2,9 +2,10 @@
 
 Each metric has a *population* (runs, tool calls, ...) and counts the *hits* in it; the
 value is hits / population for rates, a percentile for ``tokens_per_run`` and a count for
-``stuck_runs``. Definitions agree with the analytics layer: a tool call fails when its
-status is Error and belongs to its run's agent (``tool_stats``); a run is a top-level
-``invoke_agent`` span and falls in the window of its start (``list_runs``).
+``stuck_runs``. Definitions are the analytics layer's: a run is a top-level
+``invoke_agent`` span in the window of its start (``list_runs``); a tool call fails when
+its status is Error and belongs to its run's agent (``tool_stats``); loops, stalls and
+stuck runs are what ``analytics.loops`` / ``analytics.stalls`` detect (docs/detection.md).
 
 Example:
     >>> m = measure(con, MetricSpec("loop_rate", agent="order-assistant"), since, until)  # doctest: +SKIP
@@ -22,6 +23,10 @@ from typing import Any
 import duckdb
 
 from loopsight.alerts.rules import MetricSpec
+from loopsight.analytics.loops import MAX_LIMIT as LOOPS_LIMIT
+from loopsight.analytics.loops import loop_rate, loops
+from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
+from loopsight.analytics.stalls import stalls
 
 MAX_EXAMPLES = 5
 
@@ -50,63 +55,7 @@ calls AS (
       AND ($agent::VARCHAR IS NULL OR coalesce(r.agent, c.agent) = $agent)
 )"""
 
-# A run loops when the loop guard flagged a call (loop_kind), the run ended with
-# loop_detected, or the same (tool, args hash) ran 3+ times in it (the exact-loop rule).
-_LOOPED = """
-looped AS (
-    SELECT DISTINCT s."TraceId" AS trace_id, s.run_id
-    FROM spans s JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
-    WHERE s.span_type = 'tool' AND s.loop_kind IS NOT NULL AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
-    UNION
-    SELECT s."TraceId", s.run_id
-    FROM spans s JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
-    WHERE s.span_type = 'tool' AND s.args_hash IS NOT NULL AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
-    GROUP BY s."TraceId", s.run_id, s.tool, s.args_hash
-    HAVING count(*) >= 3
-    UNION
-    SELECT trace_id, run_id FROM runs WHERE termination_reason = 'loop_detected' AND $tool::VARCHAR IS NULL
-)"""
-
-# A slow call takes longer than max(3 x p95, p95 + 2 s) of its tool's latency over the day
-# before the window's end (the slow-call rule of docs/detection.md).
-_SLOW = """
-usual AS (
-    SELECT tool, quantile_cont("Duration", 0.95) AS p95
-    FROM spans
-    WHERE span_type = 'tool' AND "Timestamp" >= $until - INTERVAL 1 DAY AND "Timestamp" < $until
-    GROUP BY tool
-),
-stalled AS (
-    SELECT DISTINCT s."TraceId" AS trace_id, s.run_id
-    FROM spans s
-    JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
-    JOIN usual u ON u.tool = s.tool
-    WHERE s.span_type = 'tool' AND ($tool::VARCHAR IS NULL OR s.tool = $tool)
-      AND s."Duration" > greatest(3 * u.p95, u.p95 + 2e9)
-)"""
-
-# In flight with no progress: a trace with agent spans but neither its run span nor its
-# root, whose last span (as of the window's end) ended before stuck_before.
-_STUCK = """
-touched AS (
-    SELECT DISTINCT "TraceId" FROM spans WHERE end_time >= $since AND "Timestamp" < $until
-),
-traces AS (
-    SELECT s."TraceId" AS trace_id, min(s."Timestamp") AS started, max(s.end_time) AS last_end,
-           bool_or(s."ParentSpanId" = '') AS has_root,
-           bool_or(s.span_type = 'agent' AND s."SpanId" = s.run_id) AS has_run,
-           bool_or(s.span_type IN ('agent', 'llm', 'tool')) AS agentic,
-           any_value(s."ServiceName") AS service,
-           any_value(s.agent) FILTER (WHERE s.agent IS NOT NULL) AS agent
-    FROM spans s JOIN touched t ON t."TraceId" = s."TraceId"
-    WHERE s."Timestamp" < $until
-    GROUP BY s."TraceId"
-)"""
-
 _POPULATIONS = {
-    "loop_rate": f"WITH {_RUNS}, {_LOOPED}, population AS ("
-    " SELECT r.trace_id, r.started, (l.trace_id IS NOT NULL) AS hit FROM runs r"
-    " LEFT JOIN looped l ON l.trace_id = r.trace_id AND l.run_id = r.run_id)",
     "termination_rate": f"WITH {_RUNS}, population AS ("
     " SELECT trace_id, started, termination_reason IS NOT DISTINCT FROM $reason AS hit FROM runs)",
     "tool_fail_rate": f"WITH {_CALLS}, population AS ("
@@ -115,9 +64,6 @@ _POPULATIONS = {
     "error_class_rate": f"WITH {_CALLS}, population AS ("
     " SELECT trace_id, started, error_class IS NOT DISTINCT FROM $error_class AS hit"
     " FROM calls WHERE ($tool::VARCHAR IS NULL OR (span_type = 'tool' AND tool = $tool)))",
-    "stall_rate": f"WITH {_RUNS}, {_SLOW}, population AS ("
-    " SELECT r.trace_id, r.started, (x.trace_id IS NOT NULL) AS hit FROM runs r"
-    " LEFT JOIN stalled x ON x.trace_id = r.trace_id AND x.run_id = r.run_id)",
 }
 
 _RATE_SELECT = """
@@ -144,21 +90,6 @@ SELECT count(*) AS samples,
        (SELECT coalesce(list(trace_id ORDER BY tokens DESC, trace_id), [])
           FROM (SELECT trace_id, tokens FROM per_run ORDER BY tokens DESC, trace_id LIMIT $examples)) AS examples
 FROM per_run
-"""
-
-_STUCK_SELECT = f"""
-WITH {_STUCK},
-stuck AS (
-    SELECT trace_id, last_end FROM traces
-    WHERE agentic AND NOT has_run AND NOT has_root
-      AND last_end >= $since AND last_end < $stuck_before
-      AND ($service::VARCHAR IS NULL OR service = $service)
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-)
-SELECT count(*) AS samples,
-       (SELECT coalesce(list(trace_id ORDER BY last_end DESC, trace_id), [])
-          FROM (SELECT trace_id, last_end FROM stuck ORDER BY last_end DESC, trace_id LIMIT $examples)) AS examples
-FROM stuck
 """
 
 _PARAM = re.compile(r"\$([a-z_]+)")
@@ -200,15 +131,58 @@ def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, u
         "stuck_before": until - timedelta(seconds=spec.stuck_after_seconds),
     }
     if spec.metric == "tokens_per_run":
-        samples, p50, p95, top, examples = con.execute(_TOKENS, _bind(_TOKENS, params)).fetchone()
-        value = {"p50": p50, "p95": p95, "max": top}[spec.stat]
-        return Measurement(None if not samples else float(value), int(samples), list(examples))
+        return _tokens_per_run(con, params)[spec.stat]
+    if spec.metric == "loop_rate":
+        return _loop_rate(con, spec, since, until)
+    if spec.metric == "stall_rate":
+        return _stall_rate(con, spec, since, until)
     if spec.metric == "stuck_runs":
-        samples, examples = con.execute(_STUCK_SELECT, _bind(_STUCK_SELECT, params)).fetchone()
-        return Measurement(float(samples), int(samples), list(examples))
+        stuck = stalls(
+            con, kind="stuck", agent=spec.agent, service=spec.service, now=until,
+            stuck_after_seconds=spec.stuck_after_seconds,
+            stuck_max_age_seconds=max((until - since).total_seconds(), spec.stuck_after_seconds + 1),
+            limit=STALLS_LIMIT)
+        traces = _distinct(s["trace_id"] for s in stuck)
+        return Measurement(float(len(traces)), len(traces), traces[:MAX_EXAMPLES])
     sql = _POPULATIONS[spec.metric] + _RATE_SELECT
     samples, hits, examples = con.execute(sql, _bind(sql, params)).fetchone()
     return Measurement(hits / samples if samples else None, int(samples), list(examples))
+
+
+def _distinct(values: Any) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _runs_in(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> int:
+    sql = f"WITH {_RUNS} SELECT count(*) FROM runs"
+    return int(con.execute(sql, _bind(sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service})).fetchone()[0])
+
+
+def _tokens_per_run(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict[str, Measurement]:
+    samples, p50, p95, top, examples = con.execute(_TOKENS, _bind(_TOKENS, params)).fetchone()
+    return {stat: Measurement(None if not samples else float(value), int(samples), list(examples))
+            for stat, value in (("p50", p50), ("p95", p95), ("max", top))}
+
+
+def _loop_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+    window = {"since": since, "until": until, "agent": spec.agent, "service": spec.service}
+    totals = loop_rate(con, **window)
+    found = loops(con, **window, limit=LOOPS_LIMIT)  # newest run first
+    if spec.tool is not None:  # an oscillation's tool is its tools joined by ","
+        found = [f for f in found if spec.tool in (f["tool"] or "").split(",")]
+    looping = _distinct((f["trace_id"], f["run_id"]) for f in found)
+    hits = totals["looping_runs"] if spec.tool is None else len(looping)
+    runs = totals["runs"]
+    return Measurement(hits / runs if runs else None, runs, _distinct(t for t, _ in looping)[:MAX_EXAMPLES])
+
+
+def _stall_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+    found = stalls(con, since=since, until=until, agent=spec.agent, service=spec.service, now=until,
+                                   limit=STALLS_LIMIT)
+    stalled = _distinct((s["trace_id"], s["run_id"]) for s in found
+                        if s["kind"] != "stuck" and (spec.tool is None or s["tool"] == spec.tool))
+    runs = _runs_in(con, spec, since, until)
+    return Measurement(len(stalled) / runs if runs else None, runs, _distinct(t for t, _ in stalled)[:MAX_EXAMPLES])
 
 
 @dataclass(frozen=True)
@@ -228,7 +202,7 @@ _GAUGE_HELP = {
     "loopsight_error_class_rate": "Share of tool and model calls with each error class, over the gauge window.",
     "loopsight_termination_rate": "Share of runs ending with each termination reason, over the gauge window.",
     "loopsight_tokens_per_run": "Tokens (input + output) per run over the gauge window, by quantile.",
-    "loopsight_stall_rate": "Share of runs with a slow call, over the gauge window.",
+    "loopsight_stall_rate": "Share of runs with a stall (slow call, retry backoff, idle gap), over the gauge window.",
     "loopsight_stuck_runs": "Runs in flight whose last span ended more than 5 minutes ago.",
     "loopsight_runs": "Runs started in the gauge window (the sample size of the run rates).",
 }
@@ -270,9 +244,9 @@ def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> 
         out.append(Gauge("loopsight_error_class_rate", float(rate), (("error_class", error_class),)))
     for reason, rate in con.execute(_REASON_GAUGES, _bind(_REASON_GAUGES, params)).fetchall():
         out.append(Gauge("loopsight_termination_rate", float(rate), (("reason", reason),)))
+    tokens = _tokens_per_run(con, {**params, "examples": MAX_EXAMPLES})
     for stat, quantile in (("p50", "0.5"), ("p95", "0.95"), ("max", "1")):
-        tokens = measure(con, MetricSpec("tokens_per_run", stat=stat), since, until)
-        out.append(Gauge("loopsight_tokens_per_run", tokens.value or 0.0, (("quantile", quantile),)))
+        out.append(Gauge("loopsight_tokens_per_run", tokens[stat].value or 0.0, (("quantile", quantile),)))
     out.append(Gauge("loopsight_stall_rate", measure(con, MetricSpec("stall_rate"), since, until).value or 0.0))
     stuck_since = until - timedelta(hours=1)
     out.append(Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until).samples)))

@@ -36,6 +36,8 @@ def metric_params(spec: MetricSpec, since: datetime, until: datetime) -> dict[st
     """Query parameters of ``GET /api/v1/alerts/metric`` for ``spec`` over ``[since, until)``."""
     params: dict[str, Any] = {"metric": spec.metric, "since": since.isoformat() + "Z", "until": until.isoformat() + "Z"}
     params.update(spec.filters())
+    if "stuck_after" in params:
+        params["stuck_after"] = max(1, round(params["stuck_after"]))
     return {k: str(v) for k, v in params.items()}
 
 

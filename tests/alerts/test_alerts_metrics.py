@@ -9,6 +9,7 @@ import pytest
 from alerts_traffic import T0, Call, Traffic
 from loopsight.alerts import MetricSpec, gauges, measure, prometheus_lines
 from loopsight.analytics import tool_stats
+from loopsight.analytics.stalls import MIN_SAMPLES
 from loopsight.collector.store import Store
 
 SINCE, UNTIL = T0 - timedelta(minutes=5), T0
@@ -90,10 +91,14 @@ def test_stuck_runs_and_stall_rate(store: Store, traffic: Traffic, traces: dict[
     assert (stuck.value, stuck.examples) == (1, traces["stuck"])
     assert m(store, MetricSpec("stuck_runs", stuck_after_seconds=600)).value == 0
     assert m(store, MetricSpec("stall_rate")).value == 0
+    # a slow call is judged against its tool's p95 once there are enough calls (analytics.stalls)
+    for i in range(MIN_SAMPLES):
+        traffic.run(T0 - timedelta(seconds=150) + timedelta(milliseconds=500 * i), [Call("fetch", f"n{i}")])
     slow = traffic.run(T0 - timedelta(seconds=90), [Call("fetch", "slow", duration_ms=30_000)])
     traffic.flush()
     stalls = m(store, MetricSpec("stall_rate"))
-    assert (stalls.value, stalls.examples) == (1 / 11, [slow])
+    assert (stalls.value, stalls.examples) == (1 / (11 + MIN_SAMPLES), [slow])
+    assert m(store, MetricSpec("stall_rate", tool="search")).value == 0
 
 
 def test_gauges_and_prometheus_text(store: Store, traces: dict[str, list[str]]) -> None:
