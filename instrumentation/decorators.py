@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind
 from loopsight import attributes as A
 
 from .content import SETTINGS as CONTENT, render
-from .handles import _INVALID, _RUN, LlmHandle, RunHandle, SpanHandle, ToolHandle
+from .handles import _CALL, _INVALID, _RUN, LlmHandle, RunHandle, SpanHandle, ToolHandle
 from .hashing import args_hash
 from .state import STATE, internal_error
 
@@ -105,13 +105,22 @@ class _Spec(Generic[H]):
         return handle
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        try:
-            handle = self._stack.pop()
-        except Exception as err:
-            internal_error("__exit__ without __enter__", err)
+        stack = self._stack
+        if not stack:
+            internal_error("__exit__ without __enter__", RuntimeError(type(self).__name__))
             return False
+        # The handle current in this context, so one spec object shared by concurrent
+        # tasks (async with in asyncio.gather) closes the right span.
+        handle = self._current()
+        if handle is not None and any(h is handle for h in stack):
+            stack[:] = [h for h in stack if h is not handle]
+        else:
+            handle = stack.pop()
         handle._exit(exc)
         return False
+
+    def _current(self) -> H | None:
+        return _CALL.get()  # type: ignore[return-value]
 
     async def __aenter__(self) -> H:
         return self.__enter__()
@@ -300,6 +309,9 @@ class AgentSpec(_Spec[RunHandle]):
 
     def _noop(self) -> RunHandle:
         return RunHandle(_INVALID, self.name or "agent", None)
+
+    def _current(self) -> RunHandle | None:
+        return _RUN.get()
 
 
 # -- llm ------------------------------------------------------------------------------

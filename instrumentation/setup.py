@@ -119,6 +119,9 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
             if exporter is None:
                 resolved = endpoint or _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
                                             "OTEL_EXPORTER_OTLP_ENDPOINT") or ""
+                resolved = resolved.rstrip("/")
+                if protocol == "http/protobuf" and resolved:
+                    resolved = _http_endpoint(resolved)
                 key = (protocol, resolved)
             else:
                 key = ("exporter", id(exporter))

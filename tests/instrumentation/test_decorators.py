@@ -483,3 +483,30 @@ def test_no_provider_means_plain_calls():
             t.retry("x")
     assert loopsight.current_run() is not None  # inert handle while tracing is off
     assert not loopsight.current_run().recording
+
+
+def test_shared_spec_object_across_concurrent_tasks(loopsight_spans):
+    shared_tool = loopsight.tool("search", args={"q": "same"})
+    shared_agent = loopsight.agent("worker")
+
+    async def work(delay):
+        async with shared_agent:
+            async with shared_tool as t:
+                await asyncio.sleep(delay)
+                assert t.recording
+            assert not t.recording  # this task's exit ended this task's span
+            return t
+
+    async def main():
+        return await asyncio.gather(work(0.02), work(0.0), work(0.01))
+
+    handles = asyncio.run(main())
+    tools = loopsight_spans.by_name("execute_tool")
+    runs = loopsight_spans.by_name("invoke_agent")
+    assert len(tools) == 3 and len(runs) == 3
+    # each tool span ended inside its own run, and each handle ended its own span
+    for handle in handles:
+        span_id = handle.span.get_span_context().span_id
+        (tool_span,) = [s for s in tools if s.context.span_id == span_id]
+        (run_span,) = [s for s in runs if s.context.span_id == tool_span.parent.span_id]
+        assert tool_span.end_time <= run_span.end_time

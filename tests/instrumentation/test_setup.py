@@ -50,7 +50,7 @@ def restore_state():
     STATE.provider = saved
 
 
-def _wait_for_run(url: str, agent: str, timeout: float = 20.0) -> dict:
+def _wait_for_run(url: str, agent: str, timeout: float = 30.0) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = httpx.get(f"{url}/api/v1/runs", params={"agent": agent}, timeout=5).json()["runs"]
@@ -60,7 +60,13 @@ def _wait_for_run(url: str, agent: str, timeout: float = 20.0) -> dict:
     raise AssertionError(f"no run for {agent} arrived")
 
 
-def test_env_configured_export_to_real_collector(collector_server):
+def test_export_to_real_collector(collector_server, restore_state):
+    """One collector (its start-up is the slow part) for both ways of configuring."""
+    _env_configured_subprocess(collector_server)
+    _explicit_provider_added_once(collector_server)
+
+
+def _env_configured_subprocess(collector_server):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url, OTEL_SERVICE_NAME="svc-from-env")
     done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True,
@@ -79,15 +85,85 @@ def test_env_configured_export_to_real_collector(collector_server):
     assert sum(s["input_tokens"] or 0 for s in detail["spans"] if s["kind"] == "llm") == 20
 
 
-def test_explicit_provider_and_endpoint_added_once(collector_server, restore_state):
+class _HttpReceiver:
+    """A real OTLP/HTTP endpoint (protobuf) on a loopback port that keeps what it gets."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest, ExportTraceServiceResponse)
+
+        self.requests: list = []
+        self.headers: list = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server API
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    import gzip
+
+                    body = gzip.decompress(body)
+                receiver.requests.append((self.path, ExportTraceServiceRequest.FromString(body)))
+                receiver.headers.append(dict(self.headers))
+                out = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self):
+        return [(rs.resource, s) for _, r in self.requests for rs in r.resource_spans
+                for ss in rs.scope_spans for s in ss.spans]
+
+
+def test_otel_env_variables_are_honoured():
+    receiver = _HttpReceiver()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_SERVICE_NAME="svc-env",
+                   OTEL_EXPORTER_OTLP_HEADERS="x-team=agents",
+                   OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
+        done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert {path for path, _ in receiver.requests} == {"/v1/traces"}
+        assert all(h.get("x-team") == "agents" for h in receiver.headers)
+        spans = receiver.spans()
+        assert sorted(s.name for _, s in spans) == [
+            "chat gpt-4o", "chat gpt-4o", "execute_tool lookup", "invoke_agent export-check"]
+        resource = {a.key: a.value.string_value for a in spans[0][0].attributes}
+        assert resource["service.name"] == "svc-env"
+        assert resource["deployment.environment"] == "test"
+        run = next(s for _, s in spans if s.name.startswith("invoke_agent"))
+        attrs = {a.key: a.value for a in run.attributes}
+        assert attrs["loopsight.termination.reason"].string_value == "completed"
+        assert attrs["loopsight.budget.max_steps"].int_value == 5
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
+def _explicit_provider_added_once(collector_server):
     provider = TracerProvider(resource=Resource.create({"service.name": "svc-explicit"}))
     try:
         first = loopsight.configure(endpoint=collector_server.url, tracer_provider=provider)
         second = loopsight.configure(endpoint=collector_server.url + "/", tracer_provider=provider)
         assert first is second is provider
-        assert len(provider._active_span_processor._span_processors) == 1
+        loopsight.configure(endpoint=collector_server.traces_url, tracer_provider=provider)
         loopsight.configure(tracer_provider=provider)  # adopt, add nothing
-        assert len(provider._active_span_processor._span_processors) == 1
+        processors = provider._active_span_processor._span_processors
+        assert [type(p).__name__ for p in processors] == ["BatchSpanProcessor",
+                                                          "NestedUsageProcessor"]
 
         with loopsight.agent("explicit-check"):
             with loopsight.tool("t", args={"a": 1}):
