@@ -1,0 +1,83 @@
+"""The Streamlit dashboard: where agents stall, loop and burn tokens, at a glance.
+
+:func:`launch` serves it (``loopsight dashboard`` calls it); pages read their data through
+:mod:`loopsight.dashboard.data` from the collector's query API or a DuckDB file.
+
+Example:
+    >>> from loopsight.dashboard import launch
+    >>> launch(collector="http://127.0.0.1:4318", port=8501)  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from loopsight.dashboard.data import COLLECTOR_ENV, DB_ENV, DEFAULT_COLLECTOR_URL, TOKEN_ENV
+
+APP = Path(__file__).with_name("app.py")
+
+__all__ = ["APP", "launch", "streamlit_command"]
+
+
+def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
+    """The ``streamlit run`` command line: headless, bound to ``host:port``, no telemetry.
+
+    Example:
+        >>> streamlit_command(8600)[3], streamlit_command(8600)[8]
+        ('run', '8600')
+    """
+    return [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.address", host,
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",
+        "--server.runOnSave", "false",
+        "--global.developmentMode", "false",
+        "--client.toolbarMode", "minimal",
+        "--theme.base", "light",
+    ]
+
+
+def launch(
+    collector: str | None = None,
+    db: str | None = None,
+    port: int = 8501,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+) -> int:
+    """Serve the dashboard until interrupted; return Streamlit's exit code.
+
+    Reads the collector at ``collector`` (default ``LOOPSIGHT_COLLECTOR_URL`` or
+    ``http://127.0.0.1:4318``, with ``token`` as bearer token), or the DuckDB file ``db``
+    read-only when given (no collector may hold it).
+
+    Example:
+        >>> launch(db="./copy-of-prod.duckdb", port=8600)  # doctest: +SKIP
+    """
+    if collector and db:
+        raise ValueError("give a collector URL or a DuckDB file, not both")
+    env = dict(os.environ)
+    env.pop(DB_ENV, None)
+    if db:
+        env[DB_ENV] = str(Path(db).expanduser().resolve())
+    else:
+        env[COLLECTOR_ENV] = collector or env.get(COLLECTOR_ENV) or DEFAULT_COLLECTOR_URL
+    if token:
+        env[TOKEN_ENV] = token
+    env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
+    process = subprocess.Popen(streamlit_command(port, host), env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        try:
+            return process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()

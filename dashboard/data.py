@@ -1,0 +1,258 @@
+"""Where the dashboard's data comes from: the collector's query API or a DuckDB file.
+
+Pages use only :class:`ApiSource` / :class:`DuckDBSource` (same methods, same shapes as the
+``/api/v1/*`` routes) through :func:`fetch`, which caches answers for a few seconds.
+
+Example:
+    >>> source = ApiSource("http://127.0.0.1:4318")
+    >>> source.describe()
+    'collector http://127.0.0.1:4318'
+    >>> source.runs(limit=5, agent="order-assistant")  # doctest: +SKIP
+    [{'trace_id': '...', 'agent': 'order-assistant', 'status': 'ok', ...}]
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+DEFAULT_COLLECTOR_URL = "http://127.0.0.1:4318"
+# A separate variable from the collector's LOOPSIGHT_DB: a shell that sets LOOPSIGHT_DB for
+# the collector must not make the dashboard open (and fail on the lock of) the same file.
+DB_ENV = "LOOPSIGHT_DASHBOARD_DB"
+COLLECTOR_ENV = "LOOPSIGHT_COLLECTOR_URL"
+TOKEN_ENV = "LOOPSIGHT_TOKEN"
+
+
+class SourceError(Exception):
+    """The data source answered with an error; the message says what to do."""
+
+
+class SourceUnreachable(SourceError):
+    """The collector cannot be reached (or the DuckDB file cannot be opened)."""
+
+
+class AuthRequired(SourceError):
+    """The collector wants a (different) bearer token."""
+
+
+class NotAvailable(SourceError):
+    """This source does not offer that question (yet): an older collector, a missing module."""
+
+
+def _iso(value: datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.isoformat(timespec="seconds") + "Z"
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None and v != ""}
+
+
+@dataclass(frozen=True)
+class ApiSource:
+    """Reads the collector's ``/api/v1/*`` routes over HTTP (bearer token if given).
+
+    Example:
+        >>> ApiSource("http://127.0.0.1:4318/", token="s3cret").url
+        'http://127.0.0.1:4318'
+    """
+
+    url: str = DEFAULT_COLLECTOR_URL
+    token: str | None = field(default=None, repr=False)
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", self.url.rstrip("/"))
+
+    @property
+    def key(self) -> str:
+        """Identifies the source in the cache (the token is hashed by the cache, never shown)."""
+        return f"api|{self.url}|{self.token or ''}"
+
+    def describe(self) -> str:
+        return f"collector {self.url}"
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        query = {k: _iso(v) if isinstance(v, datetime) else v for k, v in _clean(params or {}).items()}
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        target = f"{self.url}{path}"
+        try:
+            response = httpx.get(target, params=query, headers=headers, timeout=self.timeout)
+        except httpx.TimeoutException:
+            raise SourceUnreachable(f"the collector at {self.url} did not answer {path} within {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise SourceUnreachable(f"cannot reach the collector at {self.url} ({type(exc).__name__}: {exc})") from None
+        if response.status_code == 401:
+            hint = "the token given is wrong" if self.token else "start the dashboard with --token (or LOOPSIGHT_TOKEN)"
+            raise AuthRequired(f"the collector at {self.url} wants a bearer token: {hint}")
+        if response.status_code == 404:
+            raise NotAvailable(f"the collector at {self.url} has no {path} route (an older collector?)")
+        try:
+            body = response.json()
+        except ValueError:
+            raise SourceError(f"{target} answered {response.status_code} with a body that is not JSON") from None
+        if response.status_code != 200:
+            message = body.get("error") or body.get("message") if isinstance(body, dict) else None
+            raise SourceError(f"{path} answered {response.status_code}: {message or body}")
+        return body
+
+    def check(self) -> None:
+        """Raise :class:`SourceUnreachable` unless ``/healthz`` answers, :class:`AuthRequired` on a token mismatch."""
+        self._get("/healthz")
+        self._get("/api/v1/runs", {"limit": 1})
+
+    def runs(self, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/runs", params)["runs"]
+
+    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+        return self._get(f"/api/v1/runs/{trace_id}")
+
+    def overview(self, **params: Any) -> dict[str, Any]:
+        return self._get("/api/v1/overview", params)
+
+    def terminations(self, **params: Any) -> Any:
+        return self._get("/api/v1/terminations", params)
+
+    def tools(self, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/tools", params)["tools"]
+
+    def loops(self, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/loops", params)["loops"]
+
+    def stalls(self, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/stalls", params)["stalls"]
+
+    def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
+        return self._get("/api/v1/burn", params)
+
+    def burn_curve(self, **params: Any) -> Any:
+        return self._get("/api/v1/burn/curve", params)
+
+    def alerts(self) -> dict[str, list[dict[str, Any]]]:
+        return self._get("/api/v1/alerts")
+
+
+def _analytics(name: str) -> Callable[..., Any]:
+    package = import_module("loopsight.analytics")
+    function = getattr(package, name, None)
+    if function is None:
+        raise NotAvailable(f"this loopsight has no analytics function {name!r} yet")
+    return function
+
+
+@dataclass(frozen=True)
+class DuckDBSource:
+    """Reads a DuckDB file directly, read-only, through the analytics functions.
+
+    Only for a file no collector holds (DuckDB allows one writer process or many readers).
+
+    Example:
+        >>> DuckDBSource("/data/copy.duckdb").describe()
+        'DuckDB file /data/copy.duckdb'
+    """
+
+    path: str
+
+    @property
+    def key(self) -> str:
+        return f"duckdb|{self.path}"
+
+    def describe(self) -> str:
+        return f"DuckDB file {self.path}"
+
+    def _connect(self) -> Any:
+        import duckdb
+
+        if not Path(self.path).is_file():
+            raise SourceUnreachable(f"there is no DuckDB file at {self.path}")
+        try:
+            con = duckdb.connect(self.path, read_only=True)
+        except duckdb.Error as exc:
+            text = str(exc)
+            if "lock" in text.lower():
+                raise SourceUnreachable(
+                    f"{self.path} is held by a running collector; read it through the collector instead "
+                    f"(loopsight dashboard --collector URL): {text}"
+                ) from None
+            raise SourceUnreachable(f"cannot open {self.path} read-only: {text}") from None
+        try:
+            con.execute("SET enable_external_access = false")
+            has_spans = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'spans'"
+            ).fetchone()[0]
+        except duckdb.Error as exc:
+            con.close()
+            raise SourceError(f"cannot read {self.path}: {exc}") from None
+        if not has_spans:
+            con.close()
+            raise SourceError(f"{self.path} has no spans table: is it a loopsight database? (loopsight db upgrade --db PATH)")
+        return con
+
+    def _call(self, name: str, *args: Any, **params: Any) -> Any:
+        import duckdb
+
+        function = _analytics(name)
+        con = self._connect()
+        try:
+            return function(con, *args, **_clean(params))
+        except duckdb.Error as exc:
+            raise SourceError(f"{name} failed on {self.path}: {exc}") from None
+        finally:
+            con.close()
+
+    def check(self) -> None:
+        self._connect().close()
+
+    def runs(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("list_runs", **params)
+
+    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+        return self._call("trace_detail", trace_id)
+
+    def overview(self, **params: Any) -> dict[str, Any]:
+        return self._call("overview", **params)
+
+    def terminations(self, **params: Any) -> Any:
+        return self._call("terminations", **params)
+
+    def tools(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("tool_stats", **params)
+
+    def loops(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("loops", **params)
+
+    def stalls(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("stalls", **params)
+
+    def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
+        return self._call("burn", **params)
+
+    def burn_curve(self, **params: Any) -> Any:
+        return self._call("burn_curve", **params)
+
+    def alerts(self) -> dict[str, list[dict[str, Any]]]:
+        return self._call("alerts")
+
+
+Source = ApiSource | DuckDBSource
+
+
+def source_from_env(environ: dict[str, str] | None = None) -> Source:
+    """The source ``launch()`` chose: ``LOOPSIGHT_DASHBOARD_DB``, else the collector URL.
+
+    Example:
+        >>> source_from_env({"LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9999"})
+        ApiSource(url='http://127.0.0.1:9999', timeout=10.0)
+    """
+    env = os.environ if environ is None else environ
+    if env.get(DB_ENV):
+        return DuckDBSource(env[DB_ENV])
+    return ApiSource(env.get(COLLECTOR_ENV) or DEFAULT_COLLECTOR_URL, env.get(TOKEN_ENV) or None)

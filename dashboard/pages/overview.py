@@ -1,0 +1,140 @@
+"""Overview: KPI tiles against the previous window, termination reasons over time, and the
+top offenders of each kind, refreshed live."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from loopsight.dashboard import charts, filters, frames, ui
+
+REFRESH_SECONDS = 30
+# (key, label, format, lower is better)
+TILES = [
+    ("runs", "Runs", "count", False),
+    ("success_rate", "Success rate", "rate", False),
+    ("loop_rate", "Loop rate", "rate", True),
+    ("tool_fail_rate", "Tool fail rate", "rate", True),
+    ("tokens_per_success", "Tokens per successful run", "count", True),
+    ("p95_duration_ms", "p95 run duration", "ms", True),
+]
+
+
+def _format(value: float | int | None, kind: str) -> str:
+    if value is None:
+        return "–"
+    if kind == "rate":
+        return f"{100 * value:.1f}%"
+    if kind == "ms":
+        return f"{value / 1000:,.1f} s"
+    return f"{value:,.0f}"
+
+
+def _delta(tile: dict, kind: str) -> str | None:
+    change = tile.get("change")
+    if change is None:
+        return None
+    if kind == "rate":
+        return f"{100 * change:+.1f} pts"
+    if kind == "ms":
+        return f"{change / 1000:+,.1f} s"
+    pct = tile.get("change_pct")
+    return f"{change:+,.0f}" + (f" ({100 * pct:+.0f}%)" if pct is not None else "")
+
+
+def tiles(shared: filters.Filters) -> bool:
+    """The KPI row; returns False when there are no runs at all in either window."""
+    answer = ui.load("overview", what="KPI tiles", **shared.params())
+    if answer is None:
+        return True
+    values = answer.get("tiles", answer)
+    columns = st.columns(len(TILES))
+    for column, (key, label, kind, lower_better) in zip(columns, TILES):
+        tile = values.get(key) or {}
+        column.metric(label, _format(tile.get("value"), kind), _delta(tile, kind),
+                      delta_color="inverse" if lower_better else "normal",
+                      help=f"previous window: {_format(tile.get('previous'), kind)}")
+    runs = values.get("runs") or {}
+    return bool(runs.get("value") or runs.get("previous"))
+
+
+def terminations(shared: filters.Filters) -> None:
+    st.subheader("Termination reasons over time")
+    answer = ui.load("terminations", what="Termination reasons", **shared.params())
+    if answer is None:
+        return
+    frame = pd.DataFrame(frames.records(answer, "terminations"))
+    if frame.empty:
+        st.caption("No runs in this window.")
+        return
+    time = frames.first_column(frame, "bucket", "time", "start")
+    value = frames.first_column(frame, "runs", "count")
+    frame[time] = frames.to_time(frame[time])
+    st.altair_chart(charts.terminations_over_time(frame, time=time, value=value), width="stretch")
+
+
+def offenders(shared: filters.Filters) -> None:
+    st.subheader("Top offenders")
+    params = shared.params()
+    col_tokens, col_loops, col_stalls, col_tools = st.columns(4)
+    with col_tokens:
+        st.markdown("**Runs burning the most tokens**")
+        runs = ui.load("runs", what="Runs", limit=1000, **params)
+        if runs is not None:
+            frame = frames.runs_frame(runs).nlargest(5, "tokens")
+            _run_table(frame[["trace_id", "agent", "tokens"]])
+        st.page_link("pages/burn.py", label="Token burn →")
+    with col_loops:
+        st.markdown("**Longest loops**")
+        loops = ui.load("loops", what="Loops", **params)
+        if loops is not None:
+            frame = pd.DataFrame(loops)
+            if frame.empty:
+                st.caption("No loops.")
+            else:
+                _run_table(frame.sort_values("count", ascending=False).head(5)[["trace_id", "tool", "kind", "count"]])
+        st.page_link("pages/loops.py", label="Loops →")
+    with col_stalls:
+        st.markdown("**Stalls**")
+        stalls = ui.load("stalls", what="Stalls", **params)
+        if stalls is not None:
+            frame = pd.DataFrame(stalls)
+            if frame.empty:
+                st.caption("No stalls.")
+            else:
+                _run_table(frame.sort_values("duration_ms", ascending=False).head(5)[["trace_id", "kind", "tool", "duration_ms"]])
+        st.page_link("pages/stalls.py", label="Stalls →")
+    with col_tools:
+        st.markdown("**Failing tools**")
+        tools = ui.load("tools", what="Tools", **params)
+        if tools is not None:
+            frame = pd.DataFrame(tools)
+            if frame.empty or not frame["errors"].any():
+                st.caption("No failed tool calls.")
+            else:
+                frame = frame[frame["errors"] > 0].sort_values("fail_rate", ascending=False).head(5)
+                st.dataframe(frame[["tool", "calls", "fail_rate"]], hide_index=True, width="stretch",
+                             column_config={"fail_rate": st.column_config.ProgressColumn("fail rate", min_value=0, max_value=1, format="percent")})
+        st.page_link("pages/tools.py", label="Tools →")
+
+
+def _run_table(frame: pd.DataFrame) -> None:
+    """A small table whose first column links to each run's timeline."""
+    frame = frame.assign(trace_id=[ui.run_link(t) for t in frame["trace_id"]])
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"trace_id": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8})")})
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live() -> None:
+    shared = filters.current()
+    if not tiles(shared):
+        ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+        return
+    terminations(shared)
+    offenders(shared)
+    st.caption(f"{ui.escape(shared.describe())} · refreshes every {REFRESH_SECONDS} s")
+
+
+st.title("Overview")
+live()

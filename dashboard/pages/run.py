@@ -1,0 +1,85 @@
+"""Run timeline: one run's spans as a waterfall with error/retry/loop markers, tokens per step
+and a span detail panel. Deep link: ``?run=<trace_id>``."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from loopsight.dashboard import charts, filters, frames, ui
+
+HEX = re.compile(r"^[0-9a-fA-F]{32}$")
+
+st.title("Run timeline")
+trace_id = (st.query_params.get("run") or "").strip().lower()
+
+if not trace_id:
+    recent = ui.load("runs", what="Recent runs", limit=50, **filters.current().params())
+    if recent is not None:
+        if not recent:
+            ui.empty_state(filtered=filters.current().narrowed and bool(ui.fetch("runs", limit=1)))
+        else:
+            labels = {r["trace_id"]: f"{r.get('started_at', '')[:19]}  {r.get('agent') or '?'}  "
+                                     f"{r.get('termination_reason') or ''}  {r['trace_id'][:12]}" for r in recent}
+            st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
+            picked = st.selectbox("Run", [None, *labels], format_func=lambda t: "…" if t is None else labels[t], key="run_pick")
+            if picked:
+                st.query_params["run"] = picked
+                st.rerun()
+    st.stop()
+
+if not HEX.match(trace_id):
+    st.error(f"{ui.escape(trace_id[:80])} is not a trace id (32 hex characters).", icon="⚠️")
+    st.page_link("pages/runs.py", label="Back to the runs")
+    st.stop()
+
+detail = ui.load("run", trace_id, what="This run")
+if detail is None:
+    st.stop()
+spans = detail.get("spans") or []
+runs = detail.get("runs") or []
+if not spans:
+    st.warning(f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.", icon="🔎")
+    st.page_link("pages/runs.py", label="Back to the runs")
+    st.stop()
+
+run = runs[0] if runs else None
+if run:
+    st.subheader(f"{ui.escape(run.get('agent') or 'unknown agent')} · {ui.escape(run.get('service') or '')}")
+    cols = st.columns(6)
+    cols[0].metric("status", str(run.get("status")))
+    cols[1].metric("termination", str(run.get("termination_reason") or "–"))
+    cols[2].metric("steps", run.get("steps", 0))
+    cols[3].metric("tokens", f"{(run.get('input_tokens') or 0) + (run.get('output_tokens') or 0):,}")
+    cols[4].metric("duration", f"{(run.get('duration_ms') or 0) / 1000:,.2f} s")
+    cols[5].metric("tool errors / retries / loops", f"{run.get('tool_errors', 0)} / {run.get('retries', 0)} / {run.get('loops', 0)}")
+    if len(runs) > 1:
+        st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
+else:
+    st.info("The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
+            "showing the spans received so far.", icon="⏳")
+st.caption(f"trace {trace_id} · {len(spans)} spans")
+
+bars, markers = frames.waterfall_frames(spans)
+if len(spans) > len(bars):
+    st.caption(f"Showing the first {len(bars)} of {len(spans)} spans.")
+st.altair_chart(charts.waterfall(bars, markers), width="stretch")
+
+left, right = st.columns([2, 3])
+with left:
+    st.subheader("Tokens per step")
+    tokens = frames.tokens_per_step(spans)
+    if tokens.empty:
+        st.caption("No model calls in this run.")
+    else:
+        st.altair_chart(charts.tokens_per_step(tokens), width="stretch")
+with right:
+    st.subheader("Span detail")
+    by_id = {s["span_id"]: s for s in spans}
+    ordered = list(bars["span_id"])
+    default = next((i for i, b in enumerate(bars.itertuples()) if b.status == "error" or b.loop_kind), 0)
+    chosen = st.selectbox("Span", ordered, index=default, key="span_pick",
+                          format_func=lambda sid: bars.loc[bars["span_id"] == sid, "row"].iloc[0][4:].strip())
+    st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",
+                 column_config={"value": st.column_config.TextColumn("value", width="large")})

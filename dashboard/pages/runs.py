@@ -1,0 +1,59 @@
+"""Runs: every agent run in the window, filterable, each row linking to its timeline."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from loopsight.dashboard import charts, filters, frames, ui
+
+TERMINATION_REASONS = ["completed", "max_steps", "max_tool_calls", "timeout", "token_budget", "loop_detected",
+                       "repeated_error", "fatal_error", "cancelled", "error"]
+LIMIT = 1000
+
+st.title("Runs")
+shared = filters.current()
+left, middle, right = st.columns(3)
+status = left.selectbox("Status", ["any", "ok", "error"], key="runs_status")
+reason = middle.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="runs_reason")
+min_tokens = right.number_input("At least this many tokens", min_value=0, value=0, step=1000, key="runs_min_tokens")
+
+params = {
+    **shared.params(),
+    "status": None if status == "any" else status,
+    "termination_reason": None if reason == "any" else reason,
+    "limit": LIMIT,
+}
+runs = ui.load("runs", what="Runs", **params)
+if runs is not None:
+    frame = frames.runs_frame(runs)
+    if min_tokens:
+        frame = frame[frame["tokens"] >= min_tokens]
+    if frame.empty:
+        narrowed = shared.narrowed or status != "any" or reason != "any" or bool(min_tokens)
+        ui.empty_state(filtered=narrowed and bool(ui.fetch("runs", limit=1)))
+    else:
+        st.caption(f"{len(frame)} runs ({ui.escape(shared.describe())}), newest first"
+                   + (f"; showing the newest {LIMIT}" if len(runs) >= LIMIT else "")
+                   + ". Select a row or click its id to open the timeline.")
+        st.altair_chart(charts.runs_over_time(frame), width="stretch")
+        frame = frame.assign(link=[ui.run_link(t) for t in frame["trace_id"]])
+        table = frame[["link", "started_at", "agent", "service", "status", "termination_reason", "steps", "tokens",
+                       "duration_ms", "tool_calls", "tool_errors", "retries", "loops"]]
+        event = st.dataframe(
+            table,
+            hide_index=True,
+            width="stretch",
+            on_select="rerun",
+            selection_mode="single-row",
+            key="runs_table",
+            column_config={
+                "link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})", width="small"),
+                "started_at": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+                "termination_reason": "termination reason",
+                "duration_ms": st.column_config.NumberColumn("duration (ms)", format="%.0f"),
+                "tool_calls": "tool calls", "tool_errors": "tool errors",
+            },
+        )
+        selected = event.selection.rows if event is not None else []
+        if selected:
+            st.switch_page(ui.RUN_PAGE, query_params={"run": table.iloc[selected[0]]["link"].split("=", 1)[1]})

@@ -1,0 +1,76 @@
+"""Dashboard fixtures: a DuckDB file filled with realistic runs, and AppTest against a source.
+
+``filled_db`` is built once per module through the collector's real ingest pipeline (OTel SDK
+spans -> OTLP request -> normalize -> Arrow -> Store). ``make_app`` points a fresh AppTest
+of ``dashboard/app.py`` at a collector URL (with an optional token) or a DuckDB file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pytest
+import streamlit as st
+from dashboard_traffic import Emitted, in_memory
+from streamlit.testing.v1 import AppTest
+
+from loopsight.dashboard import APP
+
+APP_TIMEOUT = 60
+
+
+@dataclass
+class FilledDB:
+    path: str
+    emitted: Emitted
+
+
+@pytest.fixture(scope="module")
+def filled_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file holding two rounds of every traffic scenario."""
+    from loopsight.collector.pipeline import ingest_request, spans_to_request
+    from loopsight.collector.store import Store
+
+    path = str(tmp_path_factory.mktemp("dashboard") / "filled.duckdb")
+    emitted, spans = in_memory(rounds=2)
+    store = Store.open(path)
+    try:
+        assert ingest_request(store, spans_to_request(spans)) == len(spans)
+    finally:
+        store.close()
+    return FilledDB(path, emitted)
+
+
+@pytest.fixture(scope="module")
+def empty_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A migrated DuckDB file with no spans."""
+    from loopsight.collector.store import Store
+
+    path = str(tmp_path_factory.mktemp("dashboard-empty") / "empty.duckdb")
+    Store.open(path).close()
+    return path
+
+
+@pytest.fixture
+def make_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]]:
+    """``make_app(collector=URL, token=None)`` or ``make_app(db=PATH)``: an AppTest not yet run."""
+    st.cache_data.clear()
+
+    def make(*, collector: str | None = None, db: str | None = None, token: str | None = None,
+             query: dict[str, str] | None = None) -> AppTest:
+        monkeypatch.delenv("LOOPSIGHT_DASHBOARD_DB", raising=False)
+        monkeypatch.delenv("LOOPSIGHT_TOKEN", raising=False)
+        if db:
+            monkeypatch.setenv("LOOPSIGHT_DASHBOARD_DB", db)
+        if collector:
+            monkeypatch.setenv("LOOPSIGHT_COLLECTOR_URL", collector)
+        if token:
+            monkeypatch.setenv("LOOPSIGHT_TOKEN", token)
+        app = AppTest.from_file(str(APP), default_timeout=APP_TIMEOUT)
+        for key, value in (query or {}).items():
+            app.query_params[key] = value
+        return app
+
+    yield make
+    st.cache_data.clear()

@@ -1,0 +1,175 @@
+"""Realistic agent runs emitted with the real OpenTelemetry SDK, for the dashboard tests.
+
+Each run is an ``invoke_agent`` span with ``chat`` and ``execute_tool`` children following
+``shared/spec/attributes.md``, timed in the recent past (explicit start/end times, no sleeping).
+Scenarios: a clean success, a timeout retried with backoff, an exact loop stopped by the
+guard, a fatal permission error, and one run whose names and attributes are hostile text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
+
+from loopsight import attributes as A
+
+HOSTILE_SCRIPT = "<script>alert(1)</script>"
+HOSTILE_LINK = "[click me](http://evil.example/x)"
+HOSTILE_AGENT = f"{HOSTILE_SCRIPT}agent"
+MS = 1_000_000
+
+
+def args_hash(args: dict) -> str:
+    return hashlib.sha256(json.dumps(args, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Emitted:
+    """What was sent: trace ids (hex) by scenario, in emission order."""
+
+    traces: dict[str, list[str]] = field(default_factory=dict)
+
+    def first(self, scenario: str) -> str:
+        return self.traces[scenario][0]
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.traces.values())
+
+
+class _Run:
+    def __init__(self, tracer, agent: str, start_ns: int) -> None:
+        self.tracer = tracer
+        self.agent = agent
+        self.now = start_ns
+        self.root = tracer.start_span(
+            f"invoke_agent {agent}", kind=SpanKind.INTERNAL, start_time=start_ns,
+            attributes={A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.BUDGET_MAX_STEPS: 8},
+        )
+        self.context = set_span_in_context(self.root)
+
+    def chat(self, step: int, input_tokens: int, output_tokens: int, ms: int = 300) -> None:
+        span = self.tracer.start_span(
+            "chat gpt-4o", kind=SpanKind.CLIENT, context=self.context, start_time=self.now,
+            attributes={A.OPERATION_NAME: A.OP_CHAT, A.REQUEST_MODEL: "gpt-4o", A.STEP: step,
+                        A.USAGE_INPUT_TOKENS: input_tokens, A.USAGE_OUTPUT_TOKENS: output_tokens},
+        )
+        self.now += ms * MS
+        span.end(end_time=self.now)
+        self.now += 5 * MS
+
+    def tool(self, step: int, name: str, args: dict, ms: int = 120, *, error: str | None = None,
+             error_class: str | None = None, retries: int = 0, loop_kind: str | None = None,
+             extra: dict | None = None) -> None:
+        attributes = {A.OPERATION_NAME: A.OP_EXECUTE_TOOL, A.TOOL_NAME: name, A.STEP: step,
+                      A.TOOL_ARGS_HASH: args_hash(args), A.TOOL_ATTEMPTS: retries + 1, **(extra or {})}
+        if loop_kind:
+            attributes[A.LOOP_KIND] = loop_kind
+        span = self.tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, context=self.context,
+                                      start_time=self.now, attributes=attributes)
+        for attempt in range(retries):
+            self.now += 400 * MS
+            span.add_event(A.EVENT_RETRY, {A.ERROR_TYPE: "timeout", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 200 * (attempt + 1)},
+                           timestamp=self.now)
+            self.now += 200 * (attempt + 1) * MS
+        if loop_kind:
+            span.add_event(A.EVENT_LOOP_DETECTED, {A.LOOP_KIND: loop_kind}, timestamp=self.now)
+        if error:
+            span.set_attribute(A.ERROR_TYPE, error)
+            span.set_attribute(A.ERROR_CLASS, error_class or "permanent")
+            span.set_status(Status(StatusCode.ERROR, error))
+        self.now += ms * MS
+        span.end(end_time=self.now)
+        self.now += 5 * MS
+
+    def end(self, reason: str, error: str | None = None) -> str:
+        self.root.set_attribute(A.TERMINATION_REASON, reason)
+        if error:
+            self.root.set_attribute(A.ERROR_TYPE, error)
+            self.root.set_status(Status(StatusCode.ERROR, error))
+        self.root.end(end_time=self.now + 10 * MS)
+        return format(self.root.get_span_context().trace_id, "032x")
+
+
+def _success(run: _Run) -> str:
+    run.chat(0, 900, 60)
+    run.tool(0, "search_orders", {"customer": "c-17"})
+    run.chat(1, 1500, 80)
+    run.tool(1, "query_order", {"order_id": "A-1001"}, ms=80)
+    run.chat(2, 2300, 120)
+    return run.end("completed")
+
+
+def _retried_timeout(run: _Run) -> str:
+    run.chat(0, 1000, 70)
+    run.tool(0, "fetch_page", {"url": "https://shop.example/p/1"}, ms=900, retries=2)
+    run.chat(1, 2600, 140)
+    return run.end("completed")
+
+
+def _loop(run: _Run) -> str:
+    for step in range(4):
+        run.chat(step, 1000 + 1400 * step, 50)
+        run.tool(step, "query_order", {"order_id": "B-7"}, loop_kind="exact" if step == 3 else None)
+    return run.end("loop_detected", error="loop_detected")
+
+
+def _fatal(run: _Run) -> str:
+    run.chat(0, 800, 40)
+    run.tool(0, "refund_order", {"order_id": "C-3"}, error="permission_denied", error_class="fatal")
+    return run.end("fatal_error", error="permission_denied")
+
+
+def _hostile(run: _Run) -> str:
+    run.chat(0, 700, 30)
+    run.tool(0, HOSTILE_LINK, {"q": HOSTILE_SCRIPT}, error=HOSTILE_SCRIPT, error_class="garbage",
+             extra={"note": HOSTILE_LINK, "payload": HOSTILE_SCRIPT, "long": "x" * 5000})
+    return run.end("error", error=HOSTILE_LINK)
+
+
+SCENARIOS = {"success": _success, "retried_timeout": _retried_timeout, "loop": _loop, "fatal": _fatal, "hostile": _hostile}
+AGENTS = {"success": "order-assistant", "retried_timeout": "web-researcher", "loop": "order-assistant",
+          "fatal": "refund-bot", "hostile": HOSTILE_AGENT}
+
+
+def emit(exporter: SpanExporter, rounds: int = 2, service: str = "shop-agents",
+         scenarios: Sequence[str] = tuple(SCENARIOS), minutes_ago: float = 30.0) -> Emitted:
+    """Emit ``rounds`` runs of each scenario through ``exporter``, spread over the last minutes."""
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("loopsight.tests.dashboard")
+    emitted = Emitted()
+    start = time.time_ns() - int(minutes_ago * 60 * 1e9)
+    total = rounds * len(scenarios)
+    i = 0
+    for _ in range(rounds):
+        for name in scenarios:
+            at = start + int(i * (minutes_ago * 60 * 1e9) / max(total, 1))
+            trace_id = SCENARIOS[name](_Run(tracer, AGENTS[name], at))
+            emitted.traces.setdefault(name, []).append(trace_id)
+            i += 1
+    provider.shutdown()
+    return emitted
+
+
+def emit_to_collector(url: str, token: str | None = None, **kwargs) -> Emitted:
+    """Export through the real OTLP/HTTP exporter to a collector at ``url``."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return emit(OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers=headers, timeout=10), **kwargs)
+
+
+def in_memory(**kwargs) -> tuple[Emitted, Sequence[ReadableSpan]]:
+    """Emit into memory; returns what was emitted and the finished spans."""
+    exporter = InMemorySpanExporter()
+    emitted = emit(exporter, **kwargs)
+    return emitted, exporter.get_finished_spans()

@@ -1,0 +1,112 @@
+"""The Runs and Run timeline pages against a real collector (OTLP/HTTP in, query API out)
+and against a DuckDB file read directly."""
+
+from __future__ import annotations
+
+import socket
+
+from dashboard_helpers import assert_clean, charts, page, tables, texts
+from dashboard_traffic import HOSTILE_AGENT, emit_to_collector
+
+
+def _links(app) -> list[str]:
+    table = tables(app)[0]
+    return list(table["link"])
+
+
+def test_runs_and_timeline_read_a_live_collector_with_token(start_collector, make_app) -> None:
+    collector = start_collector(token="s3cret")
+    emitted = emit_to_collector(collector.url, token="s3cret", rounds=1)
+
+    without_token = page(make_app(collector=collector.url), "runs")
+    assert "Cannot read collector" in texts(without_token) and "wants a bearer token" in texts(without_token)
+    assert "--token" in texts(without_token)
+
+    app = page(make_app(collector=collector.url, token="s3cret"), "runs")
+    assert_clean(app)
+    links = _links(app)
+    assert sorted(link.split("=", 1)[1] for link in links) == sorted(t for ts in emitted.traces.values() for t in ts)
+    assert all(link.startswith("run?run=") for link in links)
+    assert charts(app), "runs over time chart"
+    table = tables(app)[0]
+    loop_row = table[table["link"] == f"run?run={emitted.first('loop')}"].iloc[0]
+    assert (loop_row["agent"], loop_row["status"], loop_row["termination_reason"]) == ("order-assistant", "error", "loop_detected")
+    assert loop_row["steps"] == 4 and loop_row["tokens"] == sum(1000 + 1400 * s + 50 for s in range(4))
+
+    app.selectbox(key="runs_reason").select("loop_detected").run()
+    assert [link.split("=", 1)[1] for link in _links(app)] == [emitted.first("loop")]
+    app.selectbox(key="runs_reason").select("any").run()
+    app.selectbox(key="runs_status").select("ok").run()
+    assert sorted(link.split("=", 1)[1] for link in _links(app)) == sorted([emitted.first("success"), emitted.first("retried_timeout")])
+
+    timeline = make_app(collector=collector.url, token="s3cret", query={"run": emitted.first("retried_timeout")})
+    timeline.run()
+    assert_clean(timeline)
+    assert [t.value for t in timeline.title] == ["Run timeline"]
+    shown = texts(timeline)
+    assert "termination=completed" in shown and "web-researcher" in shown
+    assert len(charts(timeline)) == 2, "waterfall and tokens per step"
+    spec, (bars, markers) = charts(timeline)[0]
+    assert '"start_ms"' in spec and '"at_ms"' in spec
+    assert [name.strip() for name in bars["row"].str[4:]] == [
+        "invoke_agent web-researcher", "chat gpt-4o", "execute_tool fetch_page", "chat gpt-4o"]
+    assert list(markers["marker"]) == ["retry", "retry"]
+    assert list(bars["start_ms"]) == sorted(bars["start_ms"]) and bars["start_ms"].iloc[0] == 0
+
+    # the collector holds its file: reading it directly fails with a pointer to --collector
+    locked = page(make_app(db=collector.db_path), "runs")
+    assert "held by a running collector" in texts(locked) or "lock" in texts(locked).lower()
+
+
+def test_empty_collector_says_how_to_send_spans(collector_server, make_app) -> None:
+    app = page(make_app(collector=collector_server.url), "runs")
+    assert not app.exception
+    shown = texts(app)
+    assert "No agent runs received yet" in shown
+    assert f'loopsight.configure(endpoint="{collector_server.url}"' in shown
+    assert f"OTEL_EXPORTER_OTLP_ENDPOINT={collector_server.url}" in shown
+
+
+def test_unreachable_collector_names_the_url_tried(make_app) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = make_app(collector=url)
+    app.run()
+    assert not app.exception
+    assert "Cannot read collector" in texts(app)
+    assert f"cannot reach the collector at {url}" in texts(app)
+    assert f"loopsight dashboard --collector {url}" in texts(app)
+
+
+def test_runs_page_reads_a_duckdb_file(filled_db, make_app) -> None:
+    app = page(make_app(db=filled_db.path), "runs")
+    assert_clean(app)
+    assert len(_links(app)) == filled_db.emitted.count
+    table = tables(app)[0]
+    assert set(table["agent"]) == {"order-assistant", "web-researcher", "refund-bot", HOSTILE_AGENT}
+    app.number_input(key="runs_min_tokens").set_value(8000).run()
+    assert sorted(link.split("=", 1)[1] for link in _links(app)) == sorted(filled_db.emitted.traces["loop"])
+
+
+def test_deep_link_opens_the_timeline_from_the_root_url(filled_db, make_app) -> None:
+    trace = filled_db.emitted.first("fatal")
+    app = make_app(db=filled_db.path, query={"run": trace})
+    app.run()
+    assert_clean(app)
+    assert "termination=fatal_error" in texts(app)
+    (_, (bars, markers)), (_, (tokens,)) = charts(app)
+    assert set(markers["marker"]) == {"error"} and len(markers) == 2, "the failed tool call and the failed run"
+    assert "permission_denied" in set(markers["detail"].str.split(" / ").str[0])
+    assert tokens.to_dict("records") == [{"step": 0, "direction": "input", "tokens": 800}, {"step": 0, "direction": "output", "tokens": 40}]
+    detail = tables(app)[-1]
+    assert "permission_denied" in set(detail["value"]), "the failing span is preselected in the detail panel"
+
+
+def test_bad_and_unknown_run_ids_explain_themselves(filled_db, make_app) -> None:
+    bad = make_app(db=filled_db.path, query={"run": "not-a-trace"})
+    bad.run()
+    assert "is not a trace id" in texts(bad) and not bad.exception
+    unknown = make_app(db=filled_db.path, query={"run": "0" * 32})
+    unknown.run()
+    assert "No spans stored for trace" in texts(unknown) and not unknown.exception
