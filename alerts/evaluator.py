@@ -143,7 +143,7 @@ class Evaluator:
                 for rule in self.rules:
                     results.append(self._evaluate_rule(source, rule, now))
                 try:
-                    self._gauges = gauges(con, now - self.gauge_window, now)
+                    self._gauges = gauges(con, now - self.gauge_window, now, source.cache)
                 except duckdb.Error as exc:
                     self.errors += 1
                     log.error("alert gauges failed: %s", exc)

@@ -24,7 +24,7 @@ import duckdb
 
 from loopsight.alerts.rules import MetricSpec
 from loopsight.analytics.loops import MAX_LIMIT as LOOPS_LIMIT
-from loopsight.analytics.loops import loop_rate, loops
+from loopsight.analytics.loops import loops
 from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
 from loopsight.analytics.stalls import stalls
 
@@ -118,13 +118,21 @@ class Measurement:
                    [str(x) for x in (data.get("examples") or [])][:MAX_EXAMPLES])
 
 
-def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime,
+            cache: dict[Any, Measurement] | None = None) -> Measurement:
     """The value of ``spec`` over ``[since, until)`` (naive UTC), with sample size and example trace ids.
+
+    ``cache`` (a dict kept for one evaluation round) saves measuring the same thing twice.
 
     Example:
         >>> measure(con, MetricSpec("tool_fail_rate", tool="fetch"), since, until)  # doctest: +SKIP
         Measurement(value=0.5, samples=8, examples=['...'])
     """
+    if cache is not None:
+        key = (spec, since, until)
+        if key not in cache:
+            cache[key] = measure(con, spec, since, until)
+        return cache[key]
     params: dict[str, Any] = {
         "since": since, "until": until, "agent": spec.agent, "service": spec.service, "tool": spec.tool,
         "error_class": spec.error_class, "reason": spec.reason, "examples": MAX_EXAMPLES,
@@ -165,15 +173,14 @@ def _tokens_per_run(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> d
 
 
 def _loop_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
-    window = {"since": since, "until": until, "agent": spec.agent, "service": spec.service}
-    totals = loop_rate(con, **window)
-    found = loops(con, **window, limit=LOOPS_LIMIT)  # newest run first
+    # loops() lists every loop (newest run first); its distinct runs are loop_rate()'s looping runs,
+    # so one detection pass gives the rate, the tool filter and the examples.
+    found = loops(con, since=since, until=until, agent=spec.agent, service=spec.service, limit=LOOPS_LIMIT)
     if spec.tool is not None:  # an oscillation's tool is its tools joined by ","
         found = [f for f in found if spec.tool in (f["tool"] or "").split(",")]
     looping = _distinct((f["trace_id"], f["run_id"]) for f in found)
-    hits = totals["looping_runs"] if spec.tool is None else len(looping)
-    runs = totals["runs"]
-    return Measurement(hits / runs if runs else None, runs, _distinct(t for t, _ in looping)[:MAX_EXAMPLES])
+    runs = _runs_in(con, spec, since, until)
+    return Measurement(len(looping) / runs if runs else None, runs, _distinct(t for t, _ in looping)[:MAX_EXAMPLES])
 
 
 def _stall_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
@@ -224,7 +231,8 @@ FROM runs GROUP BY ALL ORDER BY 1
 """
 
 
-def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> list[Gauge]:
+def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime,
+           cache: dict[Any, Measurement] | None = None) -> list[Gauge]:
     """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason).
 
     Example:
@@ -233,7 +241,7 @@ def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> 
     """
     params: dict[str, Any] = {"since": since, "until": until, "agent": None, "service": None}
     out: list[Gauge] = []
-    loops = measure(con, MetricSpec("loop_rate"), since, until)
+    loops = measure(con, MetricSpec("loop_rate"), since, until, cache)
     out.append(Gauge("loopsight_runs", float(loops.samples)))
     out.append(Gauge("loopsight_loop_rate", loops.value or 0.0))
     for tool, calls, rate in con.execute(_TOOL_GAUGES, _bind(_TOOL_GAUGES, params)).fetchall():
@@ -247,7 +255,7 @@ def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> 
     tokens = _tokens_per_run(con, {**params, "examples": MAX_EXAMPLES})
     for stat, quantile in (("p50", "0.5"), ("p95", "0.95"), ("max", "1")):
         out.append(Gauge("loopsight_tokens_per_run", tokens[stat].value or 0.0, (("quantile", quantile),)))
-    out.append(Gauge("loopsight_stall_rate", measure(con, MetricSpec("stall_rate"), since, until).value or 0.0))
+    out.append(Gauge("loopsight_stall_rate", measure(con, MetricSpec("stall_rate"), since, until, cache).value or 0.0))
     stuck_since = until - timedelta(hours=1)
-    out.append(Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until).samples)))
+    out.append(Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until, cache).samples)))
     return [Gauge(g.name, g.value, g.labels, _GAUGE_HELP.get(g.name, "")) for g in out]

@@ -27,9 +27,10 @@ class DuckDBSource:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
+        self.cache: dict[Any, Measurement] = {}  # one source per evaluation round
 
     def measure(self, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
-        return measure(self.con, spec, since, until)
+        return measure(self.con, spec, since, until, self.cache)
 
 
 def metric_params(spec: MetricSpec, since: datetime, until: datetime) -> dict[str, str]:

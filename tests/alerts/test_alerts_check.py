@@ -120,7 +120,7 @@ def live(store: Store) -> Iterator[str]:
 def test_alerts_inside_a_live_collector(tmp_path: Path, store: Store, live: str, hook: Hook) -> None:
     hook.script = [(500, 0.0), (200, 2.5)]  # a 500, then a hang past the client's timeout, then OK
     rules = rules_file(tmp_path, hook.url)
-    evaluator = Evaluator(store.reader, rules, 0.1, notifier=Notifier(timeout=1.0, retries=3, backoff=0.05))
+    evaluator = Evaluator(store.reader, rules, 0.5, notifier=Notifier(timeout=1.0, retries=3, backoff=0.05))
     exporter = OTLPSpanExporter(endpoint=f"{live}/v1/traces", headers={"Authorization": "Bearer s3cret"}, timeout=5)
     traffic = Traffic(store)
     auth = {"Authorization": "Bearer s3cret"}

@@ -9,6 +9,7 @@ import pytest
 from alerts_traffic import T0, Call, Traffic
 from loopsight.alerts import MetricSpec, gauges, measure, prometheus_lines
 from loopsight.analytics import tool_stats
+from loopsight.analytics.loops import loop_rate
 from loopsight.analytics.stalls import MIN_SAMPLES
 from loopsight.collector.store import Store
 
@@ -50,6 +51,11 @@ def test_loop_rate(store: Store, traces: dict[str, list[str]]) -> None:
     assert sorted(result.examples) == sorted(traces["loop"])
     assert m(store, MetricSpec("loop_rate", tool="search")).value == 0
     assert m(store, MetricSpec("loop_rate", agent="billing")).samples == 1
+    con = store.reader()
+    try:
+        assert loop_rate(con, since=SINCE, until=UNTIL) == {"runs": 10, "looping_runs": 2, "loop_rate": 0.2}
+    finally:
+        con.close()
 
 
 def test_tool_fail_rate_agrees_with_tool_stats(store: Store, traces: dict[str, list[str]]) -> None:
