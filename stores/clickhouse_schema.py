@@ -266,39 +266,47 @@ def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) ->
     """
     attrs = "attrs_raw" if capture_content else f"mapFilter((k, v) -> NOT has({CONTENT_KEYS_SQL}, k), attrs_raw)"
     materialized = ", ".join(f"loopsight_{name}" for name, _, _ in typed_columns())
-    typed = ",\n        ".join(f"loopsight_{name} AS {name}" for name, _, _ in typed_columns())
-    parent = "mapFromArrays(_ids, _parents)"
+    typed = ",\n    ".join(f"f.loopsight_{name} AS {name}" for name, _, _ in typed_columns())
     return f"""CREATE OR REPLACE VIEW spans AS
-SELECT * EXCEPT (_ids, _parents, _agents),
-       nullIf(arrayFold(
-           (acc, hop) -> if(acc.1 = '', acc,
-                            ({parent}[acc.1],
-                             if(mapFromArrays(_ids, _agents)[{parent}[acc.1]], {parent}[acc.1], acc.2))),
-           range(64),
-           (SpanId, if(span_type = 'agent', SpanId, ''))).2, '') AS run_id,
-       end_time AS ingested_at
-FROM (
-    SELECT
-        toDateTime64(ts_ns, 6, 'UTC') AS Timestamp,
-        TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
-        ResourceAttributes, ScopeName, ScopeVersion,
-        {attrs} AS SpanAttributes,
-        toInt64(duration_ns) AS Duration,
-        StatusCode, StatusMessage,
-        arrayMap(t -> toDateTime64(t, 6, 'UTC'), events_ts) AS `Events.Timestamp`,
-        `Events.Name`, `Events.Attributes`,
-        `Links.TraceId`, `Links.SpanId`, `Links.TraceState`, `Links.Attributes`,
-        {typed},
-        CAST(NULL AS Nullable(UInt64)) AS args_sketch,
-        toDateTime64(fromUnixTimestamp64Nano(toUnixTimestamp64Nano(ts_ns) + toInt64(duration_ns)), 6, 'UTC') AS end_time,
-        groupArray(SpanId) OVER trace AS _ids,
-        groupArray(ParentSpanId) OVER trace AS _parents,
-        groupArray(loopsight_span_type = 'agent') OVER trace AS _agents
-    FROM (SELECT *, SpanAttributes AS attrs_raw, Timestamp AS ts_ns, Duration AS duration_ns, `Events.Timestamp` AS events_ts,
-                 {materialized}
-          FROM {table})
-    WINDOW trace AS (PARTITION BY TraceId)
-)"""
+SELECT
+    toDateTime64(f.ts_ns, 6, 'UTC') AS Timestamp,
+    f.TraceId AS TraceId, f.SpanId AS SpanId, f.ParentSpanId AS ParentSpanId, f.TraceState AS TraceState,
+    f.SpanName AS SpanName, f.SpanKind AS SpanKind, f.ServiceName AS ServiceName,
+    f.ResourceAttributes AS ResourceAttributes, f.ScopeName AS ScopeName, f.ScopeVersion AS ScopeVersion,
+    {attrs} AS SpanAttributes,
+    toInt64(f.duration_ns) AS Duration,
+    f.StatusCode AS StatusCode, f.StatusMessage AS StatusMessage,
+    arrayMap(t -> toDateTime64(t, 6, 'UTC'), f.events_ts) AS `Events.Timestamp`,
+    f.`Events.Name` AS `Events.Name`, f.`Events.Attributes` AS `Events.Attributes`,
+    f.`Links.TraceId` AS `Links.TraceId`, f.`Links.SpanId` AS `Links.SpanId`,
+    f.`Links.TraceState` AS `Links.TraceState`, f.`Links.Attributes` AS `Links.Attributes`,
+    {typed},
+    CAST(NULL AS Nullable(UInt64)) AS args_sketch,
+    r.run_id AS run_id,
+    toDateTime64(fromUnixTimestamp64Nano(toUnixTimestamp64Nano(f.ts_ns) + toInt64(f.duration_ns)), 6, 'UTC') AS end_time,
+    end_time AS ingested_at
+FROM (SELECT *, SpanAttributes AS attrs_raw, Timestamp AS ts_ns, Duration AS duration_ns, `Events.Timestamp` AS events_ts,
+             {materialized}
+      FROM {table}) AS f
+LEFT JOIN (
+    -- Per trace: each span's parent position, then a walk up (self first) keeping the
+    -- highest invoke_agent seen.
+    SELECT TraceId, ids[i] AS SpanId, if(run_at = 0, NULL, ids[run_at]) AS run_id
+    FROM (
+        SELECT TraceId, ids,
+               arrayMap(i -> arrayFold(
+                   (acc, hop) -> if(acc.1 = 0, acc, (parent_at[acc.1], if(agents[acc.1], acc.1, acc.2))),
+                   range(64), (toUInt64(i), toUInt64(0))).2, arrayEnumerate(ids)) AS runs_at
+        FROM (
+            SELECT TraceId, groupArray(SpanId) AS ids, groupArray(loopsight_span_type = 'agent') AS agents,
+                   arrayMap(p -> toUInt64(indexOf(ids, p)), groupArray(ParentSpanId)) AS parent_at
+            FROM {table}
+            GROUP BY TraceId
+        )
+    )
+    ARRAY JOIN arrayEnumerate(ids) AS i, runs_at AS run_at
+) AS r ON r.TraceId = f.TraceId AND r.SpanId = f.SpanId
+SETTINGS join_use_nulls = 1"""
 
 
 ALERT_TABLES = (
