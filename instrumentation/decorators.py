@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Generic, TypeVar, overload
+from typing import Any, Callable, Generic, Literal, TypeVar, overload
 
 from opentelemetry.trace import SpanKind
 
@@ -104,7 +104,7 @@ class _Spec(Generic[H]):
         self._stack.append(handle)
         return handle
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         stack = self._stack
         if not stack:
             internal_error("__exit__ without __enter__", RuntimeError(type(self).__name__))
@@ -125,7 +125,8 @@ class _Spec(Generic[H]):
     async def __aenter__(self) -> H:
         return self.__enter__()
 
-    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None,
+                        tb: Any) -> Literal[False]:
         return self.__exit__(exc_type, exc, tb)
 
     # -- decorator --------------------------------------------------------------------

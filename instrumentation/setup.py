@@ -122,9 +122,9 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
                 resolved = resolved.rstrip("/")
                 if protocol == "http/protobuf" and resolved:
                     resolved = _http_endpoint(resolved)
-                key = (protocol, resolved)
+                key: tuple[str, str] = (protocol, resolved)
             else:
-                key = ("exporter", id(exporter))
+                key = ("exporter", str(id(exporter)))
             done: set[Any] = getattr(provider, "_loopsight_exports", None) or set()
             if key not in done:
                 if exporter is None:
