@@ -6,9 +6,10 @@ loop / runs), ``tool_fail_rate`` (failed tool calls / tool calls of those runs),
 ``p95_duration_ms`` (95th percentile of run durations). Every tile counts the runs that
 started in the window.
 
-Which runs "have a loop" is a swappable function (``loop_runs=``): by default the runs holding
-a span the loop guard marked (``loop_kind`` set); the detection engineer's detector takes its
-place by passing it (or by changing :data:`DEFAULT_LOOP_RUNS`).
+Which runs "have a loop" is swappable: by default the runs holding a span the loop guard
+marked (``loop_kind`` set, counted inside the overview query itself); pass
+``loop_runs=<function>`` (or set :data:`DEFAULT_LOOP_RUNS`) to count them with a detector
+instead, e.g. one built on ``loopsight.analytics.loops``.
 
 Example:
     >>> overview(con, since=datetime(2026, 1, 2), until=datetime(2026, 1, 3))  # doctest: +SKIP
@@ -50,7 +51,8 @@ def marked_loop_runs(
     return int(query(con, "loop_runs", since=since, until=until, agent=agent, service=service)[0]["runs"])
 
 
-DEFAULT_LOOP_RUNS: LoopRuns = marked_loop_runs
+DEFAULT_LOOP_RUNS: LoopRuns | None = None
+"""``None``: the loop-guard marks counted by the overview query (same answer as :func:`marked_loop_runs`)."""
 
 
 def window(since: datetime | None, until: datetime | None, now: datetime | None = None) -> tuple[datetime, datetime, datetime]:
@@ -115,7 +117,10 @@ def overview(
         row = found.get(current, {})
         runs = int(row.get("runs", 0))
         ok_runs = int(row.get("ok_runs", 0))
-        looped = count_loops(con, since=start, until=end, **filters) if runs else 0
+        if count_loops is None or not runs:
+            looped = int(row.get("looped_runs", 0))
+        else:
+            looped = count_loops(con, since=start, until=end, **filters)
         values[current] = {
             "runs": runs,
             "success_rate": _ratio(ok_runs, runs),

@@ -14,10 +14,13 @@ children AS (
     SELECT s."TraceId", s.run_id,
            coalesce(sum(coalesce(s.input_tokens, 0) + coalesce(s.output_tokens, 0)) FILTER (WHERE s.span_type = 'llm'), 0) AS tokens,
            count(*) FILTER (WHERE s.span_type = 'tool') AS tool_calls,
-           count(*) FILTER (WHERE s.span_type = 'tool' AND s."StatusCode" = 'Error') AS tool_errors
+           count(*) FILTER (WHERE s.span_type = 'tool' AND s."StatusCode" = 'Error') AS tool_errors,
+           bool_or(s.loop_kind IS NOT NULL) AS looped
     FROM spans s
     SEMI JOIN runs r ON s."TraceId" = r."TraceId" AND s.run_id = r."SpanId"
     WHERE s.span_type IN ('llm', 'tool')
+      -- A call starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
+      AND s."Timestamp" >= $previous_since::TIMESTAMP - INTERVAL 5 MINUTE
     GROUP BY s."TraceId", s.run_id
 )
 SELECT r.current,
@@ -26,6 +29,7 @@ SELECT r.current,
        coalesce(sum(c.tokens) FILTER (WHERE r.ok), 0) AS ok_tokens,
        coalesce(sum(c.tool_calls), 0) AS tool_calls,
        coalesce(sum(c.tool_errors), 0) AS tool_errors,
+       count(*) FILTER (WHERE c.looped) AS looped_runs,
        quantile_cont(r."Duration", 0.95) / 1e6 AS p95_duration_ms
 FROM runs r
 LEFT JOIN children c ON c."TraceId" = r."TraceId" AND c.run_id = r."SpanId"

@@ -1,4 +1,6 @@
 -- Runs, newest first. A run is an invoke_agent span that is its own run (no agent ancestor).
+-- Optional sub-query filters are uncorrelated (a correlated one costs a join over every run
+-- even when off) and hold `$x IS NOT NULL`, which empties them when the filter is off.
 -- Run status rule (the same in every question): 'ok' when the run completed and its span
 -- is not an error, else 'error'.
 WITH picked AS (
@@ -15,12 +17,14 @@ WITH picked AS (
            OR (CASE WHEN r.termination_reason = 'completed' AND r."StatusCode" <> 'Error' THEN 'ok' ELSE 'error' END) = $status)
       AND ($since::TIMESTAMP IS NULL OR r."Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR r."Timestamp" < $until)
-      AND ($tool::VARCHAR IS NULL OR EXISTS (
-            SELECT 1 FROM spans t
-            WHERE t."TraceId" = r."TraceId" AND t.run_id = r."SpanId" AND t.span_type = 'tool' AND t.tool = $tool))
-      AND ($min_tokens::BIGINT IS NULL OR (
-            SELECT coalesce(sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)), 0) FROM spans l
-            WHERE l."TraceId" = r."TraceId" AND l.run_id = r."SpanId" AND l.span_type = 'llm') >= $min_tokens)
+      AND ($tool::VARCHAR IS NULL OR r."TraceId" || r."SpanId" IN (
+            SELECT t."TraceId" || t.run_id FROM spans t
+            WHERE $tool::VARCHAR IS NOT NULL AND t.span_type = 'tool' AND t.tool = $tool))
+      AND ($min_tokens::BIGINT IS NULL OR r."TraceId" || r."SpanId" IN (
+            SELECT l."TraceId" || l.run_id FROM spans l
+            WHERE $min_tokens::BIGINT IS NOT NULL AND l.span_type = 'llm'
+            GROUP BY l."TraceId", l.run_id
+            HAVING sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) >= $min_tokens))
     ORDER BY r."Timestamp" DESC, r."TraceId"
     LIMIT $limit OFFSET $offset
 ),

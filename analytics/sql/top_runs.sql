@@ -14,6 +14,8 @@ SELECT l."TraceId" AS trace_id,
 FROM spans l
 SEMI JOIN runs r ON l."TraceId" = r."TraceId" AND l.run_id = r."SpanId"
 WHERE l.span_type = 'llm'
+  -- A call starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
+  AND ($since::TIMESTAMP IS NULL OR l."Timestamp" >= $since::TIMESTAMP - INTERVAL 5 MINUTE)
 GROUP BY l."TraceId", l.run_id
 HAVING sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) > 0
 ORDER BY tokens DESC, trace_id

@@ -10,6 +10,7 @@ from analytics_fixture import T0, quantile
 from conftest import CURRENT, DAY, World
 
 from loopsight.analytics import overview, terminations
+from loopsight.analytics.overview import marked_loop_runs
 from loopsight.analytics.terminations import auto_bucket_seconds
 
 
@@ -69,6 +70,8 @@ def test_loop_detection_is_swappable(con: duckdb.DuckDBPyConnection) -> None:
             " AND \"Timestamp\" >= $since AND \"Timestamp\" < $until", {"since": since, "until": until}
         ).fetchone()[0]
 
+    built_in = overview(con, **CURRENT)["tiles"]["loop_rate"]
+    assert overview(con, loop_runs=marked_loop_runs, **CURRENT)["tiles"]["loop_rate"] == built_in
     tiles = overview(con, loop_runs=every_billing_run_loops, **CURRENT)["tiles"]
     assert (tiles["loop_rate"]["value"], tiles["loop_rate"]["previous"]) == (0.4, 0.5)
     assert sorted(seen) == [(T0, T0 + DAY), (T0 + DAY, T0 + 2 * DAY)]
