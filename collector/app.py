@@ -1,4 +1,9 @@
-"""The collector's HTTP application: OTLP/HTTP receiver, health, query API.
+"""The collector's HTTP application: OTLP/HTTP receiver, health, metrics, query API.
+
+Status codes follow the OTLP/HTTP specification: 200 (with ``partial_success`` for spans
+it could not keep), 400 malformed, 413 too large after decompression, 415 other media
+types, 503 with ``Retry-After`` when the write queue is full. Error bodies are a
+``google.rpc.Status`` in the request's encoding (JSON for JSON and unknown types).
 
 Example:
     >>> app = create_app(store, Settings())  # doctest: +SKIP
@@ -9,24 +14,30 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from loopsight.collector.api import query_routes
-from loopsight.collector.batch import to_arrow
+from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import JSON, PROTOBUF, BadRequest, TooLarge, UnsupportedMediaType, decode_request, iter_rows, media_type
-from loopsight.collector.store import QueueFull, Store, StoreError
+from loopsight.collector.otlp import JSON, PROTOBUF, BadRequest, TooLarge, UnsupportedMediaType, decode_request, media_type
+from loopsight.collector.receiver import Receiver
+from loopsight.collector.store import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
+
+_GRPC_CODES = {400: code_pb2.INVALID_ARGUMENT, 413: code_pb2.INVALID_ARGUMENT, 415: code_pb2.INVALID_ARGUMENT,
+               503: code_pb2.UNAVAILABLE}
 
 
 @dataclass(frozen=True)
@@ -35,8 +46,17 @@ class Settings:
 
     max_body_bytes: int = 16 * 1024 * 1024
     token: str | None = None
-    limits: Limits = Limits()
+    limits: Limits = field(default_factory=Limits)
     retry_after_seconds: int = 2
+
+
+def token_matches(given: str | bytes | None, token: str) -> bool:
+    """Constant-time check of an ``Authorization`` value against ``Bearer <token>``."""
+    if given is None:
+        return False
+    if isinstance(given, str):
+        given = given.encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(given, f"Bearer {token}".encode())
 
 
 class BearerAuth:
@@ -44,16 +64,16 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is None or scope["type"] != "http" or scope["path"] == "/healthz":
+        if self.token is None or scope["type"] != "http" or scope["path"] == "/healthz":
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected):
-            response = JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
-                                    headers={"WWW-Authenticate": "Bearer"})
+        given = dict(scope["headers"]).get(b"authorization")
+        if not token_matches(given, self.token):
+            response = JSONResponse({"code": code_pb2.UNAUTHENTICATED, "message": "missing or wrong bearer token"},
+                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -69,12 +89,18 @@ def _otlp_response(kind: str, rejected: int = 0, message: str = "") -> Response:
     return Response(body.SerializeToString(), media_type=PROTOBUF)
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    # OTLP/HTTP carries errors as a google.rpc.Status; JSON with a message is readable by both.
-    return JSONResponse({"code": status, "message": message}, status_code=status, headers=headers)
+def _error(kind: str, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    if kind == PROTOBUF:
+        body = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)
+        return Response(body.SerializeToString(), status_code=status, media_type=PROTOBUF, headers=headers)
+    return JSONResponse({"code": _GRPC_CODES.get(status, code_pb2.UNKNOWN), "message": message},
+                        status_code=status, headers=headers)
 
 
 async def _read_body(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise TooLarge(f"body of {declared} bytes is over the {cap}-byte limit")
     chunks = []
     size = 0
     async for chunk in request.stream():
@@ -85,41 +111,64 @@ async def _read_body(request: Request, cap: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(store: Store, settings: Settings) -> Starlette:
-    """The Starlette app serving ``store``."""
+def create_app(
+    store: Any,
+    settings: Settings,
+    *,
+    metrics: Metrics | None = None,
+    forwarder: Any = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The Starlette app serving ``store`` (a :class:`~loopsight.collector.store.Store` or
+    any writer with the same ``submit``/``reader``)."""
+    metrics = metrics or Metrics()
+    if metrics.store is None:
+        metrics.store = store
+    receiver = Receiver(store, settings.limits, metrics, forwarder)
+    retry_after = {"Retry-After": str(settings.retry_after_seconds)}
 
     async def traces(request: Request) -> Response:
+        kind = JSON
         try:
             kind = media_type(request.headers.get("content-type"))
             body = await _read_body(request, settings.max_body_bytes)
             export = decode_request(body, kind, request.headers.get("content-encoding"), settings.max_body_bytes)
         except UnsupportedMediaType as exc:
-            return _error(415, str(exc))
+            metrics.request("http", "unsupported_media_type")
+            return _error(kind, 415, str(exc))
         except TooLarge as exc:
-            return _error(413, str(exc))
+            metrics.request("http", "too_large")
+            return _error(kind, 413, str(exc))
         except BadRequest as exc:
-            return _error(400, str(exc))
-        rows, reasons = [], []
-        for item in iter_rows(export, settings.limits):
-            (reasons if isinstance(item, str) else rows).append(item)
-        if rows:
-            try:
-                future = store.submit(to_arrow(rows))
-            except QueueFull as exc:
-                return _error(503, f"{exc}; retry later", {"Retry-After": str(settings.retry_after_seconds)})
+            metrics.request("http", "bad_request")
+            return _error(kind, 400, str(exc))
+        try:
+            prepared, future = receiver.accept(export, "http")
+        except QueueFull as exc:
+            return _error(kind, 503, f"{exc}; retry later", retry_after)
+        if future is not None:
             try:
                 await asyncio.wrap_future(future)
             except StoreError as exc:
-                return _error(503, f"could not store spans: {exc}", {"Retry-After": str(settings.retry_after_seconds)})
-        message = f"{len(reasons)} span(s) rejected: {sorted(set(reasons))[0]}" if reasons else ""
-        return _otlp_response(kind, len(reasons), message)
+                receiver.failed(prepared, "http", exc)
+                return _error(kind, 503, str(exc), retry_after)
+        receiver.committed(prepared, "http", export)
+        return _otlp_response(kind, prepared.rejected_count, prepared.rejection_message())
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def prometheus(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
     routes = [
         Route("/v1/traces", traces, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", prometheus, methods=["GET"]),
+        *extra_routes,
         *query_routes(store.reader),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=settings.token)])
+    app = Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=settings.token)])
+    app.state.metrics = metrics
+    app.state.receiver = receiver
+    return app

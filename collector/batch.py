@@ -1,5 +1,9 @@
 """Rows to an Arrow table shaped like the ``spans`` table (the hot path stays columnar).
 
+:data:`SCHEMA` is the batch format every writer accepts (the DuckDB store and the
+ClickHouse writer). Columns are built directly from the row tuples: one transpose, flat
+key/value arrays for the maps, times converted from nanoseconds in Arrow.
+
 Example:
     >>> to_arrow([]).num_rows
     0
@@ -7,12 +11,17 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from loopsight.collector.normalize import SpanRow
 
 ATTR_MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("us")
+EVENT = pa.struct([("Timestamp", TS), ("Name", pa.string()), ("Attributes", ATTR_MAP)])
+LINK = pa.struct([("TraceId", pa.string()), ("SpanId", pa.string()), ("TraceState", pa.string()), ("Attributes", ATTR_MAP)])
 
 SCHEMA = pa.schema(
     [
@@ -31,18 +40,8 @@ SCHEMA = pa.schema(
         ("Duration", pa.int64()),
         ("StatusCode", pa.string()),
         ("StatusMessage", pa.string()),
-        (
-            "Events",
-            pa.list_(pa.struct([("Timestamp", TS), ("Name", pa.string()), ("Attributes", ATTR_MAP)])),
-        ),
-        (
-            "Links",
-            pa.list_(
-                pa.struct(
-                    [("TraceId", pa.string()), ("SpanId", pa.string()), ("TraceState", pa.string()), ("Attributes", ATTR_MAP)]
-                )
-            ),
-        ),
+        ("Events", pa.list_(EVENT)),
+        ("Links", pa.list_(LINK)),
         ("span_type", pa.string()),
         ("operation", pa.string()),
         ("agent", pa.string()),
@@ -64,18 +63,68 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
+assert COLUMNS == SpanRow._fields, "batch.SCHEMA and normalize.SpanRow must list the same columns"
+
+_TIME_COLUMNS = {"Timestamp", "end_time"}
 _MAP_COLUMNS = {"ResourceAttributes", "SpanAttributes"}
 
 
-def to_arrow(rows: Iterable[dict[str, Any]]) -> pa.Table:
-    """Build the Arrow table for a list of normalized rows, one column at a time."""
+def _times(nanos: Sequence[int]) -> pa.Array:
+    return pc.divide(pa.array(nanos, pa.int64()), 1000).cast(TS)
+
+
+def _maps(dicts: Sequence[dict[str, str]]) -> pa.Array:
+    offsets = [0]
+    keys: list[str] = []
+    values: list[str] = []
+    last: dict[str, str] | None = None
+    for d in dicts:
+        if d is not last:  # a resource's map is shared by all its spans
+            last = d
+            items_k, items_v = list(d), list(d.values())
+        keys.extend(items_k)
+        values.extend(items_v)
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string()))
+
+
+def _nested(lists: Sequence[list[tuple[Any, ...]]], struct: pa.StructType) -> pa.Array:
+    offsets = [0]
+    items: list[tuple[Any, ...]] = []
+    for entries in lists:
+        if entries:
+            items.extend(entries)
+        offsets.append(len(items))
+    if not items:
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array([], struct))
+    columns = list(zip(*items))
+    children = []
+    for field, values in zip(struct, columns):
+        if field.type == TS:
+            children.append(_times(values))
+        elif field.type == ATTR_MAP:
+            children.append(_maps(values))
+        else:
+            children.append(pa.array(values, field.type))
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.StructArray.from_arrays(children, fields=list(struct)))
+
+
+def to_arrow(rows: Iterable[SpanRow]) -> pa.Table:
+    """Build the Arrow table for normalized rows, one column at a time."""
     rows = list(rows)
+    if not rows:
+        return SCHEMA.empty_table()
     arrays = []
-    for field in SCHEMA:
-        values = [row[field.name] for row in rows]
-        if field.name in _MAP_COLUMNS:
-            values = [list(v.items()) for v in values]
-        elif field.name in ("Events", "Links"):
-            values = [[{**item, "Attributes": list(item["Attributes"].items())} for item in v] for v in values]
-        arrays.append(pa.array(values, type=field.type))
+    for field, values in zip(SCHEMA, zip(*rows)):
+        name = field.name
+        if name in _TIME_COLUMNS:
+            arrays.append(_times(values))
+        elif name in _MAP_COLUMNS:
+            arrays.append(_maps(values))
+        elif name == "Events":
+            arrays.append(_nested(values, EVENT))
+        elif name == "Links":
+            arrays.append(_nested(values, LINK))
+        else:
+            arrays.append(pa.array(values, field.type))
     return pa.Table.from_arrays(arrays, schema=SCHEMA)

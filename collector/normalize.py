@@ -9,7 +9,7 @@ Example:
     >>> from opentelemetry.proto.trace.v1 import trace_pb2
     >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="execute_tool search")
     >>> row = normalize_span(span, {}, "", "", Limits())
-    >>> row["span_type"], row["TraceId"][:4]
+    >>> row.span_type, row.TraceId[:4]
     ('tool', '0101')
 """
 
@@ -19,8 +19,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
@@ -31,8 +30,7 @@ from loopsight.analytics.sketch import sketch
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
 TRUNCATION_MARKER = "…[truncated]"
-
-_EPOCH = datetime(1970, 1, 1)
+MAX_NANOS = 2**63 - 1  # OTLP times are uint64; stored times are signed 64-bit
 
 _LANGFUSE_TYPES = {"agent": "agent", "generation": "llm", "tool": "tool"}
 _OPENINFERENCE_KINDS = {"AGENT": "agent", "LLM": "llm", "TOOL": "tool"}
@@ -101,13 +99,16 @@ def _any_value_to_py(value: common_pb2.AnyValue, depth: int = 0) -> Any:
 
 
 def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
-    """OTLP key-values to a string map, truncated to the limits."""
+    """OTLP key-values to a string map: values longer than the limit end with the marker,
+    keys beyond ``max_attributes`` are dropped."""
     out: dict[str, str] = {}
     cap = limits.max_attribute_length
+    most = limits.max_attributes
     for kv in kvs:
-        if len(out) >= limits.max_attributes:
+        if len(out) >= most:
             break
-        text = any_value_to_str(kv.value)
+        value = kv.value
+        text = value.string_value if value.WhichOneof("value") == "string_value" else any_value_to_str(value)
         if len(text) > cap:
             text = text[:cap] + TRUNCATION_MARKER
         out[kv.key] = text
@@ -122,13 +123,18 @@ def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def _int(value: str | None) -> int | None:
-    if value is None or value == "":
+def _int(value: str | None, bound: int = 2**63) -> int | None:
+    """An integer attribute, ``None`` when missing, malformed or outside ``[-bound, bound)``."""
+    if not value:
         return None
     try:
-        return int(float(value))
+        number = int(value)
     except ValueError:
-        return None
+        try:
+            number = int(float(value))
+        except (ValueError, OverflowError):
+            return None
+    return number if -bound <= number < bound else None
 
 
 def span_type(attrs: dict[str, str], name: str) -> str:
@@ -188,10 +194,47 @@ def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None]:
     return _int(str(usage.get("input", ""))), _int(str(usage.get("output", "")))
 
 
-def _nanos_to_datetime(nanos: int) -> datetime:
-    return datetime.fromtimestamp(nanos // 1_000_000_000, tz=timezone.utc).replace(
-        tzinfo=None, microsecond=(nanos % 1_000_000_000) // 1000
-    )
+class SpanRow(NamedTuple):
+    """One stored row, fields in ``spans`` column order; times are Unix nanoseconds."""
+
+    Timestamp: int
+    TraceId: str
+    SpanId: str
+    ParentSpanId: str
+    TraceState: str
+    SpanName: str
+    SpanKind: str
+    ServiceName: str
+    ResourceAttributes: dict[str, str]
+    ScopeName: str
+    ScopeVersion: str
+    SpanAttributes: dict[str, str]
+    Duration: int
+    StatusCode: str
+    StatusMessage: str
+    Events: list[tuple[int, str, dict[str, str]]]
+    Links: list[tuple[str, str, str, dict[str, str]]]
+    span_type: str
+    operation: str | None
+    agent: str | None
+    run_id: str | None
+    step: int | None
+    tool: str | None
+    args_hash: str | None
+    args_sketch: int | None
+    model: str | None
+    error_type: str | None
+    error_class: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    termination_reason: str | None
+    fallback: str | None
+    loop_kind: str | None
+    attempts: int | None
+    end_time: int
+
+
+_new_row = tuple.__new__  # SpanRow(*values) without the Python-level __new__ (hot path)
 
 
 def normalize_span(
@@ -200,102 +243,114 @@ def normalize_span(
     scope_name: str,
     scope_version: str,
     limits: Limits,
-) -> dict[str, Any]:
-    """Turn one OTLP span into a stored row (a dict keyed by column name)."""
+) -> SpanRow:
+    """Turn one OTLP span into a stored row."""
     attrs = attributes_to_dict(span.attributes, limits)
     name = span.name
     kind = span_type(attrs, name)
-    status = STATUS_CODES[span.status.code] if 0 <= span.status.code < 3 else "Unset"
+    span_status = span.status
+    status_code = span_status.code
+    status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
+    status_message = span_status.message
 
-    events = []
+    events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
-    for event in span.events[: limits.max_events]:
-        event_attrs = attributes_to_dict(event.attributes, limits)
-        if event.name == "exception" and exception_type is None:
-            exception_type = event_attrs.get("exception.type")
-        events.append(
-            {"Timestamp": _nanos_to_datetime(event.time_unix_nano), "Name": event.name, "Attributes": event_attrs}
+    if span.events:
+        for event in span.events[: limits.max_events]:
+            event_attrs = attributes_to_dict(event.attributes, limits)
+            if event.name == "exception" and exception_type is None:
+                exception_type = event_attrs.get("exception.type")
+            events.append((min(event.time_unix_nano, MAX_NANOS), event.name, event_attrs))
+    links = (
+        [
+            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
+            for link in span.links
+        ]
+        if span.links
+        else []
+    )
+
+    tool = agent = args_hash = args_sketch = model = None
+    input_tokens = output_tokens = None
+    if kind == "tool":
+        tool = _first(attrs, _TOOL_NAME_KEYS) or attrs.get("traceloop.entity.name") or (
+            name[len("execute_tool ") :] if name.startswith("execute_tool ") else name
         )
-    links = [
-        {
-            "TraceId": link.trace_id.hex(),
-            "SpanId": link.span_id.hex(),
-            "TraceState": link.trace_state,
-            "Attributes": attributes_to_dict(link.attributes, limits),
-        }
-        for link in span.links
-    ]
-
-    tool = _first(attrs, _TOOL_NAME_KEYS) if kind == "tool" else None
-    if kind == "tool" and not tool:
-        tool = attrs.get("traceloop.entity.name") or (name[len("execute_tool ") :] if name.startswith("execute_tool ") else name)
-    agent = _first(attrs, _AGENT_KEYS)
-    if kind == "agent" and not agent:
-        agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
-
-    args_hash = attrs.get(A.TOOL_ARGS_HASH)
-    if kind == "tool" and not args_hash:
+        args_hash = attrs.get(A.TOOL_ARGS_HASH)
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
         if raw_args is not None:
-            args_hash = args_hash_of_text(raw_args)
-    args_sketch = sketch(raw) if kind == "tool" and (raw := _first(attrs, _TOOL_ARGS_KEYS)) else None
-    if not limits.capture_content:
-        for key in _CONTENT_KEYS.intersection(attrs):
-            del attrs[key]
-
-    error_type = attrs.get(A.ERROR_TYPE)
-    is_error = status == "Error" or attrs.get("langfuse.observation.level") == "ERROR"
-    if is_error and not error_type:
-        error_type = exception_type or span.status.message or "error"
-    error_class = attrs.get(A.ERROR_CLASS) or (error_class_for(error_type) if is_error and error_type else None)
-
-    input_tokens = output_tokens = None
-    if kind == "llm":
+            if not args_hash:
+                args_hash = args_hash_of_text(raw_args)
+            args_sketch = sketch(raw_args)
+    elif kind == "llm":
+        model = _first(attrs, _MODEL_KEYS)
         input_tokens = _int(_first(attrs, _INPUT_TOKEN_KEYS))
         output_tokens = _int(_first(attrs, _OUTPUT_TOKEN_KEYS))
         if input_tokens is None and output_tokens is None:
             input_tokens, output_tokens = _langfuse_usage(attrs)
+    agent = _first(attrs, _AGENT_KEYS)
+    if kind == "agent" and not agent:
+        agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
+    if not limits.capture_content and not _CONTENT_KEYS.isdisjoint(attrs):
+        for key in _CONTENT_KEYS.intersection(attrs):
+            del attrs[key]
 
-    termination = attrs.get(A.TERMINATION_REASON)
-    if kind == "agent" and not termination:
-        termination = "error" if is_error else "completed"
+    is_error = status == "Error" or attrs.get("langfuse.observation.level") == "ERROR"
+    error_type = error_class = None
+    if is_error:
+        error_type = attrs.get(A.ERROR_TYPE) or exception_type or status_message or "error"
+        error_class = attrs.get(A.ERROR_CLASS) or error_class_for(error_type)
+    else:
+        error_class = attrs.get(A.ERROR_CLASS)
 
+    termination = None
+    if kind == "agent":
+        termination = attrs.get(A.TERMINATION_REASON) or ("error" if is_error else "completed")
+
+    span_kind = span.kind
     start_ns = span.start_time_unix_nano
-    end_ns = max(span.end_time_unix_nano, start_ns)
-    return {
-        "Timestamp": _nanos_to_datetime(start_ns),
-        "TraceId": span.trace_id.hex(),
-        "SpanId": span.span_id.hex(),
-        "ParentSpanId": span.parent_span_id.hex(),
-        "TraceState": span.trace_state,
-        "SpanName": name,
-        "SpanKind": SPAN_KINDS[span.kind] if 0 <= span.kind < 6 else "Unspecified",
-        "ServiceName": resource.get("service.name", ""),
-        "ResourceAttributes": resource,
-        "ScopeName": scope_name,
-        "ScopeVersion": scope_version,
-        "SpanAttributes": attrs,
-        "Duration": end_ns - start_ns,
-        "StatusCode": status,
-        "StatusMessage": span.status.message,
-        "Events": events,
-        "Links": links,
-        "span_type": kind,
-        "operation": attrs.get(A.OPERATION_NAME),
-        "agent": agent,
-        "run_id": None,
-        "step": _int(attrs.get(A.STEP)),
-        "tool": tool,
-        "args_hash": args_hash,
-        "args_sketch": args_sketch,
-        "model": _first(attrs, _MODEL_KEYS) if kind == "llm" else None,
-        "error_type": error_type if is_error else None,
-        "error_class": error_class,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "termination_reason": termination if kind == "agent" else None,
-        "fallback": attrs.get(A.FALLBACK),
-        "loop_kind": attrs.get(A.LOOP_KIND),
-        "attempts": _int(attrs.get(A.TOOL_ATTEMPTS)),
-        "end_time": _nanos_to_datetime(end_ns),
-    }
+    end_ns = min(span.end_time_unix_nano, MAX_NANOS)
+    if end_ns < start_ns:
+        end_ns = start_ns
+    step = attrs.get(A.STEP)
+    attempts = attrs.get(A.TOOL_ATTEMPTS)
+    return _new_row(
+        SpanRow,
+        (
+            start_ns,
+            span.trace_id.hex(),
+            span.span_id.hex(),
+            span.parent_span_id.hex(),
+            span.trace_state,
+            name,
+            SPAN_KINDS[span_kind] if 0 <= span_kind < 6 else "Unspecified",
+            resource.get("service.name", ""),
+            resource,
+            scope_name,
+            scope_version,
+            attrs,
+            end_ns - start_ns,
+            status,
+            status_message,
+            events,
+            links,
+            kind,
+            attrs.get(A.OPERATION_NAME),
+            agent,
+            None,
+            _int(step, 2**31) if step is not None else None,
+            tool,
+            args_hash,
+            args_sketch,
+            model,
+            error_type,
+            error_class,
+            input_tokens,
+            output_tokens,
+            termination,
+            attrs.get(A.FALLBACK),
+            attrs.get(A.LOOP_KIND),
+            _int(attempts, 2**31) if attempts is not None else None,
+            end_ns,
+        ),
+    )

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import Limits, attributes_to_dict, normalize_span
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, normalize_span
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -113,7 +113,7 @@ def decode_request(body: bytes, content_type: str, encoding: str | None, max_byt
     return request
 
 
-def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[dict[str, Any] | str]:
+def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[SpanRow | str]:
     """Normalized rows of every span; a rejected span yields the reason (a str) instead."""
     for resource_spans in request.resource_spans:
         resource = attributes_to_dict(resource_spans.resource.attributes, limits)
@@ -125,5 +125,8 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[di
                     continue
                 if span.parent_span_id and len(span.parent_span_id) != 8:
                     yield "invalid parent_span_id length"
+                    continue
+                if span.start_time_unix_nano > MAX_NANOS:
+                    yield "start time out of range"
                     continue
                 yield normalize_span(span, resource, scope.name, scope.version, limits)

@@ -1,19 +1,34 @@
-"""Run the collector process: open the store, serve OTLP/HTTP (+ query API), drain on exit.
+"""Run the collector process: store, OTLP/HTTP + query API, OTLP/gRPC, background work.
+
+``serve()`` returns after SIGINT/SIGTERM once both receivers have stopped, the write queue
+is drained and the file is closed; it raises :class:`StartupError` (a readable message,
+no traceback) when it cannot start: port taken, DB locked, directory not writable, bad
+``--retention`` or ``--forward-to``, invalid alert rules.
 
 Example:
-    >>> serve(db="./loopsight.duckdb", http_port=4318)  # doctest: +SKIP
+    >>> serve(db="./loopsight.duckdb", http_port=4318, grpc_port=4317)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import socket
+import threading
+from typing import Any, Iterator
 
 import uvicorn
 
 from loopsight.collector.app import Settings, create_app
+from loopsight.collector.forwarder import Forwarder, parse_headers
+from loopsight.collector.grpc_receiver import start_grpc
+from loopsight.collector.logs import configure_logging
+from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
-from loopsight.collector.store import Store
+from loopsight.collector.retention import Retention, parse_duration
+from loopsight.collector.store import Store, StoreError
 
 log = logging.getLogger("loopsight.collector")
 
@@ -22,13 +37,21 @@ class StartupError(Exception):
     """The collector cannot start (port taken, DB locked, ...); the message says why."""
 
 
-def _check_port(host: str, port: int) -> None:
+def _check_port(host: str, port: int, what: str) -> None:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
-            raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+            raise StartupError(f"cannot listen on {host}:{port} for {what}: {exc.strerror or exc}") from None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: ``serve()`` decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def serve(
@@ -43,29 +66,113 @@ def serve(
     alert_interval: float = 30.0,
     retention: str | None = None,
     forward_to: str | None = None,
+    *,
+    retention_interval: float | None = None,
+    memory_limit: str | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM, then drain the write queue and close the file."""
-    _check_port(host, http_port)
-    store = Store.open(db)
-    evaluator = None
-    if rules:
-        from loopsight.alerts import Evaluator, RulesError
+    """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
-        try:
-            evaluator = Evaluator(store.reader, rules, alert_interval)
-        except RulesError as exc:
-            store.close()
-            raise StartupError(f"invalid alert rules: {exc}") from None
-    settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content))
-    app = create_app(store, settings)
-    config = uvicorn.Config(app, host=host, port=http_port, log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
-    log.info("collector listening on http://%s:%d, storing in %s", host, http_port, db)
-    if evaluator is not None:
-        evaluator.start()
+    ``grpc_port=0`` leaves OTLP/gRPC off. ``retention_interval`` (seconds between retention
+    passes) and ``memory_limit`` (DuckDB) default to ``LOOPSIGHT_RETENTION_INTERVAL``
+    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (256MB).
+    """
+    configure_logging()
     try:
-        server.run()
-    finally:
+        keep = parse_duration(retention) if retention else None
+        forwarder = Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS"))) if forward_to else None
+        interval = retention_interval if retention_interval is not None else float(os.environ.get("LOOPSIGHT_RETENTION_INTERVAL", "300"))
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    if max_body_bytes <= 0:
+        raise StartupError("--max-body-bytes must be positive")
+    _check_port(host, http_port, "OTLP/HTTP")
+    if grpc_port:
+        if grpc_port == http_port:
+            raise StartupError(f"--http-port and --grpc-port are both {http_port}")
+        _check_port(host, grpc_port, "OTLP/gRPC")
+    try:
+        store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "256MB"))
+    except StoreError as exc:
+        raise StartupError(str(exc)) from None
+
+    started: list[Any] = []
+    try:
+        metrics = Metrics()
+        metrics.store = store
+        metrics.forwarder = forwarder
+        evaluator = None
+        if rules:
+            from loopsight.alerts import Evaluator, RulesError
+
+            try:
+                evaluator = Evaluator(store.reader, rules, alert_interval)
+            except RulesError as exc:
+                raise StartupError(f"invalid alert rules: {exc}") from None
+            metrics.extra.append(lambda: "\n".join(evaluator.prometheus_lines()))
+        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content))
+        app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
+        app.state.evaluator = evaluator
+        if forwarder is not None:
+            forwarder.start()
+            started.append(forwarder)
+        grpc_server = None
+        if grpc_port:
+            try:
+                grpc_server = start_grpc(app.state.receiver, host, grpc_port, token=token, max_message_bytes=max_body_bytes)
+            except OSError as exc:
+                raise StartupError(str(exc)) from None
+        if keep is not None:
+            metrics.retention = Retention(store, keep, interval=interval)
+            metrics.retention.start()
+            started.append(metrics.retention)
         if evaluator is not None:
-            evaluator.stop()
+            evaluator.start()
+            started.append(evaluator)
+
+        config = uvicorn.Config(app, host=host, port=http_port, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=30)
+        server = _Server(config)
+        stop_signals = _stop_on_signals(server)
+        log.info("collector started", extra={"event": "started", "http": f"http://{host}:{http_port}",
+                                             "grpc": f"{host}:{grpc_port}" if grpc_port else None, "db": db,
+                                             "retention": retention, "forward_to": forwarder.url if forwarder else None})
+        try:
+            server.run()
+        finally:
+            stop_signals()
+            if grpc_server is not None:
+                grpc_server.stop(grace=10).wait(15)
+        if not server.started:
+            raise StartupError(f"cannot listen on {host}:{http_port} for OTLP/HTTP")
+    finally:
+        for component in reversed(started):
+            if component is not forwarder:
+                component.stop()
+        queued = store.queued_rows
         store.close()
+        if forwarder is not None:
+            forwarder.stop(timeout=5.0)
+        log.info("collector stopped", extra={"event": "stopped", "drained_spans": queued,
+                                             "stored_total": store.stats.rows_committed})
+
+
+def _stop_on_signals(server: uvicorn.Server) -> Any:
+    """SIGINT/SIGTERM ask uvicorn to finish in-flight requests and return."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {}
+
+    def handle(signum: int, frame: Any) -> None:
+        log.info("stopping", extra={"event": "stopping", "signal": signal.Signals(signum).name})
+        if server.should_exit:
+            server.force_exit = True
+        server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handle)
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore

@@ -2,30 +2,53 @@
 
 Only the collector process opens the file read-write. Requests hand Arrow tables to
 :meth:`Store.submit` and are answered when the returned future resolves, which happens
-only after the transaction holding their spans has committed.
+only after the transaction holding their spans has committed. Queued batches are merged
+into one transaction (group commit), so a busy collector makes fewer, larger commits.
+
+In each transaction the writer
+
+1. skips spans already stored (a re-delivered span has the same ids *and* start time, so
+   the anti-join only reads the incoming batch's time range; zone maps skip the rest),
+2. inserts the rest from Arrow (``INSERT ... SELECT``),
+3. resolves ``run_id`` for every span of the traces it touched: the top-most
+   ``invoke_agent`` ancestor. Run spans usually arrive after their children, so spans
+   stored earlier are updated when their run arrives. Only spans that started at most
+   ``run_lookback`` before the batch are read (a run longer than that keeps older
+   children unresolved).
+
+Maintenance work (retention deletes) runs on the same thread between commits via
+:meth:`Store.run_job`, so it never races the writer.
 
 Example:
     >>> store = Store.open("/tmp/doc.duckdb")  # doctest: +SKIP
     >>> store.submit(to_arrow(rows)).result()  # doctest: +SKIP
+    12
     >>> store.close()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
+from bisect import bisect_left
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
 
 import duckdb
 import pyarrow as pa
-import sqlalchemy.exc
+import pyarrow.compute as pc
 
 from loopsight.migrations import upgrade
 
 log = logging.getLogger("loopsight.collector")
+
+COMMIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class QueueFull(Exception):
@@ -36,12 +59,62 @@ class StoreError(Exception):
     """The database cannot be opened or written; the message says why."""
 
 
-# Resolve each span's run: the top-most invoke_agent ancestor in its trace. Run spans
-# usually arrive after their children, so every commit re-resolves the traces it touched.
+@dataclass
+class WriterStats:
+    """Counters the writer keeps for /metrics."""
+
+    commits: int = 0
+    rows_committed: int = 0
+    duplicates: int = 0
+    failed_commits: int = 0
+    commit_seconds: list[float] = field(default_factory=list)
+    commit_bucket_counts: list[int] = field(default_factory=lambda: [0] * (len(COMMIT_BUCKETS) + 1))
+    commit_seconds_sum: float = 0.0
+
+    def record_commit(self, inserted: int, duplicates: int, seconds: float) -> None:
+        self.commits += 1
+        self.rows_committed += inserted
+        self.duplicates += duplicates
+        self.commit_seconds.append(seconds)
+        del self.commit_seconds[:-1024]
+        self.commit_seconds_sum += seconds
+        self.commit_bucket_counts[bisect_left(COMMIT_BUCKETS, seconds)] += 1
+
+
+@dataclass
+class _Pending:
+    table: pa.Table
+    future: Future[int] = field(default_factory=Future)
+
+
+@dataclass
+class _Job:
+    work: Callable[[duckdb.DuckDBPyConnection], Any]
+    future: Future[Any] = field(default_factory=Future)
+
+
+_STOP = object()
+
+_MAP_COLUMNS = ("ResourceAttributes", "SpanAttributes")
+
+# Arrow MAP -> DuckDB MAP conversion validates every key one by one; handing DuckDB the
+# same entries as a list of structs and building the map in SQL is about twice as fast.
+_INSERT_SQL = """
+INSERT INTO spans BY NAME
+SELECT * REPLACE (map_from_entries("ResourceAttributes") AS "ResourceAttributes",
+                  map_from_entries("SpanAttributes") AS "SpanAttributes")
+FROM incoming i
+WHERE NOT EXISTS (
+    SELECT 1 FROM spans s
+    WHERE s."Timestamp" BETWEEN $lo AND $hi AND s."TraceId" = i."TraceId" AND s."SpanId" = i."SpanId"
+)
+"""
+
 RESOLVE_RUNS_SQL = """
 WITH RECURSIVE t AS (
     SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, span_type = 'agent' AS is_agent
-    FROM spans WHERE "TraceId" IN (SELECT "TraceId" FROM touched)
+    FROM spans
+    WHERE "Timestamp" >= $since AND "TraceId" IN (SELECT "TraceId" FROM touched)
 ),
 chain(tid, sid, cur, depth, run_id) AS (
     SELECT tid, sid, pid, 0, CASE WHEN is_agent THEN sid END FROM t
@@ -55,86 +128,166 @@ resolved AS (
 )
 UPDATE spans SET run_id = resolved.run_id
 FROM resolved
-WHERE spans."TraceId" = resolved.tid AND spans."SpanId" = resolved.sid
+WHERE spans."Timestamp" >= $since
+  AND spans."TraceId" = resolved.tid AND spans."SpanId" = resolved.sid
   AND spans.run_id IS DISTINCT FROM resolved.run_id
 """
 
 
-@dataclass
-class _Pending:
-    table: pa.Table
-    future: Future[int] = field(default_factory=Future)
+def _maps_as_entries(table: pa.Table) -> pa.Table:
+    for name in _MAP_COLUMNS:
+        index = table.schema.get_field_index(name)
+        column = table.column(index).combine_chunks()
+        entries = pa.ListArray.from_arrays(
+            column.offsets, pa.StructArray.from_arrays([column.keys, column.items], names=["key", "value"]), mask=column.is_null()
+        )
+        table = table.set_column(index, name, entries)
+    return table
 
 
-@dataclass
-class WriterStats:
-    """Counters the writer keeps for /metrics."""
-
-    commits: int = 0
-    rows_committed: int = 0
-    commit_seconds: list[float] = field(default_factory=list)
+def _unique_spans(table: pa.Table) -> pa.Table:
+    """Drop repeats of the same (TraceId, SpanId) inside one batch (first one wins)."""
+    keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "")
+    if pc.count_distinct(keys).as_py() == table.num_rows:
+        return table
+    seen: set[str] = set()
+    mask = []
+    for key in keys.to_pylist():
+        mask.append(key not in seen)
+        seen.add(key)
+    return table.filter(pa.array(mask))
 
 
 class Store:
     """One DuckDB file owned by this process, written by a single thread."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, *, max_queue: int = 256, max_batch_rows: int = 50_000) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: str,
+        *,
+        max_queue: int = 256,
+        max_queue_rows: int = 200_000,
+        max_batch_rows: int = 50_000,
+        run_lookback: timedelta = timedelta(hours=24),
+    ) -> None:
         self.path = path
         self._con = con
-        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=max_queue)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._max_queue = max_queue
+        self._max_queue_rows = max_queue_rows
         self._max_batch_rows = max_batch_rows
+        self._run_lookback = run_lookback
+        self._queued_batches = 0
+        self._queued_rows = 0
+        self._lock = threading.Lock()
         self.stats = WriterStats()
-        self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._closed = False
+        self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._thread.start()
 
     @classmethod
-    def open(cls, path: str, **kwargs: int) -> "Store":
-        """Migrate the file to the newest schema and start the writer."""
+    def open(
+        cls,
+        path: str,
+        *,
+        memory_limit: str | None = "256MB",
+        threads: int | None = None,
+        **kwargs: Any,
+    ) -> "Store":
+        """Check the directory, migrate the file to the newest schema and start the writer.
+
+        Raises :class:`StoreError` with a readable message when the directory is missing or
+        read-only, the file is locked by another process or is not a DuckDB database.
+        """
+        _check_directory(path)
+        config: dict[str, Any] = {}
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        if threads:
+            config["threads"] = threads
         try:
             upgrade(path)
-            con = duckdb.connect(path)
-            # Query cursors share this instance: no SQL may touch files beyond the DB itself.
-            con.execute("SET enable_external_access = false")
-        except (duckdb.Error, sqlalchemy.exc.DBAPIError) as exc:  # migrations wrap duckdb's error
-            raise StoreError(_explain_io_error(path, getattr(exc, "orig", None) or exc)) from None
+            con = duckdb.connect(path, config=config)
+        except Exception as exc:  # duckdb and SQLAlchemy wrap the same few causes
+            raise StoreError(_explain_io_error(path, exc)) from None
         return cls(con, path, **kwargs)
 
     def submit(self, table: pa.Table) -> Future[int]:
-        """Queue a batch; the future resolves to its row count once committed."""
-        if self._closed:
-            raise QueueFull("the store is shutting down")
+        """Queue a batch; the future resolves to its row count once committed.
+
+        Raises :class:`QueueFull` when the queue holds too many batches or rows.
+        """
+        with self._lock:
+            if self._closed:
+                raise QueueFull("the store is shutting down")
+            if self._queued_batches >= self._max_queue or (
+                self._queued_rows and self._queued_rows + table.num_rows > self._max_queue_rows
+            ):
+                raise QueueFull(f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)")
+            self._queued_batches += 1
+            self._queued_rows += table.num_rows
         pending = _Pending(table)
-        try:
-            self._queue.put_nowait(pending)
-        except queue.Full:
-            raise QueueFull("write queue is full") from None
+        self._queue.put(pending)
         return pending.future
+
+    def run_job(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
+        """Run ``work(connection)`` on the writer thread between commits (its own transaction)."""
+        job = _Job(work)
+        if self._closed:
+            job.future.set_exception(StoreError("the store is closed"))
+            return job.future
+        self._queue.put(job)
+        return job.future
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        """Batches waiting for the writer."""
+        return self._queued_batches
+
+    @property
+    def queued_rows(self) -> int:
+        """Spans waiting for the writer."""
+        return self._queued_rows
 
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A new connection to the same database for one reader (thread-safe to use alone)."""
         return self._con.cursor()
 
+    def size_bytes(self) -> int:
+        """Size of the database file plus its write-ahead log."""
+        total = 0
+        for name in (self.path, self.path + ".wal"):
+            try:
+                total += os.stat(name).st_size
+            except OSError:
+                pass
+        return total
+
     def close(self) -> None:
-        """Drain the queue, commit what is in it, and close the file."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
+        """Stop taking batches, commit everything queued, and close the file."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._queue.put(_STOP)
         self._thread.join()
-        self._con.close()
+        try:
+            self._con.close()
+        except duckdb.Error as exc:
+            log.error("closing %s failed: %s", self.path, exc)
 
     def _run(self) -> None:
         con = self._con.cursor()
-        stop = False
-        while not stop:
-            first = self._queue.get()
-            if first is None:
+        held: Any = None
+        while True:
+            first = held if held is not None else self._queue.get()
+            held = None
+            if first is _STOP:
                 break
+            if isinstance(first, _Job):
+                self._run_job(con, first)
+                continue
             batch = [first]
             rows = first.table.num_rows
             while rows < self._max_batch_rows:
@@ -142,48 +295,82 @@ class Store:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is None:
-                    stop = True
+                if not isinstance(item, _Pending):
+                    held = item
                     break
                 batch.append(item)
                 rows += item.table.num_rows
+            with self._lock:
+                self._queued_batches -= len(batch)
+                self._queued_rows -= rows
             self._commit(con, batch)
         con.close()
 
-    def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
-        started = time.perf_counter()
-        incoming = pa.concat_tables([p.table for p in batch])
-        touched = incoming.select(["TraceId"])
+    def _run_job(self, con: duckdb.DuckDBPyConnection, job: _Job) -> None:
         try:
             con.begin()
-            con.register("incoming", incoming)
-            con.register("touched", touched)
-            con.execute("INSERT OR IGNORE INTO spans BY NAME SELECT * FROM incoming")
-            con.execute(RESOLVE_RUNS_SQL)
+            result = job.work(con)
+            con.commit()
+        except Exception as exc:
+            _rollback(con)
+            job.future.set_exception(exc)
+            return
+        job.future.set_result(result)
+
+    def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
+        started = time.perf_counter()
+        incoming = _unique_spans(pa.concat_tables([p.table for p in batch]))
+        bounds = pc.min_max(incoming.column("Timestamp"))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        try:
+            con.begin()
+            con.register("incoming", _maps_as_entries(incoming))
+            con.register("touched", incoming.select(["TraceId"]))
+            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
+            if inserted:
+                con.execute(RESOLVE_RUNS_SQL, {"since": lo - self._run_lookback})
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
-            try:
-                con.rollback()
-            except duckdb.Error:
-                pass
+            _rollback(con)
+            self.stats.failed_commits += 1
             log.error("commit of %d spans failed: %s", incoming.num_rows, exc)
+            error = StoreError(f"could not store spans: {exc}")
             for pending in batch:
-                pending.future.set_exception(StoreError(str(exc)))
+                pending.future.set_exception(error)
             return
         finally:
-            con.unregister("incoming")
-            con.unregister("touched")
-        elapsed = time.perf_counter() - started
-        self.stats.commits += 1
-        self.stats.rows_committed += incoming.num_rows
-        self.stats.commit_seconds.append(elapsed)
-        del self.stats.commit_seconds[:-1024]
+            for name in ("incoming", "touched"):
+                try:
+                    con.unregister(name)
+                except duckdb.Error:
+                    pass
+        self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
 
 
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.rollback()
+    except duckdb.Error:
+        pass
+
+
+def _check_directory(path: str) -> None:
+    directory = Path(path).resolve().parent
+    if not directory.is_dir():
+        raise StoreError(f"cannot create {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot write {path}: directory {directory} is not writable")
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise StoreError(f"cannot open {path}: the file is not readable and writable by this user")
+
+
 def _explain_io_error(path: str, exc: Exception) -> str:
-    text = str(exc)
-    if "lock" in text.lower():
-        return f"{path} is locked by another process (only one collector may own a DuckDB file): {text}"
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    lowered = text.lower()
+    if "lock" in lowered:
+        return f"{path} is locked by another process (only one collector may own a DuckDB file; read it through the collector's API): {text}"
+    if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
+        return f"{path} is not a DuckDB database (or is damaged): {text}"
     return f"cannot open {path}: {text}"

@@ -2,7 +2,7 @@
 
 from alembic import context
 
-import loopsight.migrations.runner  # noqa: F401  registers the duckdb impl
+import loopsight.migrations.runner  # noqa: F401  (runner._config registered the duckdb impl before this runs)
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=None)

@@ -1,0 +1,114 @@
+"""OTLP/gRPC ``TraceService/Export`` on its own port, in the collector process.
+
+UNAVAILABLE with a ``google.rpc.RetryInfo`` trailer when the write queue is full (the
+OTel exporters wait that long and retry), INVALID_ARGUMENT for spans it cannot read,
+UNAUTHENTICATED without the bearer token, ``partial_success`` for spans it rejected.
+The answer is sent only after the spans are committed.
+
+Example:
+    >>> server = start_grpc(receiver, "127.0.0.1", 4317, token=None)  # doctest: +SKIP
+    >>> server.stop(grace=5)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import DecodeError
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+
+from loopsight.collector.app import token_matches
+from loopsight.collector.receiver import Receiver
+from loopsight.collector.store import QueueFull, StoreError
+
+log = logging.getLogger("loopsight.collector")
+
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class TraceService:
+    """The servicer: same ingest path as OTLP/HTTP. It takes raw bytes so that a body
+    that is not an ``ExportTraceServiceRequest`` is INVALID_ARGUMENT, not INTERNAL."""
+
+    def __init__(self, receiver: Receiver, token: str | None, retry_after_seconds: int = 2, timeout: float = 120.0) -> None:
+        self.receiver = receiver
+        self.token = token
+        self.retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_seconds)).SerializeToString()
+        self.timeout = timeout
+
+    def _unavailable(self, context: grpc.ServicerContext, message: str) -> None:
+        context.set_trailing_metadata((("google.rpc.retryinfo-bin", self.retry_info),))
+        context.abort(grpc.StatusCode.UNAVAILABLE, message)
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            SERVICE,
+            {"Export": grpc.unary_unary_rpc_method_handler(self.export, response_serializer=ExportTraceServiceResponse.SerializeToString)},
+        )
+
+    def export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        metrics = self.receiver.metrics
+        if self.token is not None:
+            given = dict(context.invocation_metadata()).get("authorization")
+            if not token_matches(given, self.token):
+                metrics.request("grpc", "unauthenticated")
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        request = ExportTraceServiceRequest()
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RecursionError) as exc:
+            metrics.request("grpc", "bad_request")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed ExportTraceServiceRequest: {exc}")
+        try:
+            prepared, future = self.receiver.accept(request, "grpc")
+        except QueueFull as exc:
+            self._unavailable(context, f"{exc}; retry later")
+            raise AssertionError("unreachable")  # abort raises
+        if future is not None:
+            try:
+                future.result(timeout=self.timeout)
+            except (StoreError, futures.TimeoutError) as exc:
+                self.receiver.failed(prepared, "grpc", StoreError(str(exc)))
+                self._unavailable(context, f"could not store spans: {exc}")
+        self.receiver.committed(prepared, "grpc", request)
+        response = ExportTraceServiceResponse()
+        if prepared.rejected:
+            response.partial_success.rejected_spans = prepared.rejected_count
+            response.partial_success.error_message = prepared.rejection_message()
+        return response
+
+
+def start_grpc(
+    receiver: Receiver,
+    host: str,
+    port: int,
+    *,
+    token: str | None = None,
+    max_message_bytes: int = 16 * 1024 * 1024,
+    retry_after_seconds: int = 2,
+    workers: int = 8,
+) -> grpc.Server:
+    """Start serving ``TraceService`` on ``host:port``; raises ``OSError`` if it cannot bind."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="loopsight-grpc"),
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=workers * 4,
+    )
+    server.add_generic_rpc_handlers((TraceService(receiver, token, retry_after_seconds).handler(),))
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen on {address} (gRPC): {exc}") from None
+    if bound == 0:
+        raise OSError(f"cannot listen on {address} (gRPC): address in use or not available")
+    server.start()
+    return server

@@ -1,0 +1,124 @@
+"""Collector counters and their Prometheus text rendering for ``GET /metrics``.
+
+Other parts add gauges by appending a callable returning Prometheus text lines to
+:attr:`Metrics.extra` (the alert evaluator adds its rule gauges that way).
+
+Example:
+    >>> m = Metrics()
+    >>> m.spans_received("http", 3)
+    >>> m.spans_rejected("invalid trace_id or span_id length", 1)
+    >>> "loopsight_spans_received_total" in m.render()
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any, Callable
+
+from loopsight.collector.store import COMMIT_BUCKETS
+
+REASON_LABELS = {
+    "invalid trace_id or span_id length": "invalid_id",
+    "invalid parent_span_id length": "invalid_id",
+    "start time out of range": "invalid_time",
+}
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class Metrics:
+    """Thread-safe ingest counters; :meth:`render` adds the store's and forwarder's figures."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._received: Counter[str] = Counter()
+        self._accepted: Counter[str] = Counter()
+        self._rejected: Counter[str] = Counter()
+        self._requests: Counter[tuple[str, str]] = Counter()
+        self.store: Any = None
+        self.forwarder: Any = None
+        self.retention: Any = None
+        self.extra: list[Callable[[], str]] = []
+
+    def spans_received(self, transport: str, count: int) -> None:
+        with self._lock:
+            self._received[transport] += count
+
+    def spans_accepted(self, transport: str, count: int) -> None:
+        with self._lock:
+            self._accepted[transport] += count
+
+    def spans_rejected(self, reason: str, count: int) -> None:
+        """Spans not kept, by reason (``invalid_id``, ``queue_full``, ``store_error``, ...)."""
+        if count:
+            with self._lock:
+                self._rejected[REASON_LABELS.get(reason, reason)] += count
+
+    def request(self, transport: str, outcome: str) -> None:
+        """One export request answered: ``ok``, ``partial``, ``bad_request``, ``too_large``, ..."""
+        with self._lock:
+            self._requests[(transport, outcome)] += 1
+
+    def render(self) -> str:
+        """Prometheus text exposition format 0.0.4."""
+        with self._lock:
+            received, accepted = dict(self._received), dict(self._accepted)
+            rejected, requests = dict(self._rejected), dict(self._requests)
+        out: list[str] = []
+
+        def family(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} {kind}")
+            for labels, value in samples:
+                out.append(f"{name}{labels} {value:g}" if isinstance(value, float) else f"{name}{labels} {value}")
+
+        transports = ("http", "grpc")
+        family("loopsight_spans_received_total", "counter", "Spans decoded from export requests.",
+               [(f'{{transport="{t}"}}', received.get(t, 0)) for t in transports])
+        family("loopsight_spans_accepted_total", "counter", "Spans acknowledged after commit.",
+               [(f'{{transport="{t}"}}', accepted.get(t, 0)) for t in transports])
+        family("loopsight_spans_rejected_total", "counter", "Spans not kept, by reason.",
+               [(f'{{reason="{_label(r)}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)])
+        family("loopsight_export_requests_total", "counter", "Export requests answered, by transport and outcome.",
+               [(f'{{transport="{t}",outcome="{_label(o)}"}}', n) for (t, o), n in sorted(requests.items())])
+        store = self.store
+        if store is not None:
+            stats = store.stats
+            family("loopsight_spans_stored_total", "counter", "Spans inserted into the store (duplicates excluded).",
+                   [("", stats.rows_committed)])
+            family("loopsight_spans_duplicate_total", "counter", "Spans delivered again and skipped.",
+                   [("", getattr(stats, "duplicates", 0))])
+            family("loopsight_write_queue_batches", "gauge", "Batches waiting for the writer.", [("", store.queue_depth)])
+            family("loopsight_write_queue_spans", "gauge", "Spans waiting for the writer.",
+                   [("", getattr(store, "queued_rows", 0))])
+            buckets = getattr(stats, "commit_bucket_counts", None)
+            if buckets is not None:
+                out.append("# HELP loopsight_commit_seconds Time to commit one group of batches.")
+                out.append("# TYPE loopsight_commit_seconds histogram")
+                cumulative = 0
+                for bound, count in zip(COMMIT_BUCKETS, buckets):
+                    cumulative += count
+                    out.append(f'loopsight_commit_seconds_bucket{{le="{bound:g}"}} {cumulative}')
+                out.append(f'loopsight_commit_seconds_bucket{{le="+Inf"}} {stats.commits}')
+                out.append(f"loopsight_commit_seconds_sum {stats.commit_seconds_sum:.6f}")
+                out.append(f"loopsight_commit_seconds_count {stats.commits}")
+            size = getattr(store, "size_bytes", None)
+            if size is not None:
+                family("loopsight_db_size_bytes", "gauge", "Database file plus write-ahead log.", [("", size())])
+        if self.forwarder is not None:
+            out.extend(self.forwarder.prometheus_lines())
+        if self.retention is not None:
+            out.extend(self.retention.prometheus_lines())
+        for extra in list(self.extra):
+            try:
+                text = extra()
+            except Exception as exc:  # a broken gauge must not take /metrics down
+                out.append(f"# extra metrics failed: {_label(str(exc))}")
+                continue
+            if text:
+                out.append(text.rstrip("\n"))
+        return "\n".join(out) + "\n"
