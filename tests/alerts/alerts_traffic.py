@@ -7,8 +7,11 @@ encode -> normalize -> Arrow -> the store's writer).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -100,3 +103,23 @@ class Traffic:
         spans = self.exporter.get_finished_spans()
         self.exporter.clear()
         return ingest_request(self.store, spans_to_request(spans)) if spans else 0
+
+
+@dataclass
+class Hook:
+    """A webhook receiver on 127.0.0.1: records JSON bodies, answers from a script of (status, delay)."""
+
+    url: str
+    received: list[dict[str, Any]] = field(default_factory=list)
+    attempts: int = 0
+    script: list[tuple[int, float]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.received) >= count:
+                    return list(self.received)
+            time.sleep(0.01)
+        raise AssertionError(f"expected {count} notifications, got {len(self.received)}: {self.received}")

@@ -5,34 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 import pytest
 
 from loopsight.collector.store import Store
-from alerts_traffic import Traffic
-
-
-@dataclass
-class Hook:
-    """A webhook receiver on 127.0.0.1: records JSON bodies, answers from a script of (status, delay)."""
-
-    url: str
-    received: list[dict[str, Any]] = field(default_factory=list)
-    attempts: int = 0
-    script: list[tuple[int, float]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if len(self.received) >= count:
-                    return list(self.received)
-            time.sleep(0.01)
-        raise AssertionError(f"expected {count} notifications, got {len(self.received)}: {self.received}")
+from alerts_traffic import Hook, Traffic
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ import uvicorn
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from rich.console import Console
 
-from alerts_traffic import Call, Traffic
-from conftest import Hook
+from alerts_traffic import Call, Hook, Traffic
 from loopsight.alerts import Evaluator, Notifier, check
 from loopsight.alerts.evaluator import utcnow
 from loopsight.collector.app import Settings, create_app

@@ -10,8 +10,7 @@ from typing import Iterator
 import duckdb
 import pytest
 
-from alerts_traffic import T0, Call, Traffic
-from conftest import Hook
+from alerts_traffic import T0, Call, Hook, Traffic
 from loopsight.alerts import Evaluator, Notifier, alerts_overview
 from loopsight.collector.store import Store
 

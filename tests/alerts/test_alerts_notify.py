@@ -7,8 +7,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from alerts_traffic import T0, Call, Traffic
-from conftest import Hook
+from alerts_traffic import T0, Call, Hook, Traffic
 from loopsight.alerts import Evaluator, Notification, Notifier, alerts_overview, parse_rules, slack_payload, webhook_payload
 from loopsight.collector.store import Store
 
