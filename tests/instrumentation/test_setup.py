@@ -60,6 +60,7 @@ def _wait_for_run(url: str, agent: str, timeout: float = 30.0) -> dict:
     raise AssertionError(f"no run for {agent} arrived")
 
 
+@pytest.mark.slow
 def test_export_to_real_collector(collector_server, restore_state):
     """One collector (its start-up is the slow part) for both ways of configuring."""
     _env_configured_subprocess(collector_server)
@@ -175,6 +176,42 @@ def _explicit_provider_added_once(collector_server):
     finally:
         loopsight.shutdown()
         provider.shutdown()
+
+
+ADOPT_SCRIPT = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import loopsight
+
+app_exporter = InMemorySpanExporter()
+app_provider = TracerProvider()
+app_provider.add_span_processor(SimpleSpanProcessor(app_exporter))
+trace.set_tracer_provider(app_provider)          # the application's own set-up
+
+assert loopsight.configure() is app_provider     # adopted: no exporter of ours added
+assert loopsight.configure() is app_provider
+names = lambda: [type(p).__name__ for p in app_provider._active_span_processor._span_processors]
+assert names() == ["SimpleSpanProcessor", "NestedUsageProcessor"], names()
+with loopsight.agent("adopted"):
+    with loopsight.tool("t"):
+        pass
+print(sorted(s.name for s in app_exporter.get_finished_spans()))
+
+# an explicit endpoint adds one exporter, once (no spans follow: nothing to send at exit)
+loopsight.configure(endpoint="http://127.0.0.1:9")
+loopsight.configure(endpoint="http://127.0.0.1:9/v1/traces")
+assert names() == ["SimpleSpanProcessor", "NestedUsageProcessor", "BatchSpanProcessor"], names()
+"""
+
+
+def test_configure_adopts_the_applications_provider():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    done = subprocess.run([sys.executable, "-c", ADOPT_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['execute_tool t', 'invoke_agent adopted']"
 
 
 def test_bad_protocol_is_a_clear_error():
