@@ -38,7 +38,8 @@ alerts_app = typer.Typer(help="Alert rules.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(alerts_app, name="alerts")
 
-console = Console()
+# Piped output keeps whole rows (a table squeezed to 80 columns hides ids and reasons).
+console = Console(width=None if sys.stdout.isatty() else 220)
 err = Console(stderr=True)
 
 DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", help="DuckDB file.")]
