@@ -204,6 +204,7 @@ def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) 
         Query("Overview", "top_runs_by_tokens", lambda c: analytics.top_runs_by_tokens(c, limit=10, **w), RUN_COLS + CHILD_COLS),
         Query("Overview", "tool_stats", lambda c: analytics.tool_stats(c, **w), TOOL_COLS),
         Query("Runs", "list_runs", lambda c: analytics.list_runs(c, limit=50, **w), RUN_COLS + CHILD_COLS),
+        Query("Runs", "list_runs(no window)", lambda c: analytics.list_runs(c, limit=50), RUN_COLS + CHILD_COLS),
         Query("Runs", "list_runs(tool, min_tokens)", lambda c: analytics.list_runs(c, limit=50, tool="tool_03", min_tokens=9000, **w), RUN_COLS + CHILD_COLS + ("tool",)),
         Query("Runs", "list_runs(agent, status=error)", lambda c: analytics.list_runs(c, limit=50, agent="agent-03", status="error", **w), RUN_COLS + CHILD_COLS),
         Query("Tools", "tool_stats(by_agent)", lambda c: analytics.tool_stats(c, by_agent=True, **w), TOOL_COLS),
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs, median of {args.repeat}")
 
     end = START + timedelta(days=DAYS)
-    windows = {"last 24 h": {"since": end - timedelta(days=1), "until": end}, "all 7 days": {"since": None, "until": None}}
+    windows = {"last 24 h": {"since": end - timedelta(days=1), "until": end}, "all 7 days": {"since": START, "until": end}}
     for label, window in windows.items():
         print(f"\n## window: {label}\n")
         print(f"| page | query | median ms | bare scan ms | ratio |")

@@ -3,9 +3,9 @@
 -- even when off) and hold `$x IS NOT NULL`, which empties them when the filter is off.
 -- Run status rule (the same in every question): 'ok' when the run completed and its span
 -- is not an error, else 'error'.
-WITH picked AS (
-    SELECT r."TraceId", r."SpanId", r.run_id, r.agent, r."ServiceName", r."Timestamp", r."Duration",
-           r."StatusCode", r.termination_reason
+WITH page AS (
+    -- The page's runs, reading only the columns the order and the active filters need.
+    SELECT r."TraceId", r."SpanId", r."Timestamp"
     FROM spans r
     WHERE r.span_type = 'agent' AND r."SpanId" = r.run_id
       AND ($trace_id::VARCHAR IS NULL OR r."TraceId" = $trace_id)
@@ -28,6 +28,13 @@ WITH picked AS (
     ORDER BY r."Timestamp" DESC, r."TraceId"
     LIMIT $limit OFFSET $offset
 ),
+picked AS (
+    SELECT r."TraceId", r."SpanId", r.run_id, r.agent, r."ServiceName", r."Timestamp", r."Duration",
+           r."StatusCode", r.termination_reason
+    FROM spans r
+    SEMI JOIN page p ON r."TraceId" = p."TraceId" AND r."SpanId" = p."SpanId"
+    WHERE r."Timestamp" >= (SELECT min("Timestamp") FROM page)
+),
 agg AS (
     SELECT s."TraceId", s.run_id,
            count(DISTINCT s.step) FILTER (WHERE s.span_type IN ('llm', 'tool')) AS steps,
@@ -40,6 +47,8 @@ agg AS (
            count(*) FILTER (WHERE s.loop_kind IS NOT NULL) AS loops
     FROM spans s
     JOIN picked p ON s."TraceId" = p."TraceId" AND s.run_id = p.run_id
+    -- A span starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
+    WHERE s."Timestamp" >= (SELECT min("Timestamp") FROM picked) - INTERVAL 5 MINUTE
     GROUP BY s."TraceId", s.run_id
 )
 SELECT p."TraceId" AS trace_id,

@@ -9,7 +9,11 @@ WITH calls AS (
            greatest(coalesce(t.attempts, 1) - 1, 0) AS retries,
            t."Duration"
     FROM spans t
-    LEFT JOIN spans r ON r."TraceId" = t."TraceId" AND r."SpanId" = t.run_id AND r.span_type = 'agent'
+    LEFT JOIN (
+        -- Read the runs only when the agent matters (filter or grouping).
+        SELECT "TraceId", "SpanId", agent FROM spans
+        WHERE ($by_agent OR $agent::VARCHAR IS NOT NULL) AND span_type = 'agent' AND "SpanId" = run_id
+    ) r ON r."TraceId" = t."TraceId" AND r."SpanId" = t.run_id
     WHERE t.span_type = 'tool'
       AND ($since::TIMESTAMP IS NULL OR t."Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR t."Timestamp" < $until)
