@@ -1,0 +1,181 @@
+"""``loopsight ingest FILE...``: load OTLP files into the store, with a progress bar.
+
+Formats, recognised by content (a ``.gz`` file is decompressed first):
+
+- OTLP JSON: one ``{"resourceSpans": [...]}`` object;
+- JSON lines: one such object per line, as the OpenTelemetry Collector's file exporter
+  writes them;
+- protobuf: one ``ExportTraceServiceRequest``, or a stream of them each preceded by its
+  length as a 4-byte big-endian integer (the file exporter's ``format: proto``).
+
+Example:
+    >>> summary = ingest_files(["traces.jsonl"], "loopsight.duckdb")  # doctest: +SKIP
+    >>> summary.accepted
+    1200
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+import time
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from loopsight.collector.normalize import Limits
+from loopsight.collector.otlp import JSON, BadRequest, decode_request
+from loopsight.collector.pipeline import prepare
+from loopsight.collector.store import QueueFull, Store
+
+_NO_LIMIT = 1 << 62
+
+
+@dataclass
+class IngestSummary:
+    """What ``ingest_files`` did."""
+
+    files: int = 0
+    requests: int = 0
+    accepted: int = 0
+    stored: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def duplicates(self) -> int:
+        return self.accepted - self.stored
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.accepted} spans read from {self.files} file(s) in {self.seconds:.1f} s: "
+            f"{self.stored} stored, {self.duplicates} already present"
+        )
+        if self.rejected:
+            text += ", rejected: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.rejected.items()))
+        if self.errors:
+            text += "\n" + "\n".join(f"skipped: {error}" for error in self.errors)
+        return text
+
+
+def _read(path: Path) -> bytes:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _framed(data: bytes) -> list[bytes] | None:
+    """Split a length-prefixed stream; ``None`` when ``data`` is not exactly such a stream."""
+    frames, offset = [], 0
+    while offset < len(data):
+        if offset + 4 > len(data):
+            return None
+        (size,) = struct.unpack_from(">I", data, offset)
+        offset += 4
+        if offset + size > len(data):
+            return None
+        frames.append(data[offset : offset + size])
+        offset += size
+    return frames
+
+
+def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
+    """Every export request in one file; raises ``BadRequest`` with the line or frame at fault."""
+    path = Path(path)
+    data = _read(path)
+    stripped = data.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            for item in parsed if isinstance(parsed, list) else [parsed]:
+                yield decode_request(json.dumps(item).encode(), JSON, None, _NO_LIMIT)
+            return
+        for number, line in enumerate(data.splitlines(), 1):
+            if line.strip():
+                try:
+                    yield decode_request(line, JSON, None, _NO_LIMIT)
+                except BadRequest as exc:
+                    raise BadRequest(f"{path}:{number}: {exc}") from None
+        return
+    frames = _framed(data)
+    if frames is None or not frames:
+        frames = [data]
+    for number, frame in enumerate(frames, 1):
+        request = ExportTraceServiceRequest()
+        try:
+            request.ParseFromString(frame)
+        except DecodeError as exc:
+            where = f"{path}" if len(frames) == 1 else f"{path} (message {number})"
+            raise BadRequest(f"{where}: not OTLP JSON, JSON lines or protobuf: {exc}") from None
+        yield request
+
+
+def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limits | None = None) -> IngestSummary:
+    """Load every file into the store at ``db`` (which no running collector may hold).
+
+    A file that cannot be read is reported in ``summary.errors`` and the others still load.
+    Raises :class:`~loopsight.collector.store.StoreError` when the store cannot be opened.
+    """
+    summary = IngestSummary()
+    started = time.perf_counter()
+    store = Store.open(db)
+    sizes = {p: Path(p).stat().st_size for p in paths}
+    bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[spans]} spans"), disable=not progress, transient=False,
+    )
+    pending: list[tuple[Future[int], int]] = []
+    try:
+        with bar:
+            task = bar.add_task("ingest", total=sum(sizes.values()) or 1, spans=0)
+            for path in paths:
+                bar.update(task, description=Path(path).name)
+                summary.files += 1
+                try:
+                    for request in iter_requests(path):
+                        summary.requests += 1
+                        prepared = prepare(request, limits)
+                        summary.rejected.update(prepared.rejected)
+                        if prepared.table is None:
+                            continue
+                        pending.append((_submit(store, prepared.table, pending, summary), prepared.accepted))
+                        summary.accepted += prepared.accepted
+                        bar.update(task, spans=summary.accepted)
+                except (BadRequest, OSError) as exc:
+                    summary.errors.append(str(exc))
+                bar.advance(task, sizes[path])
+            _settle(pending, summary, 0)
+    finally:
+        store.close()
+    summary.stored = store.stats.rows_committed
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _submit(store: Store, table: object, pending: list[tuple[Future[int], int]], summary: IngestSummary) -> Future[int]:
+    while True:
+        try:
+            return store.submit(table)  # type: ignore[arg-type]
+        except QueueFull:
+            _settle(pending, summary, max(len(pending) // 2, 1) if pending else 0)
+            if not pending:
+                time.sleep(0.01)
+
+
+def _settle(pending: list[tuple[Future[int], int]], summary: IngestSummary, keep: int) -> None:
+    """Wait for all but the newest ``keep`` batches (errors propagate as StoreError)."""
+    while len(pending) > keep:
+        future, _ = pending.pop(0)
+        future.result()
