@@ -1,0 +1,201 @@
+"""Hostile OTLP bodies: always 200/400/413/415 with a readable message, never 500; the
+process stays up, and rows stored before are byte-for-byte unchanged afterwards."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from typing import Callable
+
+import httpx
+import pytest
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from hostile_bodies import gzip_bomb, json_body, many_attributes, nested_json, protobuf_body, request_with_deep_attribute
+from reliability_support import otlp_request, rows_checksum, rss_kib, stored, tool_span
+
+PB = "application/x-protobuf"
+JS = "application/json"
+FUZZ = settings(max_examples=int(os.environ.get("LOOPSIGHT_FUZZ_EXAMPLES", "120")), deadline=None,
+                database=None, suppress_health_check=list(HealthCheck))
+
+
+def check_answer(response: httpx.Response, sent_as: str) -> None:
+    """The contract for any body: a listed status and a readable answer."""
+    assert response.status_code in (200, 400, 413, 415), (response.status_code, response.text[:500])
+    if response.status_code == 200:
+        body = ExportTraceServiceResponse()
+        if sent_as.split(";")[0].strip().lower() == JS:
+            json_format.Parse(response.text or "{}", body)
+        else:
+            body.ParseFromString(response.content)
+        if body.partial_success.rejected_spans:
+            assert body.partial_success.error_message
+        return
+    if response.headers.get("content-type", "").startswith(PB):
+        status = status_pb2.Status()
+        status.ParseFromString(response.content)  # OTLP/HTTP: errors as google.rpc.Status
+        message = status.message
+    else:
+        doc = response.json()
+        message = doc.get("message") or doc.get("error")
+    assert isinstance(message, str) and message.strip(), response.content[:300]
+    assert "Traceback" not in message
+
+
+def seed(server) -> set[str]:
+    """Three small runs stored through the receiver; returns their span ids."""
+    spans = []
+    ids: set[str] = set()
+    for run in range(3):
+        trace = os.urandom(16)
+        root = os.urandom(8)
+        t0 = 1_700_000_000_000_000_000 + run * 10**12
+        for step in range(4):
+            sid = os.urandom(8)
+            span = tool_span(trace, sid, t0 + step * 10**9, {"loopsight.step": step})
+            span.parent_span_id = root
+            spans.append(span)
+            ids.add(sid.hex())
+        run_span = tool_span(trace, root, t0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seeded",
+                                               "loopsight.termination.reason": "completed"}, name="invoke_agent seeded")
+        spans.append(run_span)
+        ids.add(root.hex())
+    response = httpx.post(server.traces_url, content=otlp_request(spans).SerializeToString(),
+                          headers={"Content-Type": PB}, timeout=30)
+    assert response.status_code == 200, response.text
+    return ids
+
+
+@pytest.fixture
+def seeded_collector(start_collector):
+    """A collector restarted on a file holding seeded rows; yields (server, ids, checksum before)."""
+    first = start_collector()
+    ids = seed(first)
+    assert first.stop() == 0, first.log()
+    assert {row[0] for row in stored(first.db_path)} >= ids
+    before = rows_checksum(first.db_path, ids)
+    server = start_collector(db_path=first.db_path)
+    yield server, ids, before
+
+
+def _finish(server, ids: set[str], before: str) -> None:
+    assert server.process.poll() is None, server.log()
+    assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+    assert "Traceback" not in server.log(), server.log()[-3000:]
+    assert server.stop() == 0, server.log()
+    assert rows_checksum(server.db_path, ids) == before, "rows stored before the hostile input changed"
+
+
+def test_fuzzed_protobuf_and_json_bodies(seeded_collector) -> None:
+    server, ids, before = seeded_collector
+    client = httpx.Client(timeout=60)
+
+    def post(body: bytes, content_type: str, encoding: str | None) -> None:
+        headers = {"Content-Type": content_type}
+        if encoding == "gzip":
+            body = gzip.compress(body)
+        elif encoding == "deflate":
+            body = zlib.compress(body)
+        if encoding:
+            headers["Content-Encoding"] = encoding
+        check_answer(client.post(server.traces_url, content=body, headers=headers), content_type)
+
+    @FUZZ
+    @given(body=protobuf_body(), encoding=st.sampled_from([None, None, "gzip", "deflate"]))
+    def protobuf_bodies(body: bytes, encoding: str | None) -> None:
+        post(body, PB, encoding)
+
+    @FUZZ
+    @given(body=json_body(), encoding=st.sampled_from([None, None, "gzip"]),
+           content_type=st.sampled_from([JS, "application/json; charset=utf-8", "Application/JSON"]))
+    def json_bodies(body: bytes, encoding: str | None, content_type: str) -> None:
+        post(body, content_type, encoding)
+
+    protobuf_bodies()
+    json_bodies()
+    client.close()
+    _finish(server, ids, before)
+
+
+def _wide() -> bytes:
+    return many_attributes(100_000)
+
+
+def _deep_pb(depth: int) -> Callable[[], bytes]:
+    return lambda: request_with_deep_attribute(depth)
+
+
+# (name, body factory, content type, content encoding, allowed statuses)
+EXTREMES = [
+    ("empty protobuf body", lambda: b"", PB, None, {200}),
+    ("empty JSON body", lambda: b"", JS, None, {400}),
+    ("JSON null", lambda: b"null", JS, None, {400}),
+    ("JSON array", lambda: b"[]", JS, None, {400}),
+    ("wrong content type", lambda: b"{}", "text/plain", None, {415}),
+    ("no content type", lambda: b"{}", "", None, {415}),
+    ("form content type", lambda: b"a=1", "application/x-www-form-urlencoded", None, {415}),
+    ("unknown encoding", lambda: b"{}", JS, "br", {415}),
+    ("gzip header, garbage inside", lambda: b"\x1f\x8b\x08\x00" + os.urandom(64), PB, "gzip", {400}),
+    ("truncated gzip", lambda: gzip.compress(otlp_request([]).SerializeToString() + b"x" * 1000)[:30], PB, "gzip", {400}),
+    ("1 GiB gzip bomb (protobuf)", lambda: gzip_bomb(1024), PB, "gzip", {413}),
+    ("1 GiB gzip bomb (JSON)", lambda: gzip_bomb(1024), JS, "gzip", {413}),
+    ("gzip bomb sent as deflate", lambda: gzip_bomb(64), PB, "deflate", {400, 413}),
+    ("17 MiB plain body", lambda: b"\x00" * (17 << 20), PB, None, {413}),
+    ("100,000 attributes on one span", _wide, PB, None, {200}),
+    ("attribute nested 60 levels", _deep_pb(60), PB, None, {200, 400}),
+    ("attribute nested 1,000 levels", _deep_pb(1_000), PB, None, {400}),
+    ("attribute nested 100,000 levels", _deep_pb(100_000), PB, None, {400}),
+    ("JSON nested 100,000 levels", lambda: nested_json(100_000), JS, None, {400}),
+    ("JSON with NaN and 1e400", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "00" * 16, "spanId": "11" * 8, "startTimeUnixNano": float("nan"), "endTimeUnixNano": 1e400}]}]}]},
+        allow_nan=True).encode().replace(b"Infinity", b"1e400"), JS, None, {200, 400}),
+    ("JSON ids of wrong length", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "abcd", "spanId": "11" * 20, "name": "x"}]}]}]}).encode(), JS, None, {200, 400}),
+    ("JSON negative and huge 64-bit numbers", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "22" * 16, "spanId": "33" * 8, "startTimeUnixNano": "-5", "endTimeUnixNano": str(2**70),
+         "attributes": [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(2**63)}}]}]}]}]}).encode(),
+     JS, None, {200, 400}),
+]
+
+
+def test_extreme_bodies(seeded_collector) -> None:
+    server, ids, before = seeded_collector
+    baseline_mb = rss_kib(server.process.pid) / 1024
+    failures = []
+    with httpx.Client(timeout=120) as client:
+        for name, make, content_type, encoding, allowed in EXTREMES:
+            headers = {"Content-Type": content_type} if content_type else {}
+            if encoding:
+                headers["Content-Encoding"] = encoding
+            response = client.post(server.traces_url, content=make(), headers=headers)
+            try:
+                check_answer(response, content_type)
+                assert response.status_code in allowed, f"{response.status_code} not in {allowed}"
+            except AssertionError as exc:
+                failures.append(f"{name}: {exc}: {response.text[:200]}")
+    assert not failures, "\n".join(failures)
+    # the bomb and the 100k attributes must not have bloated the process
+    grown_mb = rss_kib(server.process.pid, "VmHWM") / 1024 - baseline_mb
+    assert grown_mb < 200, f"peak RSS grew by {grown_mb:.0f} MB"
+    _finish(server, ids, before)
+
+
+def test_same_request_delivered_concurrently_is_stored_once(collector_server) -> None:
+    import concurrent.futures
+
+    spans = [tool_span(b"\x42" * 16, i.to_bytes(8, "big"), 1_700_000_000_000_000_000 + i) for i in range(1, 201)]
+    body = otlp_request(spans).SerializeToString()
+    with httpx.Client(timeout=60) as client, concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: client.post(collector_server.traces_url, content=body,
+                                                      headers={"Content-Type": PB}).status_code, range(16)))
+    assert answers == [200] * 16
+    assert collector_server.stop() == 0
+    rows = stored(collector_server.db_path, 'SELECT count(*), count(DISTINCT "SpanId") FROM spans')
+    assert rows == [(200, 200)]
