@@ -250,12 +250,13 @@ def typed_columns() -> list[tuple[str, str, str]]:
 
 
 def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
-    """One ``ALTER TABLE ... ADD COLUMN IF NOT EXISTS ... MATERIALIZED`` per typed column."""
+    """One ``ALTER TABLE`` adding every typed column as ``MATERIALIZED`` (one metadata change)."""
     cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
-    return [
-        f"ALTER TABLE {options.table}{cluster} ADD COLUMN IF NOT EXISTS loopsight_{name} {ch_type} MATERIALIZED {expr} CODEC(ZSTD(1))"
+    columns = ",\n    ".join(
+        f"ADD COLUMN IF NOT EXISTS loopsight_{name} {ch_type} MATERIALIZED {expr} CODEC(ZSTD(1))"
         for name, ch_type, expr in typed_columns()
-    ]
+    )
+    return [f"ALTER TABLE {options.table}{cluster}\n    {columns}"]
 
 
 def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) -> str:

@@ -1,7 +1,7 @@
 -- ClickHouse variant of ../tool_stats.sql.
 WITH calls AS (
     SELECT t.tool AS tool,
-           coalesce(r.agent, t.agent) AS agent,
+           coalesce(r.agent, t.agent) AS run_agent,
            t.StatusCode = 'Error' AS failed,
            t.error_class AS error_class,
            greatest(ifNull(t.attempts, 1) - 1, 0) AS retries,
@@ -17,7 +17,7 @@ WITH calls AS (
       AND ({tool:Nullable(String)} IS NULL OR t.tool = {tool:Nullable(String)})
 )
 SELECT tool,
-       if({by_agent:Bool}, agent, NULL) AS agent,
+       if({by_agent:Bool}, run_agent, NULL) AS agent,
        count() AS calls,
        countIf(failed) AS errors,
        countIf(failed) / count() AS fail_rate,
@@ -26,6 +26,6 @@ SELECT tool,
        quantileExactInclusive(0.5)(toFloat64(Duration)) / 1e6 AS p50_ms,
        quantileExactInclusive(0.95)(toFloat64(Duration)) / 1e6 AS p95_ms
 FROM calls
-GROUP BY tool, if({by_agent:Bool}, agent, NULL)
+GROUP BY tool, agent
 ORDER BY calls DESC, tool, agent
 SETTINGS join_use_nulls = 1
