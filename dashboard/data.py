@@ -139,12 +139,18 @@ class ApiSource:
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/alerts")
 
+    def alert_series(self, rule: str, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/alerts/series", {"rule": rule, **params})["series"]
 
-def _analytics(name: str) -> Callable[..., Any]:
-    package = import_module("loopsight.analytics")
-    function = getattr(package, name, None)
+
+def _function(name: str) -> Callable[..., Any]:
+    module, _, attribute = name.rpartition(".")
+    try:
+        function = getattr(import_module(f"loopsight.{module}"), attribute, None)
+    except ImportError:
+        function = None
     if function is None:
-        raise NotAvailable(f"this loopsight has no analytics function {name!r} yet")
+        raise NotAvailable(f"this loopsight has no {name} yet")
     return function
 
 
@@ -199,11 +205,13 @@ class DuckDBSource:
     def _call(self, name: str, *args: Any, **params: Any) -> Any:
         import duckdb
 
-        function = _analytics(name)
+        function = _function(name)
         con = self._connect()
         try:
             return function(con, *args, **_clean(params))
-        except duckdb.Error as exc:
+        except duckdb.CatalogException as exc:
+            raise NotAvailable(f"{self.path} has no tables for {name} (written by an older collector?): {exc}") from None
+        except (duckdb.Error, ValueError) as exc:
             raise SourceError(f"{name} failed on {self.path}: {exc}") from None
         finally:
             con.close()
@@ -212,34 +220,37 @@ class DuckDBSource:
         self._connect().close()
 
     def runs(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("list_runs", **params)
+        return self._call("analytics.list_runs", **params)
 
     def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
-        return self._call("trace_detail", trace_id)
+        return self._call("analytics.trace_detail", trace_id)
 
     def overview(self, **params: Any) -> dict[str, Any]:
-        return self._call("overview", **params)
+        return self._call("analytics.overview", **params)
 
     def terminations(self, **params: Any) -> Any:
-        return self._call("terminations", **params)
+        return self._call("analytics.terminations", **params)
 
     def tools(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("tool_stats", **params)
+        return self._call("analytics.tool_stats", **params)
 
     def loops(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("loops", **params)
+        return self._call("analytics.loops", **params)
 
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("stalls", **params)
+        return self._call("analytics.stalls", **params)
 
     def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
-        return self._call("burn", **params)
+        return self._call("analytics.burn", **params)
 
     def burn_curve(self, **params: Any) -> Any:
-        return self._call("burn_curve", **params)
+        return self._call("analytics.burn_curve", **params)
 
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
-        return self._call("alerts")
+        return self._call("alerts.alerts_overview")
+
+    def alert_series(self, rule: str, **params: Any) -> list[dict[str, Any]]:
+        return self._call("alerts.alert_series", rule, **params)
 
 
 Source = ApiSource | DuckDBSource

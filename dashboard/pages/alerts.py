@@ -1,5 +1,5 @@
-"""Alerts: the rules, their state and value, the history of transitions with example runs, and each
-rule's metric against its threshold."""
+"""Alerts: the rules with their state and value, the history of transitions with links to the
+example runs, and each rule's metric against its threshold."""
 
 from __future__ import annotations
 
@@ -8,31 +8,73 @@ import streamlit as st
 
 from loopsight.dashboard import charts, frames, ui
 
+STATE_ICONS = {"firing": "🔴", "pending": "🟠", "resolved": "🟢", "ok": "🟢", "inactive": "⚪"}
+RULE_COLUMNS = ["state", "name", "metric", "value", "threshold", "baseline_value", "samples", "window", "state_since",
+                "notify_failures", "example"]
+
+
+def _first_example(examples: object) -> str | None:
+    return ui.run_link(examples[0]) if isinstance(examples, list) and examples else None
+
+
 st.title("Alerts")
 answer = ui.load("alerts", what="Alerts")
 if answer is not None:
     rules = pd.DataFrame(answer.get("rules") or [])
     events = pd.DataFrame(answer.get("events") or [])
     if rules.empty:
-        st.info("No alert rules loaded. Start the collector with --rules FILE (a TOML file of [[rules]]).", icon="📭")
+        st.info("No alert rules loaded. Start the collector with --rules FILE (a TOML file of [[rules]]), "
+                "or run them once with: loopsight alerts check --rules FILE", icon="📭")
     else:
+        firing = int((rules.get("state") == "firing").sum()) if "state" in rules else 0
+        failures = int(rules.get("notify_failures", pd.Series(dtype="int64")).fillna(0).sum())
+        cols = st.columns(3)
+        cols[0].metric("Rules", len(rules))
+        cols[1].metric("Firing", firing)
+        cols[2].metric("Failed notifications", failures)
+        if failures:
+            st.warning("Some notifications could not be delivered: check the webhook targets (the history shows the errors).",
+                       icon="📮")
+        table = rules.assign(
+            state=[f"{STATE_ICONS.get(str(s), '')} {s}" for s in rules.get("state", pd.Series([""] * len(rules)))],
+            example=[_first_example(e) for e in rules.get("examples", pd.Series([None] * len(rules)))],
+        )
         st.subheader("Rules")
-        st.dataframe(rules.astype(str), hide_index=True, width="stretch")
-    if not events.empty:
-        st.subheader("History")
-        time = frames.first_column(events, "at", "time", "changed_at", "timestamp")
+        st.dataframe(
+            table[[c for c in RULE_COLUMNS if c in table]].astype({c: str for c in ("window",) if c in table}),
+            hide_index=True, width="stretch",
+            column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
+                           "baseline_value": "baseline", "state_since": "since", "notify_failures": "failed notifications"},
+        )
+    st.subheader("History")
+    if events.empty:
+        st.caption("No transitions yet.")
+    else:
+        time = frames.first_column(events, "at", "time", "occurred_at")
         if time:
             events[time] = frames.to_time(events[time])
-        examples = frames.first_column(events, "examples", "example_runs", "trace_ids")
-        if examples:
-            events[examples] = [", ".join(map(str, v)) if isinstance(v, list) else str(v or "") for v in events[examples]]
-        st.dataframe(events, hide_index=True, width="stretch")
-        rule_col = frames.first_column(events, "rule", "name")
-        if time and rule_col and "value" in events:
-            st.subheader("Metric per rule")
-            thresholds = dict(zip(rules.get("name", []), rules.get("threshold", []))) if not rules.empty else {}
-            for name, group in events.groupby(rule_col):
-                st.caption(ui.escape(name))
-                threshold = thresholds.get(name)
-                st.altair_chart(charts.metric_with_threshold(group, None if pd.isna(threshold) else float(threshold), time=time),
-                                width="stretch")
+        if "examples" in events:
+            events["example"] = [_first_example(e) for e in events["examples"]]
+            events["examples"] = [", ".join(map(str, e)) if isinstance(e, list) else "" for e in events["examples"]]
+        shown = [c for c in [time, "rule", "from_state", "to_state", "value", "threshold", "baseline", "samples", "example",
+                             "examples", "notify_status", "notify_error"] if c and c in events]
+        st.dataframe(events[shown], hide_index=True, width="stretch",
+                     column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
+                                    "from_state": "from", "to_state": "to", "notify_status": "notification"})
+    if not rules.empty and "name" in rules:
+        st.subheader("Metric per rule")
+        columns = st.columns(2)
+        for i, rule in enumerate(rules.to_dict("records")):
+            with columns[i % 2]:
+                st.caption(f"{ui.escape(rule['name'])} ({ui.escape(rule.get('metric', ''))})")
+                series = ui.load("alert_series", str(rule["name"]), what="Metric history")
+                if series is None:
+                    continue
+                frame = pd.DataFrame(series)
+                if frame.empty:
+                    st.caption("Not evaluated yet.")
+                    continue
+                frame["at"] = frames.to_time(frame["at"])
+                threshold = rule.get("threshold")
+                threshold = None if threshold is None or pd.isna(threshold) else float(threshold)
+                st.altair_chart(charts.metric_with_threshold(frame, threshold), width="stretch")

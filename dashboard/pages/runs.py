@@ -12,24 +12,26 @@ LIMIT = 1000
 
 st.title("Runs")
 shared = filters.current()
-left, middle, right = st.columns(3)
-status = left.selectbox("Status", ["any", "ok", "error"], key="runs_status")
-reason = middle.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="runs_reason")
-min_tokens = right.number_input("At least this many tokens", min_value=0, value=0, step=1000, key="runs_min_tokens")
+tool_names = sorted(str(t["tool"]) for t in ui.fetch_quiet("tools", **shared.params()) or [] if t.get("tool"))
+status_col, reason_col, tool_col, tokens_col = st.columns(4)
+status = status_col.selectbox("Status", ["any", "ok", "error"], key="runs_status")
+reason = reason_col.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="runs_reason")
+tool = tool_col.selectbox("Used tool", ["any", *tool_names], key="runs_tool")
+min_tokens = tokens_col.number_input("At least this many tokens", min_value=0, value=0, step=1000, key="runs_min_tokens")
 
 params = {
     **shared.params(),
     "status": None if status == "any" else status,
     "termination_reason": None if reason == "any" else reason,
+    "tool": None if tool == "any" else tool,
+    "min_tokens": min_tokens or None,
     "limit": LIMIT,
 }
 runs = ui.load("runs", what="Runs", **params)
 if runs is not None:
     frame = frames.runs_frame(runs)
-    if min_tokens:
-        frame = frame[frame["tokens"] >= min_tokens]
     if frame.empty:
-        narrowed = shared.narrowed or status != "any" or reason != "any" or bool(min_tokens)
+        narrowed = shared.narrowed or status != "any" or reason != "any" or tool != "any" or bool(min_tokens)
         ui.empty_state(filtered=narrowed and bool(ui.fetch("runs", limit=1)))
     else:
         st.caption(f"{len(frame)} runs ({ui.escape(shared.describe())}), newest first"

@@ -30,7 +30,8 @@ def _table(frame: pd.DataFrame) -> None:
 @st.fragment(run_every=STUCK_REFRESH_SECONDS)
 def stuck_now() -> None:
     st.subheader("Stuck now")
-    stalls = ui.load("stalls", what="Stuck runs", **filters.current().params())
+    shared = filters.current()
+    stalls = ui.load("stalls", what="Stuck runs", kind="stuck", agent=shared.agent, service=shared.service)
     if stalls is None:
         return
     frame = pd.DataFrame(stalls, columns=COLUMNS) if not stalls else pd.DataFrame(stalls)

@@ -2,8 +2,10 @@
 
 Each run is an ``invoke_agent`` span with ``chat`` and ``execute_tool`` children following
 ``shared/spec/attributes.md``, timed in the recent past (explicit start/end times, no sleeping).
-Scenarios: a clean success, a timeout retried with backoff, an exact loop stopped by the
-guard, a fatal permission error, and one run whose names and attributes are hostile text.
+Scenarios: a clean success, a timeout retried with backoff then an idle gap, an exact loop
+stopped by the guard, a fatal permission error, one run whose names and attributes are
+hostile text, and a run stuck in flight (its run span never ends, its last child ended
+12 minutes ago).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def args_hash(args: dict) -> str:
 
 @dataclass
 class Emitted:
-    """What was sent: trace ids (hex) by scenario, in emission order."""
+    """What was sent: trace ids (hex) by scenario, in emission order (``stuck`` traces have no run span)."""
 
     traces: dict[str, list[str]] = field(default_factory=dict)
 
@@ -44,7 +46,12 @@ class Emitted:
 
     @property
     def count(self) -> int:
-        return sum(len(v) for v in self.traces.values())
+        """Runs with a run span (stuck traces are not runs yet)."""
+        return sum(len(v) for k, v in self.traces.items() if k != "stuck")
+
+    @property
+    def run_traces(self) -> list[str]:
+        return [t for k, v in self.traces.items() if k != "stuck" for t in v]
 
 
 class _Run:
@@ -79,9 +86,9 @@ class _Run:
                                       start_time=self.now, attributes=attributes)
         for attempt in range(retries):
             self.now += 400 * MS
-            span.add_event(A.EVENT_RETRY, {A.ERROR_TYPE: "timeout", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 200 * (attempt + 1)},
+            span.add_event(A.EVENT_RETRY, {A.ERROR_TYPE: "timeout", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 800 * (attempt + 1)},
                            timestamp=self.now)
-            self.now += 200 * (attempt + 1) * MS
+            self.now += 800 * (attempt + 1) * MS
         if loop_kind:
             span.add_event(A.EVENT_LOOP_DETECTED, {A.LOOP_KIND: loop_kind}, timestamp=self.now)
         if error:
@@ -113,6 +120,7 @@ def _success(run: _Run) -> str:
 def _retried_timeout(run: _Run) -> str:
     run.chat(0, 1000, 70)
     run.tool(0, "fetch_page", {"url": "https://shop.example/p/1"}, ms=900, retries=2)
+    run.now += 2500 * MS  # an idle gap no child span covers
     run.chat(1, 2600, 140)
     return run.end("completed")
 
@@ -137,9 +145,18 @@ def _hostile(run: _Run) -> str:
     return run.end("error", error=HOSTILE_LINK)
 
 
-SCENARIOS = {"success": _success, "retried_timeout": _retried_timeout, "loop": _loop, "fatal": _fatal, "hostile": _hostile}
+def _stuck(run: _Run) -> str:
+    """In flight: the run span never ends (so is never exported); its last child ended long ago."""
+    run.chat(0, 600, 30)
+    run.tool(0, "search_orders", {"customer": "c-99"})
+    return format(run.root.get_span_context().trace_id, "032x")
+
+
+SCENARIOS = {"success": _success, "retried_timeout": _retried_timeout, "loop": _loop, "fatal": _fatal, "hostile": _hostile,
+             "stuck": _stuck}
 AGENTS = {"success": "order-assistant", "retried_timeout": "web-researcher", "loop": "order-assistant",
-          "fatal": "refund-bot", "hostile": HOSTILE_AGENT}
+          "fatal": "refund-bot", "hostile": HOSTILE_AGENT, "stuck": "order-assistant"}
+STUCK_MINUTES_AGO = 12
 
 
 def emit(exporter: SpanExporter, rounds: int = 2, service: str = "shop-agents",
@@ -155,6 +172,8 @@ def emit(exporter: SpanExporter, rounds: int = 2, service: str = "shop-agents",
     for _ in range(rounds):
         for name in scenarios:
             at = start + int(i * (minutes_ago * 60 * 1e9) / max(total, 1))
+            if name == "stuck":
+                at = time.time_ns() - STUCK_MINUTES_AGO * 60 * 10**9
             trace_id = SCENARIOS[name](_Run(tracer, AGENTS[name], at))
             emitted.traces.setdefault(name, []).append(trace_id)
             i += 1
