@@ -69,7 +69,8 @@ def test_export_to_real_collector(collector_server, restore_state):
 
 def _env_configured_subprocess(collector_server):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url, OTEL_SERVICE_NAME="svc-from-env")
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url, OTEL_SERVICE_NAME="svc-from-env",
+               OTEL_EXPORTER_OTLP_TIMEOUT="30")
     done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -132,6 +133,7 @@ def test_otel_env_variables_are_honoured():
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
         env.update(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_SERVICE_NAME="svc-env",
+                   OTEL_EXPORTER_OTLP_TIMEOUT="30",  # a loaded CI machine is slow
                    OTEL_EXPORTER_OTLP_HEADERS="x-team=agents",
                    OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
         done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env,
