@@ -185,6 +185,7 @@ class Query:
     name: str
     run: Callable[[duckdb.DuckDBPyConnection], Any]
     columns: tuple[str, ...]
+    variant: bool = False  # another filter setting of a page query: reported, not added to the page
 
 
 RUN_COLS = ("span_type", "SpanId", "run_id", "TraceId", "Timestamp", "agent", "ServiceName", "StatusCode", "termination_reason", "Duration")
@@ -204,9 +205,9 @@ def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) 
         Query("Overview", "top_runs_by_tokens", lambda c: analytics.top_runs_by_tokens(c, limit=10, **w), RUN_COLS + CHILD_COLS),
         Query("Overview", "tool_stats", lambda c: analytics.tool_stats(c, **w), TOOL_COLS),
         Query("Runs", "list_runs", lambda c: analytics.list_runs(c, limit=50, **w), RUN_COLS + CHILD_COLS),
-        Query("Runs", "list_runs(no window)", lambda c: analytics.list_runs(c, limit=50), RUN_COLS + CHILD_COLS),
-        Query("Runs", "list_runs(tool, min_tokens)", lambda c: analytics.list_runs(c, limit=50, tool="tool_03", min_tokens=9000, **w), RUN_COLS + CHILD_COLS + ("tool",)),
-        Query("Runs", "list_runs(agent, status=error)", lambda c: analytics.list_runs(c, limit=50, agent="agent-03", status="error", **w), RUN_COLS + CHILD_COLS),
+        Query("Runs", "list_runs(no window)", lambda c: analytics.list_runs(c, limit=50), RUN_COLS + CHILD_COLS, True),
+        Query("Runs", "list_runs(tool, min_tokens)", lambda c: analytics.list_runs(c, limit=50, tool="tool_03", min_tokens=9000, **w), RUN_COLS + CHILD_COLS + ("tool",), True),
+        Query("Runs", "list_runs(agent, status=error)", lambda c: analytics.list_runs(c, limit=50, agent="agent-03", status="error", **w), RUN_COLS + CHILD_COLS, True),
         Query("Tools", "tool_stats(by_agent)", lambda c: analytics.tool_stats(c, by_agent=True, **w), TOOL_COLS),
         Query("Run timeline", "trace_detail", lambda c: analytics.trace_detail(c, sample), ("TraceId",) + CHILD_COLS + ("SpanAttributes", "Events")),
     ]
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect(path, read_only=True)
     spans, runs = con.execute("SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans").fetchone()
     print(f"store: {spans:,} spans, {runs:,} runs, {Path(path).stat().st_size / 1e6:.0f} MB, duckdb {duckdb.__version__}, "
-          f"{os.cpu_count()} CPUs, median of {args.repeat}")
+          f"{os.cpu_count()} CPUs, median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
 
     end = START + timedelta(days=DAYS)
     windows = {"last 24 h": {"since": end - timedelta(days=1), "until": end}, "all 7 days": {"since": START, "until": end}}
@@ -287,12 +288,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {q.page} | {q.name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]} | | |")
                 continue
             scan = median_seconds(lambda: bare_scan(con, q.columns), args.repeat)
-            pages[q.page] = pages.get(q.page, 0.0) + seconds
-            print(f"| {q.page} | {q.name} | {seconds * 1e3:.0f} | {scan * 1e3:.0f} | {seconds / scan:.1f}x |")
+            if not q.variant:
+                pages[q.page] = pages.get(q.page, 0.0) + seconds
+            label = f"{q.name} (variant)" if q.variant else q.name
+            print(f"| {q.page} | {label} | {seconds * 1e3:.0f} | {scan * 1e3:.0f} | {seconds / scan:.1f}x |")
         print("\n| page | all its queries, ms | goal < 1000 ms |")
         print("|---|---:|---|")
         for page, seconds in pages.items():
             print(f"| {page} | {seconds * 1e3:.0f} | {'ok' if seconds < 1 else 'OVER'} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     con.close()
     if not args.keep and not args.db:
         Path(path).unlink(missing_ok=True)

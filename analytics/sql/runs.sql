@@ -1,6 +1,7 @@
 -- Runs, newest first. A run is an invoke_agent span that is its own run (no agent ancestor).
--- Optional sub-query filters are uncorrelated (a correlated one costs a join over every run
--- even when off) and hold `$x IS NOT NULL`, which empties them when the filter is off.
+-- A span starts after its run did (5 min of clock skew allowed), so child scans are bounded
+-- by the window's start. Optional sub-query filters are uncorrelated (a correlated one costs
+-- a join over every run even when off) and hold `$x IS NOT NULL`, which empties them when off.
 -- Run status rule (the same in every question): 'ok' when the run completed and its span
 -- is not an error, else 'error'.
 WITH page AS (
@@ -19,10 +20,12 @@ WITH page AS (
       AND ($until::TIMESTAMP IS NULL OR r."Timestamp" < $until)
       AND ($tool::VARCHAR IS NULL OR r."TraceId" || r."SpanId" IN (
             SELECT t."TraceId" || t.run_id FROM spans t
-            WHERE $tool::VARCHAR IS NOT NULL AND t.span_type = 'tool' AND t.tool = $tool))
+            WHERE $tool::VARCHAR IS NOT NULL AND t.span_type = 'tool' AND t.tool = $tool
+              AND ($since::TIMESTAMP IS NULL OR t."Timestamp" >= $since::TIMESTAMP - INTERVAL 5 MINUTE)))
       AND ($min_tokens::BIGINT IS NULL OR r."TraceId" || r."SpanId" IN (
             SELECT l."TraceId" || l.run_id FROM spans l
             WHERE $min_tokens::BIGINT IS NOT NULL AND l.span_type = 'llm'
+              AND ($since::TIMESTAMP IS NULL OR l."Timestamp" >= $since::TIMESTAMP - INTERVAL 5 MINUTE)
             GROUP BY l."TraceId", l.run_id
             HAVING sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) >= $min_tokens))
     ORDER BY r."Timestamp" DESC, r."TraceId"
