@@ -68,8 +68,7 @@ def format_param(value: Any, top_level: bool = True) -> str:
 
 def used_params(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
     """Only the parameters the statement names (ClickHouse rejects unknown ones on some paths)."""
-    if not params:
-        return {}
+    params = params or {}
     names = set(_PLACEHOLDER.findall(sql))
     missing = names - params.keys()
     if missing:
