@@ -26,7 +26,7 @@ import duckdb
 from loopsight.analytics.sql import query
 
 STALL_KINDS = ("slow_call", "backoff", "idle_gap", "stuck")
-MIN_SAMPLES = 20
+MIN_SAMPLES = 50
 MIN_BACKOFF_MS = 1000.0
 MIN_GAP_MS = 2000.0
 STUCK_AFTER_SECONDS = 300.0

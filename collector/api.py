@@ -18,6 +18,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from loopsight import alerts, analytics
+from loopsight.analytics.stalls import STALL_KINDS
+from loopsight.attributes import LOOP_KINDS
 
 log = logging.getLogger("loopsight.collector")
 
@@ -170,6 +172,47 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             return JSONResponse({"error": str(exc)}, status_code=400)
         return await answer(request, lambda con: analytics.terminations(con, **params))
 
+    async def loops(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {
+                **_filters(request),
+                "kind": parse_choice("kind", q.get("kind"), LOOP_KINDS),
+                "limit": parse_int("limit", q.get("limit"), 1000, 0, 100_000),
+            }
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"loops": analytics.loops(con, **params)})
+
+    async def stalls(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {
+                **_filters(request),
+                "kind": parse_choice("kind", q.get("kind"), STALL_KINDS),
+                "stuck_after_seconds": parse_int("stuck_after", q.get("stuck_after"), 300, 1, 86400),
+                "limit": parse_int("limit", q.get("limit"), 1000, 0, 100_000),
+            }
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"stalls": analytics.stalls(con, **params)})
+
+    async def burn(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {**_filters(request), "limit": parse_int("limit", q.get("limit"), 100, 0, 100_000)}
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: analytics.burn(con, **params))
+
+    async def burn_curve(request: Request) -> JSONResponse:
+        q = request.query_params
+        try:
+            params = {**_filters(request), "max_step": parse_int("max_step", q.get("max_step"), 50, 0, 10_000)}
+        except BadParameter as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return await answer(request, lambda con: {"curve": analytics.burn_curve(con, **params)})
+
     async def alert_list(request: Request) -> JSONResponse:
         q = request.query_params
         try:
@@ -219,4 +262,8 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
         Route("/api/v1/tools", tools, methods=["GET"]),
         Route("/api/v1/overview", overview, methods=["GET"]),
         Route("/api/v1/terminations", terminations, methods=["GET"]),
+        Route("/api/v1/loops", loops, methods=["GET"]),
+        Route("/api/v1/stalls", stalls, methods=["GET"]),
+        Route("/api/v1/burn", burn, methods=["GET"]),
+        Route("/api/v1/burn/curve", burn_curve, methods=["GET"]),
     ]

@@ -11,75 +11,77 @@ WITH runs AS (
       AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
 ),
-work AS (
-    SELECT s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts, s.span_type,
+work AS MATERIALIZED (
+    -- 64-bit hashes of the run / tool / call keys: window partitions and groups sort integers, not strings
+    SELECT hash(s."TraceId", s.run_id) AS rk, s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts, s.span_type,
            s.step, s.tool, s.args_hash, s.args_sketch, s.error_type, s.loop_kind,
            s.input_tokens, s.output_tokens,
            -- producers that give no step: the step is the number of model calls begun before
            sum(CASE WHEN s.span_type = 'llm' THEN 1 ELSE 0 END)
-               OVER (PARTITION BY s."TraceId", s.run_id ORDER BY s."Timestamp", s."SpanId" ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
+               OVER (PARTITION BY hash(s."TraceId", s.run_id) ORDER BY s."Timestamp", s."SpanId" ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
     FROM spans s
     SEMI JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
     WHERE s.span_type IN ('llm', 'tool')
 ),
-calls AS (
-    SELECT trace_id, run_id, span_id, ts, tool, args_hash, args_sketch, error_type, loop_kind,
+calls AS MATERIALIZED (
+    SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, args_sketch, error_type, loop_kind,
+           hash(tool) AS tk,
            coalesce(step, greatest(llm_seen, 0)) AS step,
            -- a call without an args hash never equals another call
-           tool || chr(31) || coalesce(args_hash, '#' || span_id) AS call_key,
-           row_number() OVER (PARTITION BY trace_id, run_id ORDER BY ts, span_id) AS seq
+           hash(tool, coalesce(args_hash, '#' || span_id)) AS call_key,
+           row_number() OVER (PARTITION BY rk ORDER BY ts, span_id) AS seq
     FROM work
     WHERE span_type = 'tool'
 ),
-lagged AS (
+lagged AS MATERIALIZED (
     SELECT *,
            lag(call_key, 1) OVER r AS k1, lag(call_key, 2) OVER r AS k2, lag(call_key, 3) OVER r AS k3,
            lag(call_key, 4) OVER r AS k4, lag(call_key, 5) OVER r AS k5,
            lag(tool, 1) OVER r AS t1, lag(tool, 2) OVER r AS t2,
            row_number() OVER t AS tool_seq,
-           row_number() OVER t - row_number() OVER (PARTITION BY trace_id, run_id, tool, error_type ORDER BY seq) AS error_island,
+           row_number() OVER t - row_number() OVER (PARTITION BY rk, tk, hash(error_type) ORDER BY seq) AS error_island,
            lag(args_sketch) OVER t AS prev_sketch, lag(args_hash) OVER t AS prev_hash,
            lag(args_sketch, 2) OVER t AS prev2_sketch, lag(args_hash, 2) OVER t AS prev2_hash,
            lag(ts) OVER t AS prev_ts, lag(step) OVER t AS prev_step
     FROM calls
-    WINDOW r AS (PARTITION BY trace_id, run_id ORDER BY seq),
-           t AS (PARTITION BY trace_id, run_id, tool ORDER BY seq)
+    WINDOW r AS (PARTITION BY rk ORDER BY seq),
+           t AS (PARTITION BY rk, tk ORDER BY seq)
 ),
 exact AS (
-    SELECT trace_id, run_id, tool, 'exact' AS kind, args_hash, count(*) AS count,
-           arg_min(step, seq) AS first_step, min(ts) AS first_at
+    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'exact' AS kind,
+           any_value(args_hash) AS args_hash, count(*) AS count, arg_min(step, seq) AS first_step, min(ts) AS first_at
     FROM calls
     WHERE args_hash IS NOT NULL
-    GROUP BY trace_id, run_id, tool, args_hash
+    GROUP BY rk, call_key
     HAVING count(*) >= 3
 ),
 osc_hits AS (
-    SELECT trace_id, run_id, seq, seq - 3 AS start_seq,
+    SELECT rk, trace_id, run_id, seq, seq - 3 AS start_seq,
            list_sort([call_key, k1]) AS cycle,
            array_to_string(list_sort(list_distinct([tool, t1])), ',') AS tools
     FROM lagged
     WHERE call_key = k2 AND k1 = k3 AND call_key <> k1
     UNION ALL
-    SELECT trace_id, run_id, seq, seq - 5,
+    SELECT rk, trace_id, run_id, seq, seq - 5,
            list_sort([call_key, k1, k2]),
            array_to_string(list_sort(list_distinct([tool, t1, t2])), ',')
     FROM lagged
     WHERE call_key = k3 AND k1 = k4 AND k2 = k5 AND call_key <> k1 AND k1 <> k2 AND call_key <> k2
 ),
 oscillation AS (
-    SELECT h.trace_id, h.run_id, any_value(h.tools) AS tool, 'oscillation' AS kind, NULL::VARCHAR AS args_hash,
+    SELECT any_value(h.trace_id) AS trace_id, any_value(h.run_id) AS run_id, any_value(h.tools) AS tool, 'oscillation' AS kind, NULL::VARCHAR AS args_hash,
            max(h.seq) - min(h.start_seq) + 1 AS count,
            arg_min(c.step, c.seq) AS first_step, min(c.ts) AS first_at
     FROM osc_hits h
-    JOIN calls c ON c.trace_id = h.trace_id AND c.run_id = h.run_id AND c.seq = h.start_seq
-    GROUP BY h.trace_id, h.run_id, h.cycle
+    JOIN calls c ON c.rk = h.rk AND c.seq = h.start_seq
+    GROUP BY h.rk, h.cycle
 ),
 repeated_error AS (
-    SELECT trace_id, run_id, tool, 'repeated_error' AS kind, NULL::VARCHAR AS args_hash, count(*) AS count,
-           arg_min(step, seq) AS first_step, min(ts) AS first_at
+    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'repeated_error' AS kind,
+           NULL::VARCHAR AS args_hash, count(*) AS count, arg_min(step, seq) AS first_step, min(ts) AS first_at
     FROM lagged
     WHERE error_type IS NOT NULL
-    GROUP BY trace_id, run_id, tool, error_type, error_island
+    GROUP BY rk, tk, error_type, error_island
     HAVING count(*) >= 3
 ),
 sketched AS (
@@ -109,22 +111,23 @@ sketched AS (
         FROM lagged
         WHERE args_sketch IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
     )
-    WINDOW t AS (PARTITION BY trace_id, run_id, tool ORDER BY seq ROWS UNBOUNDED PRECEDING)
+    WINDOW t AS (PARTITION BY rk, tk ORDER BY seq ROWS UNBOUNDED PRECEDING)
 ),
 semantic_sketch AS (
-    SELECT trace_id, run_id, tool, 'semantic' AS kind, NULL::VARCHAR AS args_hash, count(*) AS count,
-           arg_min(step, seq) AS first_step, min(ts) AS first_at
+    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'semantic' AS kind,
+           NULL::VARCHAR AS args_hash, count(*) AS count, arg_min(step, seq) AS first_step, min(ts) AS first_at
     FROM sketched
-    GROUP BY trace_id, run_id, tool, chain
+    GROUP BY rk, tk, chain
     HAVING count(*) >= 3 AND count(DISTINCT args_hash) >= 3
 ),
 -- The loop guard's record: each flagged call repeats the call of that tool just before it.
 semantic_guard AS (
-    SELECT trace_id, run_id, tool, 'semantic' AS kind, NULL::VARCHAR AS args_hash, count(*) + 1 AS count,
+    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'semantic' AS kind,
+           NULL::VARCHAR AS args_hash, count(*) + 1 AS count,
            coalesce(arg_min(prev_step, seq), min(step)) AS first_step, coalesce(min(prev_ts), min(ts)) AS first_at
     FROM lagged
     WHERE loop_kind = 'semantic'
-    GROUP BY trace_id, run_id, tool
+    GROUP BY rk, tk
 ),
 semantic AS (
     -- A run the guard watched and one with argument sketches can both report a tool: keep one row.
@@ -145,7 +148,7 @@ found AS (
 wasted AS (
     SELECT f.loop_id, coalesce(sum(coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)), 0) AS wasted_tokens
     FROM found f
-    LEFT JOIN work w ON w.trace_id = f.trace_id AND w.run_id = f.run_id AND w.span_type = 'llm' AND w.ts > f.first_at
+    LEFT JOIN work w ON w.rk = hash(f.trace_id, f.run_id) AND w.span_type = 'llm' AND w.ts > f.first_at
     GROUP BY f.loop_id
 )
 SELECT f.trace_id, f.run_id, r.agent, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step,

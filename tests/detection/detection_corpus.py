@@ -36,8 +36,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from loopsight.analytics import burn as burn_mod
-from loopsight.analytics import stalls as stalls_mod
+from loopsight.analytics.burn import burn
+from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
 from loopsight.analytics.loops import loop_run_ids
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
@@ -493,7 +493,7 @@ def labels_for(specs: list[RunSpec], ids: dict[int, tuple[str, dict[int, str]]])
         for n, call in enumerate(calls):
             if call.slow:
                 labels.slow_spans.add((trace_id, call_ids[n]))
-            if sum(call.backoffs_ms) >= stalls_mod.MIN_BACKOFF_MS:
+            if sum(call.backoffs_ms) >= MIN_BACKOFF_MS:
                 labels.backoff_spans.add((trace_id, call_ids[n]))
     return labels
 
@@ -557,7 +557,7 @@ def score(con: Any, labels: Labels) -> dict[str, Any]:
     negatives = {t for t, s in labels.run_scenario.items() if s in ("pagination", "single_retry", "dissimilar", "normal")}
     out["hard_negatives_flagged"] = {"loopsight": len(found_any & negatives), "openlit": len(flagged & negatives), "of": len(negatives)}
 
-    found_stalls = stalls_mod.stalls(con, now=labels.now, stuck_after_seconds=STUCK_AFTER_S, limit=100_000)
+    found_stalls = stalls(con, now=labels.now, stuck_after_seconds=STUCK_AFTER_S, limit=100_000)
     got: dict[str, set[Any]] = defaultdict(set)
     for s in found_stalls:
         if s["kind"] in ("slow_call", "backoff"):
@@ -569,7 +569,7 @@ def score(con: Any, labels: Labels) -> dict[str, Any]:
     out["loopsight"]["backoff"] = _pr(labels.backoff_spans, got["backoff"])
     out["loopsight"]["idle_gap"] = _pr(labels.idle_runs, got["idle_gap"])
     out["loopsight"]["stuck"] = _pr(labels.stuck_traces, got["stuck"])
-    agents = burn_mod.burn(con)["agents"]
+    agents = burn(con)["agents"]
     out["loopsight"]["superlinear"] = _pr(labels.superlinear_agents, {a["agent"] for a in agents if a["superlinear"]})
     out["exponents"] = {a["agent"]: a["growth_exponent"] for a in agents}
     return out

@@ -1,0 +1,83 @@
+"""Detection queries on ~100k runs / ~1M spans, against a bare DuckDB scan of the same columns.
+
+Builds the labelled corpus (tests/detection/detection_corpus.py) once, then copies its runs
+with fresh trace ids and shifted times inside DuckDB until it holds ``--copies`` x 480 runs.
+
+    .venv/bin/python bench/bench_detection.py --copies 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "detection"))
+
+from detection_corpus import build  # noqa: E402
+from loopsight import analytics  # noqa: E402
+from loopsight.analytics.sketch import sketch  # noqa: E402
+
+
+def scale(path: str, copies: int) -> None:
+    con = duckdb.connect(path)
+    con.execute("CREATE TEMP TABLE base AS SELECT * FROM spans")
+    con.execute(
+        """INSERT INTO spans BY NAME
+           SELECT * EXCLUDE (copy) REPLACE (
+                    substr(md5("TraceId" || copy::VARCHAR), 1, 32) AS "TraceId",
+                    "Timestamp" + to_hours(copy * 12) AS "Timestamp",
+                    end_time + to_hours(copy * 12) AS end_time)
+           FROM base, (SELECT range AS copy FROM range(1, $n))""",
+        {"n": copies},
+    )
+    con.close()
+
+
+def timed(fn, repeat: int = 5) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", default="/tmp/loopsight-bench-detection.duckdb")
+    parser.add_argument("--copies", type=int, default=200)
+    args = parser.parse_args()
+    Path(args.db).unlink(missing_ok=True)
+    build(args.db)
+    scale(args.db, args.copies)
+    con = duckdb.connect(args.db, read_only=True)
+    spans, runs = con.execute("SELECT count(*), count(*) FILTER (WHERE span_type = 'agent') FROM spans").fetchone()
+    print(f"{spans} spans, {runs} runs")
+    scan = timed(lambda: con.execute(
+        'SELECT count(*), sum(length(tool)), sum(length(args_hash)), sum(args_sketch >> 60), sum(input_tokens), max("Timestamp") '
+        "FROM spans WHERE span_type IN ('tool', 'llm')").fetchall())
+    print(f"bare scan of the columns: {scan * 1000:.0f} ms")
+    for name, fn in [
+        ("loops (limit 1000)", lambda: analytics.loops(con)),
+        ("loop_rate", lambda: analytics.loop_rate(con)),
+        ("stalls (limit 1000)", lambda: analytics.stalls(con)),
+        ("burn (agents + top 100 runs)", lambda: analytics.burn(con)),
+        ("burn_curve", lambda: analytics.burn_curve(con)),
+    ]:
+        t = timed(fn, 3)
+        print(f"{name}: {t * 1000:.0f} ms ({t / scan:.1f}x scan)")
+    text = '{"query": "best running shoes for flat feet", "limit": 10}'
+    n = 20000
+    started = time.perf_counter()
+    for _ in range(n):
+        sketch(text)
+    print(f"sketch of a short JSON query: {(time.perf_counter() - started) / n * 1e6:.1f} us")
+
+
+if __name__ == "__main__":
+    main()
