@@ -45,6 +45,7 @@ REASON_WEIGHTS = [0.82, 0.05, 0.04, 0.03, 0.02, 0.02, 0.02]
 CLASSES = ["transient", "invalid_argument", "permanent", "fatal", "empty_result", "garbage"]
 START = datetime(2026, 1, 1)
 DAYS = 7
+END = START + timedelta(days=DAYS)
 BATCH_RUNS = 5000
 
 
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"store: {spans:,} spans, {runs:,} runs, {Path(path).stat().st_size / 1e6:.0f} MB, duckdb {duckdb.__version__}, "
           f"{os.cpu_count()} CPUs, median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
 
-    end = START + timedelta(days=DAYS)
+    end = END
     windows = {"last 24 h": {"since": end - timedelta(days=1), "until": end}, "all 7 days": {"since": START, "until": end}}
     for label, window in windows.items():
         print(f"\n## window: {label}\n")
