@@ -49,8 +49,8 @@ def check_answer(response: httpx.Response, sent_as: str) -> None:
     assert "Traceback" not in message
 
 
-def seed(server) -> set[str]:
-    """Three small runs stored through the receiver; returns their span ids."""
+def seeded_spans() -> tuple[list, set[str]]:
+    """Three small runs (a run span and four tool spans each); returns the spans and their ids."""
     spans = []
     ids: set[str] = set()
     for run in range(3):
@@ -63,26 +63,28 @@ def seed(server) -> set[str]:
             span.parent_span_id = root
             spans.append(span)
             ids.add(sid.hex())
-        run_span = tool_span(trace, root, t0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seeded",
-                                               "loopsight.termination.reason": "completed"}, name="invoke_agent seeded")
-        spans.append(run_span)
+        spans.append(tool_span(trace, root, t0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seeded",
+                                                 "loopsight.termination.reason": "completed"}, name="invoke_agent seeded"))
         ids.add(root.hex())
-    response = httpx.post(server.traces_url, content=otlp_request(spans).SerializeToString(),
-                          headers={"Content-Type": PB}, timeout=30)
-    assert response.status_code == 200, response.text
-    return ids
+    return spans, ids
 
 
 @pytest.fixture
-def seeded_collector(start_collector):
-    """A collector restarted on a file holding seeded rows; yields (server, ids, checksum before)."""
-    first = start_collector()
-    ids = seed(first)
-    assert first.stop() == 0, first.log()
-    assert {row[0] for row in stored(first.db_path)} >= ids
-    before = rows_checksum(first.db_path, ids)
-    server = start_collector(db_path=first.db_path)
-    yield server, ids, before
+def seeded_collector(start_collector, tmp_path):
+    """A collector on a file already holding seeded rows; yields (server, ids, checksum before)."""
+    from loopsight.collector.pipeline import ingest_request
+    from loopsight.collector.store import Store
+
+    db = tmp_path / "seeded.duckdb"
+    spans, ids = seeded_spans()
+    store = Store.open(str(db))
+    try:
+        assert ingest_request(store, otlp_request(spans)) == len(spans)
+    finally:
+        store.close()
+    before = rows_checksum(db, ids)
+    assert {row[0] for row in stored(db)} == ids
+    yield start_collector(db_path=db), ids, before
 
 
 def _finish(server, ids: set[str], before: str) -> None:
@@ -93,8 +95,9 @@ def _finish(server, ids: set[str], before: str) -> None:
     assert rows_checksum(server.db_path, ids) == before, "rows stored before the hostile input changed"
 
 
-def test_fuzzed_protobuf_and_json_bodies(seeded_collector) -> None:
+def test_hostile_bodies(seeded_collector) -> None:
     server, ids, before = seeded_collector
+    _extremes(server)
     client = httpx.Client(timeout=60)
 
     def post(body: bytes, content_type: str, encoding: str | None) -> None:
@@ -165,8 +168,7 @@ EXTREMES = [
 ]
 
 
-def test_extreme_bodies(seeded_collector) -> None:
-    server, ids, before = seeded_collector
+def _extremes(server) -> None:
     baseline_mb = rss_kib(server.process.pid) / 1024
     failures = []
     with httpx.Client(timeout=120) as client:
@@ -184,7 +186,6 @@ def test_extreme_bodies(seeded_collector) -> None:
     # the bomb and the 100k attributes must not have bloated the process
     grown_mb = rss_kib(server.process.pid, "VmHWM") / 1024 - baseline_mb
     assert grown_mb < 200, f"peak RSS grew by {grown_mb:.0f} MB"
-    _finish(server, ids, before)
 
 
 def test_same_request_delivered_concurrently_is_stored_once(collector_server) -> None:
