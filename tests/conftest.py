@@ -9,16 +9,19 @@ factory behind it, for extra flags, a token, a chosen DB file or several collect
         front = start_collector("--forward-to", upstream.url, token="s3cret")
         httpx.post(front.url + "/v1/traces", headers=front.headers, ...)
 
+``collector_launcher`` is the same factory at session scope, for module-scoped collectors.
 ``store`` is a :class:`loopsight.collector.store.Store` on a DuckDB file in ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +81,24 @@ class CollectorProcess:
         return self.stop(signal.SIGKILL)
 
 
+_template_db: list[Path] = []
+
+
+def migrated_db(directory: Path) -> Path:
+    """A fresh database already at the newest revision (a copy of one migrated per session),
+    so collectors in tests start without running Alembic."""
+    if not _template_db:
+        from loopsight.migrations import upgrade
+
+        template = Path(tempfile.mkdtemp(prefix="loopsight-template-")) / "template.duckdb"
+        upgrade(str(template))
+        _template_db.append(template)
+    target = directory / "collector.duckdb"
+    if not target.exists():
+        shutil.copyfile(_template_db[0], target)
+    return target
+
+
 def launch_collector(
     tmp_dir: Path,
     *extra_args: str,
@@ -92,7 +113,7 @@ def launch_collector(
     """Start a collector subprocess; with ``wait`` block until ``/healthz`` answers 200."""
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
-    db = str(db_path or tmp_dir / "collector.duckdb")
+    db = str(db_path or migrated_db(tmp_dir))
     args = [
         sys.executable, "-m", "loopsight", "collector",
         "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port),
@@ -142,6 +163,28 @@ def start_collector(tmp_path: Path) -> Iterator[Callable[..., CollectorProcess]]
         directory = tmp_path / f"collector{next(counter)}"
         directory.mkdir(exist_ok=True)
         server = launch_collector(directory, *extra_args, **kwargs)  # type: ignore[arg-type]
+        started.append(server)
+        return server
+
+    yield start
+    for server in reversed(started):
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def free_tcp_port() -> Callable[[], int]:
+    """``free_tcp_port()`` -> a TCP port free on 127.0.0.1 right now."""
+    return free_port
+
+
+@pytest.fixture(scope="session")
+def collector_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., CollectorProcess]]:
+    """Session-scoped factory for module- or session-scoped collectors (stop them yourself;
+    any still running at the end of the session are stopped)."""
+    started: list[CollectorProcess] = []
+
+    def start(*extra_args: str, **kwargs: object) -> CollectorProcess:
+        server = launch_collector(tmp_path_factory.mktemp("collector"), *extra_args, **kwargs)  # type: ignore[arg-type]
         started.append(server)
         return server
 

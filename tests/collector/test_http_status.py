@@ -1,0 +1,119 @@
+"""OTLP/HTTP status codes of a real collector process: 200, partial_success, 400, 401, 413, 415."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+
+import httpx
+import pytest
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otlp_builders import make_run, request_of
+
+PB = {"Content-Type": "application/x-protobuf"}
+
+
+@pytest.fixture(scope="module")
+def server(collector_launcher):
+    server = collector_launcher("--max-body-bytes", "200000", token="s3cret")
+    yield server
+    server.stop()
+
+
+def post(server, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    return httpx.post(server.traces_url, content=body, headers={**server.headers, **headers}, timeout=30)
+
+
+def runs(server) -> list[dict]:
+    return httpx.get(server.url + "/api/v1/runs", headers=server.headers, timeout=30).json()["runs"]
+
+
+def test_protobuf_json_gzip_and_deflate_are_stored_and_answered_in_kind(server):
+    before = len(runs(server))
+    pb = request_of(make_run()).SerializeToString()
+    response = post(server, pb, PB)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/x-protobuf"
+    assert not ExportTraceServiceResponse.FromString(response.content).HasField("partial_success")
+
+    assert post(server, gzip.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "gzip"}).status_code == 200
+    assert post(server, zlib.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "deflate"}).status_code == 200
+
+    trace_id = "ab" * 16
+    run = {
+        "resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
+            "scopeSpans": [{"spans": [{
+                "traceId": trace_id, "spanId": "0102030405060708", "name": "invoke_agent json", "kind": 1,
+                "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                               {"key": "gen_ai.agent.name", "value": {"stringValue": "json"}}],
+                "unknownField": {"ignored": True},
+            }]}],
+        }]
+    }
+    response = post(server, json.dumps(run).encode(), {"Content-Type": "application/json; charset=utf-8"})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {}
+
+    listed = runs(server)
+    assert len(listed) == before + 4
+    assert {r["agent"] for r in listed} >= {"helper", "json"}
+    [json_run] = [r for r in listed if r["agent"] == "json"]
+    assert json_run["trace_id"] == trace_id and json_run["service"] == "json-agent"
+
+
+def test_spans_with_bad_ids_are_reported_in_partial_success(server):
+    before = len(runs(server))
+    spans = make_run(tools=1)
+    spans.append(Span(trace_id=b"\x01" * 5, span_id=b"\x02" * 8, name="bad"))
+    spans.append(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 3, name="bad"))
+    response = post(server, request_of(spans).SerializeToString(), PB)
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 2
+    assert "invalid trace_id or span_id length" in partial.error_message
+    assert len(runs(server)) == before + 1
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "needle"),
+    [
+        (b"\xff\xff\xff\xff garbage", PB, 400, "malformed protobuf"),
+        (b'{"resourceSpans": [', {"Content-Type": "application/json"}, 400, "malformed JSON"),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', {"Content-Type": "application/json"}, 400, "not hex"),
+        (b"[1, 2]", {"Content-Type": "application/json"}, 400, "must be an object"),
+        (gzip.compress(b"x")[:-6], {**PB, "Content-Encoding": "gzip"}, 400, "truncated"),
+        (b"hello", {"Content-Type": "text/plain"}, 415, "unsupported content type"),
+        (b"hello", {**PB, "Content-Encoding": "br"}, 415, "unsupported content encoding"),
+        (b"\x00" * 300_000, PB, 413, "limit"),
+        # 64 MiB of zeros compresses to ~64 KiB: the cap stops decompression at 200 kB.
+        (gzip.compress(b"\x00" * (64 << 20)), {**PB, "Content-Encoding": "gzip"}, 413, "after decompression"),
+    ],
+    ids=["protobuf", "json", "json-ids", "json-array", "gzip-truncated", "media-type", "encoding", "too-large", "gzip-bomb"],
+)
+def test_bad_requests_get_the_otlp_status_and_a_readable_message(server, body, headers, status, needle):
+    response = post(server, body, headers)
+    assert response.status_code == status
+    if response.headers["content-type"] == "application/x-protobuf":
+        message = status_pb2.Status.FromString(response.content).message
+    else:
+        message = response.json()["message"]
+    assert needle in message
+    assert httpx.get(server.url + "/healthz").status_code == 200
+
+
+def test_token_is_required_everywhere_but_healthz(server):
+    before = len(runs(server))
+    body = request_of(make_run()).SerializeToString()
+    assert httpx.post(server.traces_url, content=body, headers=PB).status_code == 401
+    assert httpx.post(server.traces_url, content=body, headers={**PB, "Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.get(server.url + "/api/v1/runs").status_code == 401
+    assert httpx.get(server.url + "/metrics").status_code == 401
+    assert httpx.get(server.url + "/healthz").status_code == 200
+    assert len(runs(server)) == before
