@@ -17,7 +17,7 @@ children AS (
            count(*) FILTER (WHERE s.span_type = 'tool' AND s."StatusCode" = 'Error') AS tool_errors,
            bool_or(s.loop_kind IS NOT NULL) AS looped
     FROM spans s
-    SEMI JOIN runs r ON s."TraceId" = r."TraceId" AND s.run_id = r."SpanId"
+    -- Summed per run before the join to the runs in scope (the join probes runs, not calls).
     WHERE s.span_type IN ('llm', 'tool')
       -- A call starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
       AND s."Timestamp" >= $previous_since::TIMESTAMP - INTERVAL 5 MINUTE

@@ -7,16 +7,19 @@ WITH runs AS (
       AND ($service::VARCHAR IS NULL OR r."ServiceName" = $service)
       AND ($since::TIMESTAMP IS NULL OR r."Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR r."Timestamp" < $until)
+),
+tokens AS (
+    -- Sum per run first, then keep the runs in scope: the join then probes runs, not calls.
+    SELECT l."TraceId", l.run_id, sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) AS tokens
+    FROM spans l
+    WHERE l.span_type = 'llm'
+      -- A call starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
+      AND ($since::TIMESTAMP IS NULL OR l."Timestamp" >= $since::TIMESTAMP - INTERVAL 5 MINUTE)
+    GROUP BY l."TraceId", l.run_id
+    HAVING sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) > 0
 )
-SELECT l."TraceId" AS trace_id,
-       l.run_id,
-       sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) AS tokens
-FROM spans l
-SEMI JOIN runs r ON l."TraceId" = r."TraceId" AND l.run_id = r."SpanId"
-WHERE l.span_type = 'llm'
-  -- A call starts after its run did (5 min of clock skew allowed): lets old row groups be skipped.
-  AND ($since::TIMESTAMP IS NULL OR l."Timestamp" >= $since::TIMESTAMP - INTERVAL 5 MINUTE)
-GROUP BY l."TraceId", l.run_id
-HAVING sum(coalesce(l.input_tokens, 0) + coalesce(l.output_tokens, 0)) > 0
-ORDER BY tokens DESC, trace_id
+SELECT t."TraceId" AS trace_id, t.run_id, t.tokens
+FROM tokens t
+SEMI JOIN runs r ON t."TraceId" = r."TraceId" AND t.run_id = r."SpanId"
+ORDER BY t.tokens DESC, trace_id
 LIMIT $limit
