@@ -15,6 +15,7 @@ warm-up; the median is compared with a bare DuckDB scan of the same columns
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import statistics
 import sys
@@ -220,18 +221,14 @@ def detection_queries(w: dict[str, datetime | None]) -> list[Query]:
     """The detection engineer's questions, where their modules exist."""
     found = []
     loop_cols = TOOL_COLS + ("args_hash", "args_sketch", "step", "input_tokens", "output_tokens", "end_time")
-    try:
-        from loopsight.analytics import loops
-    except ImportError:
-        loops = None
-    if loops is not None:
-        for name in ("loops", "loop_rate", "loops_over_time", "top_looping_tools"):
-            if hasattr(loops, name):
-                fn = getattr(loops, name)
-                found.append(Query("Loops", name, lambda c, fn=fn: fn(c, **w), loop_cols))
-    for module_name, names, page in (("stalls", ("stalls",), "Stalls"), ("burn", ("burn", "burn_curve"), "Token burn")):
+    for module_name, names, page in (
+        ("loops", ("loops", "loop_rate", "loops_over_time", "top_looping_tools"), "Loops"),
+        ("stalls", ("stalls",), "Stalls"),
+        ("burn", ("burn", "burn_curve"), "Token burn"),
+    ):
         try:
-            module = __import__(f"loopsight.analytics.{module_name}", fromlist=["_"])
+            # import_module: the package re-exports functions named like the modules.
+            module = importlib.import_module(f"loopsight.analytics.{module_name}")
         except ImportError:
             continue
         for name in names:
