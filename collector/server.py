@@ -151,7 +151,7 @@ def serve(
         queued = store.queued_rows
         store.close()
         if forwarder is not None:
-            forwarder.stop(timeout=5.0)
+            forwarder.stop(timeout=2.0)
         log.info("collector stopped", extra={"event": "stopped", "drained_spans": queued,
                                              "stored_total": store.stats.rows_committed})
 

@@ -80,6 +80,11 @@ class CollectorProcess:
         """``kill -9``: no drain, no clean close."""
         return self.stop(signal.SIGKILL)
 
+    def wait_healthy(self, timeout: float = 30.0) -> "CollectorProcess":
+        """Block until ``/healthz`` answers (for collectors started with ``wait=False``)."""
+        wait_healthy(self, timeout)
+        return self
+
 
 _template_db: list[Path] = []
 

@@ -1,0 +1,137 @@
+"""Forwarding to a second collector, retention in the background, clear start-up errors."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from otlp_builders import make_run, request_of, span_count
+
+PB = {"Content-Type": "application/x-protobuf"}
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def metric(server, name: str) -> float:
+    text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+def test_forward_to_a_second_collector_and_survive_a_dead_upstream(start_collector, free_tcp_port):
+    upstream = start_collector(token="up", wait=False)
+    dead = f"http://127.0.0.1:{free_tcp_port()}"
+    front = start_collector("--forward-to", upstream.url, env={"LOOPSIGHT_FORWARD_HEADERS": "Authorization=Bearer up"}, wait=False)
+    lonely = start_collector("--forward-to", dead, wait=False)
+    for server in (upstream, front, lonely):
+        server.wait_healthy()
+
+    runs = [make_run(tools=2, agent=f"fwd{i}") for i in range(3)]
+    for spans in runs:
+        assert httpx.post(front.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30).status_code == 200
+
+    def upstream_runs():
+        listed = httpx.get(upstream.url + "/api/v1/runs", headers=upstream.headers, timeout=30).json()["runs"]
+        return listed if len(listed) == 3 else None
+
+    listed = wait_for(upstream_runs)
+    assert {r["agent"] for r in listed} == {"fwd0", "fwd1", "fwd2"}
+    assert all(r["tool_calls"] == 2 for r in listed)
+    assert metric(front, 'loopsight_forward_batches_total{outcome="sent"}') == 3
+
+    # The upstream is down: ingest answers as fast as ever and keeps the spans.
+    started = time.monotonic()
+    for spans in runs:
+        assert httpx.post(lonely.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30).status_code == 200
+    assert time.monotonic() - started < 10
+    assert len(httpx.get(lonely.url + "/api/v1/runs", timeout=30).json()["runs"]) == 3
+    wait_for(lambda: metric(lonely, "loopsight_forward_retries_total") >= 1)
+
+
+def test_retention_deletes_old_spans_in_the_background(start_collector):
+    server = start_collector("--retention", "30d", env={"LOOPSIGHT_RETENTION_INTERVAL": "0.5"})
+    old = make_run(tools=3, agent="old", start_ns=time.time_ns() - 40 * 86400 * 10**9)
+    fresh = make_run(tools=3, agent="fresh")
+    assert httpx.post(server.traces_url, content=request_of(old + fresh).SerializeToString(), headers=PB, timeout=30).status_code == 200
+    wait_for(lambda: metric(server, "loopsight_retention_deleted_spans_total") >= 5)
+    # ingest keeps going while retention runs
+    assert httpx.post(server.traces_url, content=request_of(make_run(agent="later")).SerializeToString(), headers=PB, timeout=30).status_code == 200
+    agents = {r["agent"] for r in httpx.get(server.url + "/api/v1/runs", timeout=30).json()["runs"]}
+    assert agents == {"fresh", "later"}
+    server.stop()
+    assert span_count(server.db_path) == 5 + 4
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
+    return subprocess.Popen([sys.executable, "-m", "loopsight", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    stdout, stderr = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return finish(start_cli(*args), timeout)
+
+
+def assert_clean_failure(result: subprocess.CompletedProcess[str], needle: str) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert needle in output, output
+    assert "Traceback" not in output, output
+
+
+def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tcp_port):
+    not_a_db = tmp_path / "notes.duckdb"
+    not_a_db.write_text("hello, this is not a database\n" * 1000)
+    cases = {  # each fails before binding anything, so they can share the free ports
+        "locked by another process": ["--db", collector_server.db_path],
+        f"cannot listen on 127.0.0.1:{collector_server.http_port}": ["--db", str(tmp_path / "a.duckdb"), "--http-port", str(collector_server.http_port)],
+        "does not exist": ["--db", str(tmp_path / "nope" / "x.duckdb")],
+        "not a DuckDB database": ["--db", str(not_a_db)],
+        "not a duration": ["--db", str(tmp_path / "b.duckdb"), "--retention", "soon"],
+    }
+    free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
+    running = {needle: start_cli("collector", *free, *args) for needle, args in cases.items()}
+    for needle, process in running.items():
+        assert_clean_failure(finish(process), needle)
+
+    if os.geteuid() != 0:  # root writes anywhere
+        read_only = tmp_path / "ro"
+        read_only.mkdir(mode=0o500)
+        result = run_cli("collector", "--db", str(read_only / "x.duckdb"), "--http-port", free[0], "--grpc-port", free[1])
+        assert_clean_failure(result, "not writable")
+
+
+def test_sigterm_drains_and_exits_zero(start_collector):
+    server = start_collector()
+    body = request_of(make_run(tools=5)).SerializeToString()
+    assert httpx.post(server.traces_url, content=body, headers=PB, timeout=30).status_code == 200
+    assert server.stop() == 0
+    log = server.log()
+    assert '"event": "stopped"' in log and "Traceback" not in log
+    assert span_count(server.db_path) == 7
+
+
+def test_port_check_names_the_grpc_port(collector_server, tmp_path, free_tcp_port):
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        result = run_cli("collector", "--db", str(tmp_path / "g.duckdb"), "--http-port", str(free_tcp_port()), "--grpc-port", str(port))
+    assert_clean_failure(result, "OTLP/gRPC")
