@@ -72,7 +72,7 @@ def test_upgrade_from_0001_keeps_every_span_and_the_writer_keeps_working(tmp_pat
     table = prepare(request_of(spans)).table
     con.register("incoming", table)
     con.execute("INSERT INTO spans BY NAME SELECT * FROM incoming")
-    con.execute("UPDATE spans SET run_id = 'legacy'")
+    con.execute("UPDATE spans SET run_id = (SELECT \"SpanId\" FROM spans WHERE span_type = 'agent')")  # as 0001's writer did
     before = con.execute('SELECT * EXCLUDE (ingested_at) FROM spans ORDER BY "SpanId"').fetchall()
     con.close()
 
