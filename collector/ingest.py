@@ -28,6 +28,7 @@ from typing import Iterator
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from loopsight.collector.normalize import Limits
@@ -64,6 +65,9 @@ class IngestSummary:
         if self.errors:
             text += "\n" + "\n".join(f"skipped: {error}" for error in self.errors)
         return text
+
+    def __rich__(self) -> str:
+        return escape(str(self))
 
 
 def _read(path: Path) -> bytes:

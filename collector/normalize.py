@@ -52,8 +52,12 @@ _INPUT_TOKEN_KEYS = (A.USAGE_INPUT_TOKENS, A.USAGE_PROMPT_TOKENS, "llm.token_cou
 _OUTPUT_TOKEN_KEYS = (A.USAGE_OUTPUT_TOKENS, A.USAGE_COMPLETION_TOKENS, "llm.token_count.completion")
 _CONTENT_KEYS = frozenset(
     _TOOL_ARGS_KEYS
-    + (A.TOOL_CALL_RESULT, A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, "output.value", "traceloop.entity.output", "langfuse.observation.output")
+    + (A.TOOL_CALL_RESULT, A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, "output.value", "traceloop.entity.output", "langfuse.observation.output",
+       "gen_ai.system_instructions", "tool_response", "final_result", "all_messages_events", "llm.prompts")
 )
+# Flattened message lists (OpenInference ``llm.input_messages.0.message.content``, legacy
+# OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on.
+_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.", "llm.prompts.")
 _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_tool ", "tool"))
 
 
@@ -152,6 +156,8 @@ def span_type(attrs: dict[str, str], name: str) -> str:
         return "tool"
     if _first(attrs, _MODEL_KEYS):
         return "llm"
+    if "agent_name" in attrs or name == "agent run":  # Pydantic AI's run span before GenAI operation names
+        return "agent"
     for prefix, kind in _SPAN_NAME_PREFIXES:
         if name.startswith(prefix):
             return kind
@@ -291,14 +297,15 @@ def normalize_span(
     agent = _first(attrs, _AGENT_KEYS)
     if kind == "agent" and not agent:
         agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
-    if not limits.capture_content and not _CONTENT_KEYS.isdisjoint(attrs):
-        for key in _CONTENT_KEYS.intersection(attrs):
+    if not limits.capture_content:
+        for key in [k for k in attrs if k in _CONTENT_KEYS or k.startswith(_CONTENT_PREFIXES)]:
             del attrs[key]
 
     is_error = status == "Error" or attrs.get("langfuse.observation.level") == "ERROR"
     error_type = error_class = None
     if is_error:
-        error_type = attrs.get(A.ERROR_TYPE) or exception_type or status_message or "error"
+        error_type = (attrs.get(A.ERROR_TYPE) or exception_type or status_message
+                      or attrs.get("langfuse.observation.status_message") or "error")
         error_class = attrs.get(A.ERROR_CLASS) or error_class_for(error_type)
     else:
         error_class = attrs.get(A.ERROR_CLASS)

@@ -134,6 +134,45 @@ WHERE spans."Timestamp" >= $since
 """
 
 
+# Producers other than loopsight rarely number steps: number a run's llm spans by start
+# time, and give each tool span the step of the last llm span started before it. Only
+# spans without a step are filled, so a producer's own numbering is never changed.
+DERIVE_STEPS_SQL = """
+WITH open_traces AS (
+    SELECT DISTINCT "TraceId" AS tid FROM spans
+    WHERE "Timestamp" >= $since AND step IS NULL AND run_id IS NOT NULL AND span_type IN ('llm', 'tool')
+      AND "TraceId" IN (SELECT "TraceId" FROM touched)
+),
+calls AS (
+    SELECT "TraceId" AS tid, "SpanId" AS sid, run_id, span_type, "Timestamp" AS ts, step
+    FROM spans
+    WHERE "Timestamp" >= $since AND span_type IN ('llm', 'tool') AND run_id IS NOT NULL
+      AND "TraceId" IN (SELECT tid FROM open_traces)
+),
+llm AS (
+    SELECT tid, sid, run_id, ts, row_number() OVER (PARTITION BY tid, run_id ORDER BY ts, sid) - 1 AS n
+    FROM calls WHERE span_type = 'llm'
+),
+numbered AS (
+    SELECT tid, sid, n AS new_step FROM llm
+    UNION ALL
+    SELECT c.tid, c.sid, coalesce(l.n, 0) FROM calls c
+    ASOF LEFT JOIN llm l ON c.tid = l.tid AND c.run_id = l.run_id AND c.ts >= l.ts
+    WHERE c.span_type = 'tool'
+)
+UPDATE spans SET step = numbered.new_step
+FROM numbered
+WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."SpanId" = numbered.sid
+  AND spans.step IS NULL
+"""
+
+
+def _needs_steps(table: pa.Table) -> bool:
+    kinds = table.column("span_type")
+    unnumbered = pc.and_(pc.is_in(kinds, pa.array(["llm", "tool"])), pc.is_null(table.column("step")))
+    return bool(pc.any(pc.or_(unnumbered, pc.equal(kinds, "agent"))).as_py())
+
+
 def _maps_as_entries(table: pa.Table) -> pa.Table:
     for name in _MAP_COLUMNS:
         index = table.schema.get_field_index(name)
@@ -328,7 +367,10 @@ class Store:
             con.register("touched", incoming.select(["TraceId"]))
             inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
             if inserted:
-                con.execute(RESOLVE_RUNS_SQL, {"since": lo - self._run_lookback})
+                since = lo - self._run_lookback
+                con.execute(RESOLVE_RUNS_SQL, {"since": since})
+                if _needs_steps(incoming):
+                    con.execute(DERIVE_STEPS_SQL, {"since": since})
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)

@@ -1,0 +1,102 @@
+"""``loopsight ingest`` file formats, and the per-span limits applied at ingest."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+
+from google.protobuf import json_format
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from loopsight.collector.ingest import ingest_files
+from loopsight.collector.normalize import TRUNCATION_MARKER, Limits, normalize_span
+from otlp_builders import kv, make_run, request_of, span_count
+
+
+def hexify(data: dict) -> dict:
+    """protobuf's JSON mapping writes ids in base64; OTLP/JSON wants hex."""
+    for resource in data["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return data
+
+
+def test_ingest_json_jsonl_protobuf_framed_and_gzip_files(tmp_path):
+    runs = [make_run(tools=2) for _ in range(6)]
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(hexify(json_format.MessageToDict(request_of(runs[0])))))
+    lines = tmp_path / "exporter.jsonl"
+    lines.write_text("\n".join(json.dumps(hexify(json_format.MessageToDict(request_of(r)))) for r in runs[1:3]) + "\n")
+    proto = tmp_path / "one.pb"
+    proto.write_bytes(request_of(runs[3]).SerializeToString())
+    framed = tmp_path / "stream.binpb"
+    framed.write_bytes(b"".join(struct.pack(">I", len(b)) + b for b in (request_of(r).SerializeToString() for r in runs[4:6])))
+    zipped = tmp_path / "again.jsonl.gz"
+    zipped.write_bytes(gzip.compress(lines.read_bytes()))  # duplicates of exporter.jsonl
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"resourceSpans": []}\n{"resourceSpans": [\n')
+
+    db = str(tmp_path / "ingest.duckdb")
+    summary = ingest_files([str(p) for p in (single, lines, proto, framed, zipped, broken)], db, progress=False)
+    assert summary.files == 6
+    assert summary.accepted == 6 * 4 + 2 * 4
+    assert summary.stored == 6 * 4 and summary.duplicates == 8
+    assert len(summary.errors) == 1 and "broken.jsonl:2" in summary.errors[0]
+    assert span_count(db) == 24
+    assert "24 stored" in str(summary)
+
+
+def test_ingest_cli_prints_a_summary(tmp_path):
+    path = tmp_path / "t.pb"
+    path.write_bytes(request_of(make_run(tools=1)).SerializeToString())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
+    result = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "c.duckdb")],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "3 stored" in result.stdout
+
+
+def test_limits_truncate_long_values_and_cap_attributes_and_events():
+    limits = Limits(max_attribute_length=32, max_attributes=5, max_events=2)
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search",
+                attributes=[kv("gen_ai.tool.name", "search"), kv("note", "x" * 100)] + [kv(f"k{i}", i) for i in range(20)],
+                events=[Span.Event(name=f"retry{i}", time_unix_nano=i, attributes=[kv("long", "y" * 50)]) for i in range(10)])
+    row = normalize_span(span, {}, "", "", limits)
+    assert row.SpanAttributes["note"] == "x" * 32 + TRUNCATION_MARKER
+    assert len(row.SpanAttributes) == 5
+    assert [name for _, name, _ in row.Events] == ["retry0", "retry1"]
+    assert row.Events[0][2]["long"] == "y" * 32 + TRUNCATION_MARKER
+    assert row.tool == "search"
+
+
+def test_content_is_dropped_unless_captured_but_still_hashed():
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search",
+                attributes=[kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.call.arguments", '{"b": 1, "a": 2}'),
+                            kv("gen_ai.tool.call.result", "secret result"), kv("llm.input_messages.0.message.content", "hi")])
+    dropped = normalize_span(span, {}, "", "", Limits())
+    kept = normalize_span(span, {}, "", "", Limits(capture_content=True))
+    assert set(dropped.SpanAttributes) == {"gen_ai.operation.name"}
+    assert dropped.args_hash == kept.args_hash == hashlib.sha256(b'{"a":2,"b":1}').hexdigest()[:16]
+    assert kept.SpanAttributes["gen_ai.tool.call.result"] == "secret result"
+    assert dropped.args_sketch is not None
+
+
+def test_out_of_range_numbers_do_not_break_a_batch(store):
+    from loopsight.collector.pipeline import ingest_request
+
+    spans = make_run(tools=1)
+    spans[0].attributes.extend([kv("gen_ai.usage.input_tokens", "9" * 40), kv("loopsight.step", 2**40)])
+    spans[1].end_time_unix_nano = 2**64 - 1
+    spans.append(Span(trace_id=b"\x03" * 16, span_id=b"\x04" * 8, name="future", start_time_unix_nano=2**63 + 5))
+    assert ingest_request(store, request_of(spans)) == 3
+    tokens, step = store.reader().execute("SELECT input_tokens, step FROM spans WHERE span_type = 'llm'").fetchone()
+    assert (tokens, step) == (None, 0)  # unusable values dropped; the step is then derived
