@@ -108,7 +108,7 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
 
         try:
             return JSONResponse(await run_in_threadpool(run))
-        except (BadParameter, ValueError) as exc:  # analytics functions raise ValueError on bad arguments
+        except (BadParameter, ValueError, OverflowError) as exc:  # bad arguments; dates near year 1 or 9999
             return JSONResponse({"error": str(exc)}, status_code=400)
         except duckdb.Error as exc:
             log.error("query %s failed: %s", request.url.path, exc)
