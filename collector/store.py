@@ -240,7 +240,8 @@ class Store:
         read-only, the file is locked by another process or is not a DuckDB database.
         """
         _check_directory(path)
-        config: dict[str, Any] = {}
+        # Query cursors share this instance: no SQL through them may read or write other files.
+        config: dict[str, Any] = {"enable_external_access": False}
         if memory_limit:
             config["memory_limit"] = memory_limit
         if threads:
