@@ -18,7 +18,7 @@ from pathlib import Path
 
 from loopsight.dashboard.data import COLLECTOR_ENV, DB_ENV, DEFAULT_COLLECTOR_URL, TOKEN_ENV
 
-APP = Path(__file__).with_name("app.py")
+APP = Path(__file__).with_name("entry") / "app.py"
 
 __all__ = ["APP", "launch", "streamlit_command"]
 

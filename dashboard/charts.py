@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
@@ -19,7 +21,10 @@ KIND_COLORS = alt.Scale(
 MARKER_SCALE = alt.Scale(domain=["error", "retry", "loop"], range=["#d62728", "#ff7f0e", "#e377c2"])
 MARKER_SHAPES = alt.Scale(domain=["error", "retry", "loop"], range=["cross", "diamond", "triangle-down"])
 STATUS_COLORS = alt.Scale(domain=["ok", "error"], range=["#2ca02c", "#d62728"])
-ROW_HEIGHT = 20
+ROW_HEIGHT = 22
+# Streamlit fits the whole chart (axes, titles, legends) into the height given, so a chart
+# with N rows needs its rows plus this much.
+AXES_HEIGHT = 70
 
 
 def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
@@ -28,13 +33,13 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     ``bars``: row, name, kind, start_ms, end_ms, duration_ms, status, tool, step, error_type,
     tokens; ``markers``: row, at_ms, marker (error|retry|loop), detail.
     """
-    height = max(80, ROW_HEIGHT * len(bars))
+    height = max(160, ROW_HEIGHT * len(bars) + AXES_HEIGHT + 60)
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelExpr="substring(datum.label, 4)", labelLimit=320))
     base = alt.Chart(bars).encode(y=y)
     spans = base.mark_bar(height=ROW_HEIGHT - 6, cornerRadius=2).encode(
         x=alt.X("start_ms:Q", title="ms since the run started"),
         x2="end_ms:Q",
-        color=alt.Color("kind:N", scale=KIND_COLORS, title="span"),
+        color=alt.Color("kind:N", scale=KIND_COLORS, title="span", legend=alt.Legend(orient="top")),
         stroke=alt.condition("datum.status == 'error'", alt.value("#d62728"), alt.value(None)),
         strokeWidth=alt.condition("datum.status == 'error'", alt.value(2), alt.value(0)),
         tooltip=[
@@ -48,8 +53,8 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     points = alt.Chart(markers).mark_point(size=90, filled=True, opacity=0.95).encode(
         y=y,
         x=alt.X("at_ms:Q"),
-        color=alt.Color("marker:N", scale=MARKER_SCALE, title="marker"),
-        shape=alt.Shape("marker:N", scale=MARKER_SHAPES, title="marker"),
+        color=alt.Color("marker:N", scale=MARKER_SCALE, title="marker", legend=alt.Legend(orient="top")),
+        shape=alt.Shape("marker:N", scale=MARKER_SHAPES, legend=None),
         tooltip=[alt.Tooltip("marker:N"), alt.Tooltip("detail:N"), alt.Tooltip("at_ms:Q", format=",.1f", title="at (ms)")],
     )
     return alt.layer(spans, points).resolve_scale(color="independent").properties(height=height)
@@ -76,10 +81,15 @@ def runs_over_time(frame: pd.DataFrame, color: str = "status") -> alt.Chart:
     ).properties(height=180)
 
 
-def terminations_over_time(frame: pd.DataFrame, time: str = "bucket", value: str = "count") -> alt.Chart:
-    """Stacked bars of runs by termination reason per bucket (``time``, ``termination_reason``, ``value``)."""
+def terminations_over_time(frame: pd.DataFrame, time: str = "bucket", value: str = "runs",
+                           end: str | None = None, window: tuple[Any, Any] | None = None) -> alt.Chart:
+    """Stacked bars of runs by termination reason per bucket (``time``, ``termination_reason``,
+    ``value``; ``end`` = bucket end, to draw each bar as wide as its bucket; ``window`` fixes
+    the time axis to the filtered range)."""
+    scale = alt.Scale(domain=[pd.Timestamp(w).isoformat() for w in window]) if window else alt.Undefined
     return alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{time}:T", title=None),
+        x=alt.X(f"{time}:T", title=None, scale=scale),
+        **({"x2": alt.X2(f"{end}:T")} if end else {}),
         y=alt.Y(f"sum({value}):Q", title="runs", stack=True),
         color=alt.Color("termination_reason:N", title="termination", scale=alt.Scale(scheme="tableau10")),
         tooltip=[alt.Tooltip(f"{time}:T"), "termination_reason:N", alt.Tooltip(f"sum({value}):Q", title=value)],
@@ -98,7 +108,7 @@ def bar_by(frame: pd.DataFrame, category: str, value: str, *, color: str | None 
         encoding["color"] = alt.Color(f"{color}:N", title=color.replace("_", " "), scale=alt.Scale(scheme="tableau10"))
         encoding["tooltip"].insert(1, alt.Tooltip(f"{color}:N"))
     rows = frame[category].nunique() if category in frame else 1
-    return alt.Chart(frame).mark_bar().encode(**encoding).properties(height=max(80, 24 * rows))
+    return alt.Chart(frame).mark_bar().encode(**encoding).properties(height=max(140, 28 * rows + AXES_HEIGHT))
 
 
 def latency(frame: pd.DataFrame) -> alt.Chart:
@@ -109,7 +119,7 @@ def latency(frame: pd.DataFrame) -> alt.Chart:
         tooltip=["tool:N", alt.Tooltip("p50_ms:Q", format=",.1f"), alt.Tooltip("p95_ms:Q", format=",.1f")],
     )
     p95 = alt.Chart(frame).mark_tick(color="#d62728", thickness=3, size=18).encode(y=y, x="p95_ms:Q")
-    return alt.layer(p50, p95).properties(height=max(80, 26 * frame["tool"].nunique()))
+    return alt.layer(p50, p95).properties(height=max(140, 28 * frame["tool"].nunique() + AXES_HEIGHT))
 
 
 def burn_curve(frame: pd.DataFrame) -> alt.Chart:

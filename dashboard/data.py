@@ -77,8 +77,14 @@ class ApiSource:
         """Identifies the source in the cache (the token is hashed by the cache, never shown)."""
         return f"api|{self.url}|{self.token or ''}"
 
+    kind = "collector"
+
+    @property
+    def target(self) -> str:
+        return self.url
+
     def describe(self) -> str:
-        return f"collector {self.url}"
+        return f"{self.kind} {self.target}"
 
     def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         query = {k: _iso(v) if isinstance(v, datetime) else v for k, v in _clean(params or {}).items()}
@@ -118,8 +124,8 @@ class ApiSource:
     def overview(self, **params: Any) -> dict[str, Any]:
         return self._get("/api/v1/overview", params)
 
-    def terminations(self, **params: Any) -> Any:
-        return self._get("/api/v1/terminations", params)
+    def terminations(self, bucket_seconds: int | None = None, **params: Any) -> Any:
+        return self._get("/api/v1/terminations", {"bucket": bucket_seconds, **params})
 
     def tools(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/tools", params)["tools"]
@@ -171,8 +177,14 @@ class DuckDBSource:
     def key(self) -> str:
         return f"duckdb|{self.path}"
 
+    kind = "DuckDB file"
+
+    @property
+    def target(self) -> str:
+        return self.path
+
     def describe(self) -> str:
-        return f"DuckDB file {self.path}"
+        return f"{self.kind} {self.target}"
 
     def _connect(self) -> Any:
         import duckdb

@@ -7,14 +7,19 @@ as text (dataframes, ``st.text``/``st.code``) or markdown-escaped, never as HTML
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from loopsight.dashboard.filters import RANGE_LABELS
 from loopsight.dashboard.data import ApiSource, AuthRequired, NotAvailable, Source, SourceError, SourceUnreachable, source_from_env
 
-RUN_PAGE = "pages/run.py"
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^])")
+PAGES = Path(__file__).resolve().parent / "pages"
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
+# Character references, not backslashes, for the characters GFM autolinks key on
+# ("http:", "www.", "a@b"): a backslash-escaped colon still autolinks a URL.
+_AUTOLINK_KEYS = {":": "&#58;", ".": "&#46;", "@": "&#64;"}
 
 
 def escape(text: Any) -> str:
@@ -22,11 +27,40 @@ def escape(text: Any) -> str:
 
     Example:
         >>> escape("[x](http://e.vil) <b>")
-        '\\\\[x\\\\]\\\\(http\\\\:\\\\/\\\\/e\\\\.vil\\\\) \\\\<b\\\\>'
+        '\\\\[x\\\\]\\\\(http&#58;\\\\/\\\\/e&#46;vil\\\\) \\\\<b\\\\>'
     """
     text = "" if text is None else str(text)
-    text = text.replace("\n", " ").replace("\r", " ")
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("/", "\\/")
+    text = _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " ").replace("\r", " "))
+    return "".join(_AUTOLINK_KEYS.get(c, c) for c in text)
+
+
+def literal(value: Any) -> str:
+    """A value as a markdown code span: shown verbatim, never a link, emphasis or HTML.
+
+    Used for every value that comes from the observed agents (names, attributes) wherever
+    Streamlit renders markdown; escaping alone does not stop GFM from autolinking URLs.
+
+    Example:
+        >>> literal("[x](http://e.vil)")
+        '`[x](http://e.vil)`'
+        >>> literal("a`b")
+        '``a`b``'
+    """
+    text = ("" if value is None else str(value)).replace("\n", " ").replace("\r", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def describe(filters: Any) -> str:
+    """The shared filters as markdown (names as literals)."""
+    parts = [RANGE_LABELS.get(filters.range, escape(filters.range))]
+    if filters.service:
+        parts.append(f"service {literal(filters.service)}")
+    if filters.agent:
+        parts.append(f"agent {literal(filters.agent)}")
+    return ", ".join(parts)
 
 
 def source() -> Source:
@@ -67,16 +101,16 @@ def load(method: str, *args: Any, what: str | None = None, **params: Any) -> Any
         unreachable(exc)
         st.stop()
     except NotAvailable as exc:
-        st.info(f"{escape(what or method)}: not available from this source yet. {escape(exc)}", icon="⏳")
+        st.info(f"{escape(what or method)}: not available from this source yet. {literal(exc)}", icon=":material/hourglass_top:")
     except SourceError as exc:
-        st.error(f"{escape(what or method)} failed: {escape(exc)}", icon="⚠️")
+        st.error(f"{escape(what or method)} failed: {literal(exc)}", icon=":material/warning:")
     return None
 
 
 def unreachable(exc: Exception) -> None:
     """The error state: which source was tried, why it failed, what to do."""
     src = source()
-    st.error(f"Cannot read {escape(src.describe())}", icon="🔌")
+    st.error(f"Cannot read {src.kind} {literal(src.target)}", icon=":material/power_off:")
     st.text(str(exc))
     if isinstance(exc, AuthRequired) and isinstance(src, ApiSource):
         st.markdown("Give the dashboard the collector's token:")
@@ -103,10 +137,10 @@ def check_source() -> bool:
 def empty_state(filtered: bool) -> None:
     """No runs: say whether filters hide them or nothing was received yet, and how to send some."""
     if filtered:
-        st.info("No runs match these filters. Widen the time range or clear the agent/service filters.", icon="🔎")
+        st.info("No runs match these filters. Widen the time range or clear the agent/service filters.", icon=":material/search:")
         return
     src = source()
-    st.info("No agent runs received yet.", icon="📭")
+    st.info("No agent runs received yet.", icon=":material/inbox:")
     if isinstance(src, ApiSource):
         st.markdown("Point an instrumented agent at the collector:")
         st.code(
@@ -119,6 +153,11 @@ def empty_state(filtered: bool) -> None:
     else:
         st.markdown("This file holds no runs. Load OTLP files into it, or read a collector instead:")
         st.code(f"loopsight ingest traces.json --db {getattr(src, 'path', 'loopsight.duckdb')}", language="bash")
+
+
+def page(name: str) -> str:
+    """The path of ``pages/<name>.py`` for ``st.page_link`` / ``st.switch_page``."""
+    return str(PAGES / f"{name}.py")
 
 
 def run_link(trace_id: str) -> str:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from loopsight.dashboard import charts, frames, ui
 
-STATE_ICONS = {"firing": "🔴", "pending": "🟠", "resolved": "🟢", "ok": "🟢", "inactive": "⚪"}
+STATE_ICONS = {"firing": "●", "pending": "◐", "resolved": "○", "ok": "○", "inactive": "–"}
 RULE_COLUMNS = ["state", "name", "metric", "value", "threshold", "baseline_value", "samples", "window", "state_since",
                 "notify_failures", "example"]
 
@@ -24,7 +24,7 @@ if answer is not None:
     events = pd.DataFrame(answer.get("events") or [])
     if rules.empty:
         st.info("No alert rules loaded. Start the collector with --rules FILE (a TOML file of [[rules]]), "
-                "or run them once with: loopsight alerts check --rules FILE", icon="📭")
+                "or run them once with: loopsight alerts check --rules FILE", icon=":material/inbox:")
     else:
         firing = int((rules.get("state") == "firing").sum()) if "state" in rules else 0
         failures = int(rules.get("notify_failures", pd.Series(dtype="int64")).fillna(0).sum())
@@ -34,7 +34,7 @@ if answer is not None:
         cols[2].metric("Failed notifications", failures)
         if failures:
             st.warning("Some notifications could not be delivered: check the webhook targets (the history shows the errors).",
-                       icon="📮")
+                       icon=":material/mail:")
         table = rules.assign(
             state=[f"{STATE_ICONS.get(str(s), '')} {s}" for s in rules.get("state", pd.Series([""] * len(rules)))],
             example=[_first_example(e) for e in rules.get("examples", pd.Series([None] * len(rules)))],
@@ -66,7 +66,7 @@ if answer is not None:
         columns = st.columns(2)
         for i, rule in enumerate(rules.to_dict("records")):
             with columns[i % 2]:
-                st.caption(f"{ui.escape(rule['name'])} ({ui.escape(rule.get('metric', ''))})")
+                st.caption(f"{ui.literal(rule['name'])} ({ui.literal(rule.get('metric', ''))})")
                 series = ui.load("alert_series", str(rule["name"]), what="Metric history")
                 if series is None:
                     continue

@@ -22,7 +22,7 @@ if loops is not None:
     cols[2].metric("Tokens spent after a loop began", f"{int(frame['wasted_tokens'].fillna(0).sum()) if len(frame) else 0:,}")
     if frame.empty:
         if ui.fetch("runs", limit=1, **params):
-            st.success("No loops in this window.", icon="✅")
+            st.success("No loops in this window.", icon=":material/check_circle:")
         else:
             ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
     else:
@@ -41,7 +41,7 @@ if loops is not None:
             else:
                 st.altair_chart(charts.events_over_time(timed, "started_at", "kind", title="loops"), width="stretch")
         st.subheader("Loops by run")
-        table = frame.sort_values("wasted_tokens", ascending=False).assign(link=[ui.run_link(t) for t in frame["trace_id"]])
+        table = frame.assign(link=[ui.run_link(t) for t in frame["trace_id"]]).sort_values("wasted_tokens", ascending=False)
         st.dataframe(
             table[["link", "started_at", "tool", "kind", "count", "first_step", "wasted_tokens"]],
             hide_index=True, width="stretch",

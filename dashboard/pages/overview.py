@@ -9,6 +9,8 @@ import streamlit as st
 from loopsight.dashboard import charts, filters, frames, ui
 
 REFRESH_SECONDS = 30
+# About 30-60 bars over each time range.
+BUCKETS = {"15m": 30, "1h": 120, "6h": 600, "24h": 1800, "7d": 4 * 3600, "30d": 86400, "all": 86400}
 # (key, label, format, lower is better)
 TILES = [
     ("runs", "Runs", "count", False),
@@ -60,7 +62,7 @@ def tiles(shared: filters.Filters) -> bool:
 
 def terminations(shared: filters.Filters) -> None:
     st.subheader("Termination reasons over time")
-    answer = ui.load("terminations", what="Termination reasons", **shared.params())
+    answer = ui.load("terminations", what="Termination reasons", bucket_seconds=BUCKETS.get(shared.range), **shared.params())
     if answer is None:
         return
     frame = pd.DataFrame(frames.records(answer, "terminations"))
@@ -70,7 +72,14 @@ def terminations(shared: filters.Filters) -> None:
     time = frames.first_column(frame, "bucket", "time", "start")
     value = frames.first_column(frame, "runs", "count")
     frame[time] = frames.to_time(frame[time])
-    st.altair_chart(charts.terminations_over_time(frame, time=time, value=value), width="stretch")
+    bucket = answer.get("bucket_seconds") if isinstance(answer, dict) else None
+    end = None
+    if bucket:
+        end = "bucket_end"
+        frame[end] = frame[time] + pd.to_timedelta(int(bucket), unit="s")
+    since = shared.since()
+    window = (since, filters.utcnow()) if since else None
+    st.altair_chart(charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch")
 
 
 def offenders(shared: filters.Filters) -> None:
@@ -83,7 +92,7 @@ def offenders(shared: filters.Filters) -> None:
         if runs is not None:
             frame = frames.runs_frame(runs).nlargest(5, "tokens")
             _run_table(frame[["trace_id", "agent", "tokens"]])
-        st.page_link("pages/burn.py", label="Token burn →")
+        st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
         loops = ui.load("loops", what="Loops", **params)
@@ -93,7 +102,7 @@ def offenders(shared: filters.Filters) -> None:
                 st.caption("No loops.")
             else:
                 _run_table(frame.sort_values("count", ascending=False).head(5)[["trace_id", "tool", "kind", "count"]])
-        st.page_link("pages/loops.py", label="Loops →")
+        st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
         stalls = ui.load("stalls", what="Stalls", **params)
@@ -103,7 +112,7 @@ def offenders(shared: filters.Filters) -> None:
                 st.caption("No stalls.")
             else:
                 _run_table(frame.sort_values("duration_ms", ascending=False).head(5)[["trace_id", "kind", "tool", "duration_ms"]])
-        st.page_link("pages/stalls.py", label="Stalls →")
+        st.page_link(ui.page("stalls"), label="Stalls →")
     with col_tools:
         st.markdown("**Failing tools**")
         tools = ui.load("tools", what="Tools", **params)
@@ -115,7 +124,7 @@ def offenders(shared: filters.Filters) -> None:
                 frame = frame[frame["errors"] > 0].sort_values("fail_rate", ascending=False).head(5)
                 st.dataframe(frame[["tool", "calls", "fail_rate"]], hide_index=True, width="stretch",
                              column_config={"fail_rate": st.column_config.ProgressColumn("fail rate", min_value=0, max_value=1, format="percent")})
-        st.page_link("pages/tools.py", label="Tools →")
+        st.page_link(ui.page("tools"), label="Tools →")
 
 
 def _run_table(frame: pd.DataFrame) -> None:
@@ -133,7 +142,7 @@ def live() -> None:
         return
     terminations(shared)
     offenders(shared)
-    st.caption(f"{ui.escape(shared.describe())} · refreshes every {REFRESH_SECONDS} s")
+    st.caption(f"{ui.describe(shared)} · refreshes every {REFRESH_SECONDS} s")
 
 
 st.title("Overview")

@@ -30,8 +30,8 @@ if not trace_id:
     st.stop()
 
 if not HEX.match(trace_id):
-    st.error(f"{ui.escape(trace_id[:80])} is not a trace id (32 hex characters).", icon="⚠️")
-    st.page_link("pages/runs.py", label="Back to the runs")
+    st.error(f"{ui.literal(trace_id[:80])} is not a trace id (32 hex characters).", icon=":material/warning:")
+    st.page_link(ui.page("runs"), label="Back to the runs")
     st.stop()
 
 detail = ui.load("run", trace_id, what="This run")
@@ -40,25 +40,27 @@ if detail is None:
 spans = detail.get("spans") or []
 runs = detail.get("runs") or []
 if not spans:
-    st.warning(f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.", icon="🔎")
-    st.page_link("pages/runs.py", label="Back to the runs")
+    st.warning(f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.", icon=":material/search:")
+    st.page_link(ui.page("runs"), label="Back to the runs")
     st.stop()
 
 run = runs[0] if runs else None
 if run:
-    st.subheader(f"{ui.escape(run.get('agent') or 'unknown agent')} · {ui.escape(run.get('service') or '')}")
-    cols = st.columns(6)
+    st.subheader(f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False)
+    cols = st.columns([1, 1.6, 0.8, 1, 1, 1, 1, 1])
     cols[0].metric("status", str(run.get("status")))
     cols[1].metric("termination", str(run.get("termination_reason") or "–"))
     cols[2].metric("steps", run.get("steps", 0))
     cols[3].metric("tokens", f"{(run.get('input_tokens') or 0) + (run.get('output_tokens') or 0):,}")
     cols[4].metric("duration", f"{(run.get('duration_ms') or 0) / 1000:,.2f} s")
-    cols[5].metric("tool errors / retries / loops", f"{run.get('tool_errors', 0)} / {run.get('retries', 0)} / {run.get('loops', 0)}")
+    cols[5].metric("tool errors", run.get("tool_errors", 0))
+    cols[6].metric("retries", run.get("retries", 0))
+    cols[7].metric("loops", run.get("loops", 0))
     if len(runs) > 1:
         st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
 else:
     st.info("The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
-            "showing the spans received so far.", icon="⏳")
+            "showing the spans received so far.", icon=":material/hourglass_top:")
 st.caption(f"trace {trace_id} · {len(spans)} spans")
 
 bars, markers = frames.waterfall_frames(spans)

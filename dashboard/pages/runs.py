@@ -34,7 +34,7 @@ if runs is not None:
         narrowed = shared.narrowed or status != "any" or reason != "any" or tool != "any" or bool(min_tokens)
         ui.empty_state(filtered=narrowed and bool(ui.fetch("runs", limit=1)))
     else:
-        st.caption(f"{len(frame)} runs ({ui.escape(shared.describe())}), newest first"
+        st.caption(f"{len(frame)} runs ({ui.describe(shared)}), newest first"
                    + (f"; showing the newest {LIMIT}" if len(runs) >= LIMIT else "")
                    + ". Select a row or click its id to open the timeline.")
         st.altair_chart(charts.runs_over_time(frame), width="stretch")
@@ -58,4 +58,4 @@ if runs is not None:
         )
         selected = event.selection.rows if event is not None else []
         if selected:
-            st.switch_page(ui.RUN_PAGE, query_params={"run": table.iloc[selected[0]]["link"].split("=", 1)[1]})
+            st.switch_page(ui.page("run"), query_params={"run": table.iloc[selected[0]]["link"].split("=", 1)[1]})

@@ -37,9 +37,9 @@ def stuck_now() -> None:
     frame = pd.DataFrame(stalls, columns=COLUMNS) if not stalls else pd.DataFrame(stalls)
     stuck = frame[frame["kind"] == "stuck"]
     if stuck.empty:
-        st.success("No run is stuck right now.", icon="✅")
+        st.success("No run is stuck right now.", icon=":material/check_circle:")
     else:
-        st.warning(f"{len(stuck)} run(s) in flight with no progress.", icon="⏳")
+        st.warning(f"{len(stuck)} run(s) in flight with no progress.", icon=":material/hourglass_top:")
         _table(stuck)
     st.caption(f"refreshes every {STUCK_REFRESH_SECONDS} s")
 
@@ -54,7 +54,7 @@ if stalls is not None:
     st.subheader("Stalls in this window")
     if past.empty:
         if ui.fetch("runs", limit=1, **shared.params()):
-            st.success("No stalls in this window.", icon="✅")
+            st.success("No stalls in this window.", icon=":material/check_circle:")
         else:
             ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
     else:

@@ -15,7 +15,7 @@ if tools is not None:
     if frame.empty:
         ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
     else:
-        st.caption(f"{len(frame)} tools, {int(frame['calls'].sum()):,} calls ({ui.escape(shared.describe())})")
+        st.caption(f"{len(frame)} tools, {int(frame['calls'].sum()):,} calls ({ui.describe(shared)})")
         left, right = st.columns(2)
         with left:
             st.subheader("Failures by error class")

@@ -59,6 +59,7 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]
 
     def make(*, collector: str | None = None, db: str | None = None, token: str | None = None,
              query: dict[str, str] | None = None) -> AppTest:
+        st.cache_data.clear()
         monkeypatch.delenv("LOOPSIGHT_DASHBOARD_DB", raising=False)
         monkeypatch.delenv("LOOPSIGHT_TOKEN", raising=False)
         if db:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
+from loopsight.dashboard import ui
+
 
 def page(app: AppTest, name: str) -> AppTest:
     """Switch to ``dashboard/pages/<name>.py`` and run."""
-    return app.switch_page(f"pages/{name}.py").run()
+    return app.switch_page(ui.page(name)).run()
 
 
 def texts(app: AppTest) -> str:
@@ -20,7 +23,8 @@ def texts(app: AppTest) -> str:
     for kind in ("markdown", "caption", "info", "error", "warning", "success", "code", "title", "subheader", "text"):
         parts.extend(str(e.value) for e in app.get(kind))
     parts.extend(f"{m.label}={m.value}" for m in app.metric)
-    return re.sub(r"\\([^\w\s])", r"\1", "\n".join(parts))
+    joined = re.sub(r"(`+) ?(.+?) ?\1", r"\2", "\n".join(parts))  # code spans shown verbatim
+    return html.unescape(re.sub(r"\\([^\w\s])", r"\1", joined))
 
 
 def charts(app: AppTest) -> list:

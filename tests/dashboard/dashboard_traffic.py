@@ -27,7 +27,7 @@ from loopsight import attributes as A
 
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
 HOSTILE_LINK = "[click me](http://evil.example/x)"
-HOSTILE_AGENT = f"{HOSTILE_SCRIPT}agent"
+HOSTILE_AGENT = f"{HOSTILE_SCRIPT}agent [docs](http://evil.example/a) www.evil.example"
 MS = 1_000_000
 
 

@@ -3,6 +3,7 @@ traffic implies, filters kept in the URL, empty states, and hostile values kept 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import HOSTILE_AGENT, HOSTILE_LINK
 
 import loopsight.dashboard
+from loopsight.dashboard import ui
 
 PAGES = ["overview", "runs", "run", "stalls", "loops", "burn", "tools", "alerts"]
 
@@ -53,6 +55,9 @@ def test_loops_page(filled_db, make_app) -> None:
     assert_clean(app)
     (loops,) = tables(app)
     assert _trace_ids(loops["link"]) == set(filled_db.emitted.traces["loop"])
+    runs = tables(page(make_app(db=filled_db.path), "runs"))[0]
+    started = dict(zip(runs["link"], runs["started_at"]))
+    assert all(started[link] == at for link, at in zip(loops["link"], loops["started_at"])), "each row links its own run"
     assert set(loops["tool"]) == {"query_order"} and set(loops["kind"]) == {"exact"}
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Loop rate (runs with a loop)"] == "20.0%"
@@ -101,21 +106,20 @@ def test_filters_come_from_the_url(filled_db, make_app) -> None:
 
 
 def test_chosen_filters_go_to_the_url_and_survive_a_page_switch(filled_db, make_app) -> None:
-    # AppTest does not rerun the entry script of an st.navigation app on app.run() after the
-    # first run, so the user's choice is given as the widgets' state before the first run.
     app = make_app(db=filled_db.path, query={"agent": "refund-bot"})
-    app.session_state["f_range"] = "15m"
-    app.session_state["f_agent"] = "(all)"
     app.run()
+    app.sidebar.selectbox(key="f_agent").select("(all)").run()
+    app.sidebar.selectbox(key="f_range").select("15m").run()
     assert_clean(app)
     assert app.query_params == {"range": "15m"}
     page(app, "runs")
+    assert app.sidebar.selectbox(key="f_range").value == "15m"
     assert "last 15 minutes" in texts(app)
-    assert _param(app, "range") == "15m"
+    assert app.query_params == {"range": "15m"}
     assert 0 < len(tables(app)[0]) < filled_db.emitted.count, "runs of the last 30 minutes are cut to the last 15"
-    tools = page(make_app(db=filled_db.path), "runs")
-    tools.selectbox(key="runs_tool").select("refund_order").run()
-    assert _trace_ids(tables(tools)[0]["link"]) == set(filled_db.emitted.traces["fatal"])
+    app.sidebar.selectbox(key="f_range").select("all").run()
+    app.selectbox(key="runs_tool").select("refund_order").run()
+    assert _trace_ids(tables(app)[0]["link"]) == set(filled_db.emitted.traces["fatal"])
 
 
 def _param(app, name: str) -> str:
@@ -142,6 +146,17 @@ def test_missing_file_is_an_error_state(tmp_path, make_app) -> None:
     assert "there is no DuckDB file at" in texts(app)
 
 
+def _outside_code(markdown: str) -> str:
+    """The markdown with its code spans (shown verbatim, never parsed) removed."""
+    return re.sub(r"(`+)(.+?)\1", "", markdown)
+
+
+def _assert_inert(markdown: str, where: str) -> None:
+    text = _outside_code(markdown)
+    for needle in ("<script", "](http", "http:", "www.evil"):
+        assert needle not in text, f"{where}: {markdown!r}"
+
+
 def test_hostile_values_are_never_markdown(filled_db, make_app) -> None:
     trace = filled_db.emitted.first("hostile")
     app = make_app(db=filled_db.path, query={"run": trace})
@@ -149,16 +164,21 @@ def test_hostile_values_are_never_markdown(filled_db, make_app) -> None:
     assert_clean(app)
     raw = [str(e.value) for kind in ("markdown", "caption", "subheader", "title", "info", "warning", "error")
            for e in app.get(kind)]
-    assert any("\\<script\\>alert\\(1\\)\\<\\/script\\>agent" in text for text in raw), "the agent name, escaped"
-    for text in raw:
-        assert "<script>" not in text and "](http" not in text
+    assert any(ui.literal(HOSTILE_AGENT) in text for text in raw), "the agent name, verbatim in a code span"
     detail = tables(app)[-1]
     assert HOSTILE_LINK in set(detail["value"]), "the raw value is shown as text in the detail table"
     for name in PAGES:
         page(app, name)
         for kind in ("markdown", "caption", "subheader", "info", "warning", "error"):
             for element in app.get(kind):
-                assert "<script>" not in str(element.value) and "](http" not in str(element.value), (name, element.value)
+                _assert_inert(str(element.value), name)
+    filtered = make_app(db=filled_db.path, query={"agent": HOSTILE_AGENT})
+    filtered.run()
+    for name in ("overview", "runs", "tools"):
+        page(filtered, name)
+        assert HOSTILE_AGENT in texts(filtered)
+        for element in filtered.get("caption"):
+            _assert_inert(str(element.value), name)
 
 
 def test_no_page_renders_html() -> None:

@@ -14,10 +14,16 @@ def _links(app) -> list[str]:
     return list(table["link"])
 
 
-def test_runs_and_timeline_read_a_live_collector_with_token(start_collector, make_app) -> None:
+def test_empty_then_filled_collector_with_token(start_collector, make_app) -> None:
     collector = start_collector(token="s3cret")
-    emitted = emit_to_collector(collector.url, token="s3cret", rounds=1)
+    empty = page(make_app(collector=collector.url, token="s3cret"), "runs")
+    assert not empty.exception
+    shown = texts(empty)
+    assert "No agent runs received yet" in shown
+    assert f'loopsight.configure(endpoint="{collector.url}"' in shown
+    assert f"OTEL_EXPORTER_OTLP_ENDPOINT={collector.url}" in shown
 
+    emitted = emit_to_collector(collector.url, token="s3cret", rounds=1)
     without_token = page(make_app(collector=collector.url), "runs")
     assert "Cannot read collector" in texts(without_token) and "wants a bearer token" in texts(without_token)
     assert "--token" in texts(without_token)
@@ -56,15 +62,6 @@ def test_runs_and_timeline_read_a_live_collector_with_token(start_collector, mak
     # the collector holds its file: reading it directly fails with a pointer to --collector
     locked = page(make_app(db=collector.db_path), "runs")
     assert "held by a running collector" in texts(locked) or "lock" in texts(locked).lower()
-
-
-def test_empty_collector_says_how_to_send_spans(collector_server, make_app) -> None:
-    app = page(make_app(collector=collector_server.url), "runs")
-    assert not app.exception
-    shown = texts(app)
-    assert "No agent runs received yet" in shown
-    assert f'loopsight.configure(endpoint="{collector_server.url}"' in shown
-    assert f"OTEL_EXPORTER_OTLP_ENDPOINT={collector_server.url}" in shown
 
 
 def test_unreachable_collector_names_the_url_tried(make_app) -> None:

@@ -1,0 +1,48 @@
+"""The Streamlit entry point: ``streamlit run app.py`` (see :func:`loopsight.dashboard.launch`).
+
+Checks the source, renders the shared filters in the sidebar and runs the selected page.
+``/?run=<trace_id>`` opens that run's timeline directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from loopsight.dashboard import filters, ui
+from loopsight.dashboard.data import SourceError
+
+PAGES = Path(__file__).resolve().parent.parent / "pages"
+
+st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")
+
+pages = [
+    st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
+    st.Page(PAGES / "runs.py", title="Runs", icon=":material/list:", url_path="runs"),
+    st.Page(PAGES / "run.py", title="Run timeline", icon=":material/timeline:", url_path="run"),
+    st.Page(PAGES / "stalls.py", title="Stalls", icon=":material/hourglass_bottom:", url_path="stalls"),
+    st.Page(PAGES / "loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
+    st.Page(PAGES / "burn.py", title="Token burn", icon=":material/local_fire_department:", url_path="burn"),
+    st.Page(PAGES / "tools.py", title="Tools", icon=":material/build:", url_path="tools"),
+    st.Page(PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
+]
+page = st.navigation(pages)
+if st.query_params.get("run") and page.url_path != "run":
+    # A shared link to the app's root with ?run=<trace_id> opens that run's timeline.
+    st.switch_page(pages[2], query_params={"run": st.query_params["run"]})
+
+st.sidebar.caption(f"Reading {ui.source().kind} {ui.literal(ui.source().target)}")
+agents: set[str] = set()
+services: set[str] = set()
+reachable = ui.check_source()
+if reachable:
+    try:
+        for run in ui.fetch("runs", limit=2000):
+            agents.update([run["agent"]] if run.get("agent") else [])
+            services.update([run["service"]] if run.get("service") else [])
+    except SourceError:
+        pass  # the page shows the error where it needs the data
+filters.shared_filters(agents, services)
+if reachable:
+    page.run()

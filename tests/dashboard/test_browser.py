@@ -1,0 +1,153 @@
+"""The running dashboard in a real headless Chromium: every page renders its charts without a
+Streamlit exception, hostile attribute values stay inert text, and screenshots are saved
+under ``test-artifacts/dashboard/``.
+
+Reads a real collector filled by ``loopsight demo`` plus our hostile, looping and stuck runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, emit_to_collector
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
+# (url path, title, charts at least)
+PAGES = [
+    ("", "Overview", 1),
+    ("runs", "Runs", 1),
+    ("stalls", "Stalls", 1),
+    ("loops", "Loops", 2),
+    ("burn", "Token burn", 1),
+    ("tools", "Tools", 2),
+    ("alerts", "Alerts", 0),
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object]]:
+    collector = start_collector()
+    demo = subprocess.run(
+        [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector.url, "--runs", "16", "--speed", "400",
+         "--concurrency", "4"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    emitted = emit_to_collector(collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"), minutes_ago=5)
+    port = _free_port()
+    log = open(tmp_path / "dashboard.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-c",
+         f"from loopsight.dashboard import launch; raise SystemExit(launch(collector={collector.url!r}, port={port}))"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
+            try:
+                if httpx.get(f"{url}/_stcore/health", timeout=1).text == "ok":
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        else:
+            pytest.fail("the dashboard did not start:\n" + (tmp_path / "dashboard.log").read_text())
+        yield url, emitted
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _settle(page, title: str, charts: int) -> None:
+    """Wait for the page's title, its charts and the end of the script run."""
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=45_000)
+    if charts:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.vega-embed canvas, .vega-embed svg.marks').length >= n", arg=charts,
+            timeout=45_000,
+        )
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')?.innerText.includes('Running')", timeout=45_000,
+    )
+    page.wait_for_timeout(600)
+
+
+def test_every_page_renders_in_chromium(dashboard_url) -> None:
+    from playwright.sync_api import sync_playwright
+
+    url, emitted = dashboard_url
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            for path, title, charts in PAGES:
+                page.goto(f"{url}/{path}")
+                _settle(page, title, charts)
+                assert page.locator('[data-testid="stException"]').count() == 0, f"{path}: Streamlit exception"
+                assert page.locator('[data-testid="stAlertContentError"]').count() == 0, (
+                    f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text())
+                assert page.get_by_text("Page not found").count() == 0, path
+                page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
+
+            hostile = emitted.first("hostile")
+            page.goto(f"{url}/?run={hostile}")
+            _settle(page, "Run timeline", 2)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.get_by_text(HOSTILE_AGENT, exact=False).first.wait_for(timeout=10_000)
+            assert page.get_by_text("Page not found").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "run-hostile.png"), full_page=True)
+
+            loop = emitted.first("loop")
+            page.goto(f"{url}/run?run={loop}")
+            _settle(page, "Run timeline", 2)
+            page.screenshot(path=str(ARTIFACTS / "run-loop.png"), full_page=True)
+
+            for path in ("run?run=" + hostile, "tools", "runs", "burn", ""):
+                page.goto(f"{url}/{path}")
+                _settle(page, "Run timeline" if path.startswith("run?") else dict((p, t) for p, t, _ in PAGES)[path], 1)
+                anchors = page.evaluate(
+                    "() => [...document.querySelectorAll(\"a[href*='evil']:not([href^='#'])\")].map(a => a.closest('[data-testid]')?.dataset.testid + ': ' + a.outerHTML)")
+                assert anchors == [], f"{path}: a hostile link became a link"
+                assert page.locator('a[href*="evil.example"]').count() == 0, f"{path}: a hostile link became a link"
+                assert page.locator("script", has_text="alert(1)").count() == 0, f"{path}: a hostile script was injected"
+                assert page.evaluate("() => document.body.innerHTML.includes('<script>alert(1)')") is False
+            assert dialogs == [], f"a hostile script ran: {dialogs}"
+            assert HOSTILE_SCRIPT not in page.title()
+        finally:
+            browser.close()
