@@ -180,3 +180,12 @@ def umount(path: Path) -> None:
     import subprocess
 
     subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
