@@ -232,6 +232,7 @@ class Store:
         *,
         memory_limit: str | None = "256MB",
         threads: int | None = None,
+        checkpoint_threshold: str = "128MB",
         **kwargs: Any,
     ) -> "Store":
         """Check the directory, migrate the file to the newest schema and start the writer.
@@ -241,7 +242,9 @@ class Store:
         """
         _check_directory(path)
         # Query cursors share this instance: no SQL through them may read or write other files.
-        config: dict[str, Any] = {"enable_external_access": False}
+        # A checkpoint rewrites the last, partly filled row group: checkpointing every 16 MB
+        # of WAL (the default) rewrote the same rows many times and slowed inserts a lot.
+        config: dict[str, Any] = {"enable_external_access": False, "checkpoint_threshold": checkpoint_threshold}
         if memory_limit:
             config["memory_limit"] = memory_limit
         if threads:
