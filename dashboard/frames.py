@@ -68,7 +68,7 @@ def span_tree_order(spans: list[dict[str, Any]]) -> list[tuple[dict[str, Any], i
 def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPANS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Bars (one per span, offsets in ms from the trace start) and markers (error, retry, loop).
 
-    Rows are labelled ``"NNN <indent><name>"`` so the y axis keeps tree order; charts strip
+    Rows are labelled ``"NNN <· per depth><name>"`` so the y axis keeps tree order; charts strip
     the number when drawing.
     """
     ordered = span_tree_order(spans)[:limit]
@@ -83,7 +83,7 @@ def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPA
     for i, ((span, depth), start) in enumerate(zip(ordered, starts)):
         name = str(span.get("name") or "")
         short = name if len(name) <= 60 else name[:59] + "…"
-        row = f"{i:03d} {'  ' * min(depth, 8)}{short}"
+        row = f"{i:03d} {'· ' * min(depth, 8)}{short}"
         start_ms = (start - origin).total_seconds() * 1000 if pd.notna(start) else 0.0
         duration = float(span.get("duration_ms") or 0.0)
         end_ms = start_ms + duration

@@ -47,7 +47,7 @@ if not spans:
 run = runs[0] if runs else None
 if run:
     st.subheader(f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False)
-    cols = st.columns([1, 1.6, 0.8, 1, 1, 1, 1, 1])
+    cols = st.columns([1, 2.2, 0.7, 1.1, 1, 1, 0.8, 0.8])
     cols[0].metric("status", str(run.get("status")))
     cols[1].metric("termination", str(run.get("termination_reason") or "–"))
     cols[2].metric("steps", run.get("steps", 0))
@@ -80,7 +80,8 @@ with right:
     st.subheader("Span detail")
     by_id = {s["span_id"]: s for s in spans}
     ordered = list(bars["span_id"])
-    default = next((i for i, b in enumerate(bars.itertuples()) if b.status == "error" or b.loop_kind), 0)
+    flagged = [i for i, b in enumerate(bars.itertuples()) if b.status == "error" or b.loop_kind]
+    default = next((i for i in flagged if bars["kind"].iloc[i] != "agent"), flagged[0] if flagged else 0)
     chosen = st.selectbox("Span", ordered, index=default, key="span_pick",
                           format_func=lambda sid: bars.loc[bars["span_id"] == sid, "row"].iloc[0][4:].strip())
     st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",

@@ -16,6 +16,8 @@ from typing import Iterator
 
 import httpx
 import pytest
+from dashboard_helpers import charts, tables
+from dashboard_helpers import page as page_of
 from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, emit_to_collector
 
 CHROMIUM = "/usr/bin/chromium"
@@ -28,8 +30,27 @@ PAGES = [
     ("loops", "Loops", 2),
     ("burn", "Token burn", 1),
     ("tools", "Tools", 2),
-    ("alerts", "Alerts", 0),
+    ("alerts", "Alerts", 1),
 ]
+
+RULES = """
+[[rules]]
+name = "loop-rate"
+metric = "loop_rate"
+window = "1h"
+threshold = 0.1
+min_samples = 2
+notify = ["log"]
+
+[[rules]]
+name = "refunds-failing"
+metric = "tool_fail_rate"
+tool = "refund_order"
+window = "1h"
+threshold = 0.5
+min_samples = 1
+notify = ["log"]
+"""
 
 pytestmark = [
     pytest.mark.browser,
@@ -48,7 +69,9 @@ def _free_port() -> int:
 
 @pytest.fixture
 def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object]]:
-    collector = start_collector()
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    collector = start_collector("--rules", str(rules), "--alert-interval", "1")
     demo = subprocess.run(
         [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector.url, "--runs", "16", "--speed", "400",
          "--concurrency", "4"],
@@ -56,6 +79,10 @@ def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     emitted = emit_to_collector(collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"), minutes_ago=5)
+    deadline = time.monotonic() + 30
+    while not any(r.get("state") == "firing" for r in httpx.get(f"{collector.url}/api/v1/alerts").json()["rules"]):
+        assert time.monotonic() < deadline, "the loop-rate rule did not fire:\n" + collector.log()
+        time.sleep(0.5)
     port = _free_port()
     log = open(tmp_path / "dashboard.log", "wb")
     process = subprocess.Popen(
@@ -76,7 +103,7 @@ def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object
             time.sleep(0.2)
         else:
             pytest.fail("the dashboard did not start:\n" + (tmp_path / "dashboard.log").read_text())
-        yield url, emitted
+        yield url, emitted, collector.url
     finally:
         process.terminate()
         try:
@@ -101,10 +128,17 @@ def _settle(page, title: str, charts: int) -> None:
     page.wait_for_timeout(600)
 
 
-def test_every_page_renders_in_chromium(dashboard_url) -> None:
+def test_every_page_renders_in_chromium(dashboard_url, make_app) -> None:
     from playwright.sync_api import sync_playwright
 
-    url, emitted = dashboard_url
+    url, emitted, collector_url = dashboard_url
+    alerts = page_of(make_app(collector=collector_url), "alerts")
+    assert not alerts.exception
+    rules = tables(alerts)[0]
+    assert set(rules["name"]) == {"loop-rate", "refunds-failing"}
+    assert "firing" in " ".join(rules["state"])
+    assert {m.label: m.value for m in alerts.metric}["Firing"] != "0"
+    assert charts(alerts), "the metric of each rule against its threshold"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     dialogs: list[str] = []
     with sync_playwright() as p:
@@ -116,9 +150,9 @@ def test_every_page_renders_in_chromium(dashboard_url) -> None:
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-            for path, title, charts in PAGES:
+            for path, title, min_charts in PAGES:
                 page.goto(f"{url}/{path}")
-                _settle(page, title, charts)
+                _settle(page, title, min_charts)
                 assert page.locator('[data-testid="stException"]').count() == 0, f"{path}: Streamlit exception"
                 assert page.locator('[data-testid="stAlertContentError"]').count() == 0, (
                     f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text())

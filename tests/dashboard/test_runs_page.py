@@ -54,8 +54,8 @@ def test_empty_then_filled_collector_with_token(start_collector, make_app) -> No
     assert len(charts(timeline)) == 2, "waterfall and tokens per step"
     spec, (bars, markers) = charts(timeline)[0]
     assert '"start_ms"' in spec and '"at_ms"' in spec
-    assert [name.strip() for name in bars["row"].str[4:]] == [
-        "invoke_agent web-researcher", "chat gpt-4o", "execute_tool fetch_page", "chat gpt-4o"]
+    assert list(bars["row"].str[4:]) == [
+        "invoke_agent web-researcher", "· chat gpt-4o", "· execute_tool fetch_page", "· chat gpt-4o"]
     assert list(markers["marker"]) == ["retry", "retry"]
     assert list(bars["start_ms"]) == sorted(bars["start_ms"]) and bars["start_ms"].iloc[0] == 0
 
