@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def launch(
     token: str | None = None,
     host: str = "127.0.0.1",
 ) -> int:
-    """Serve the dashboard until interrupted; return Streamlit's exit code.
+    """Serve the dashboard until interrupted; return Streamlit's exit code (2 if it is not installed).
 
     Reads the collector at ``collector`` (default ``LOOPSIGHT_COLLECTOR_URL`` or
     ``http://127.0.0.1:4318``, with ``token`` as bearer token), or the DuckDB file ``db``
@@ -62,6 +63,9 @@ def launch(
     """
     if collector and db:
         raise ValueError("give a collector URL or a DuckDB file, not both")
+    if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("altair") is None:
+        print("the dashboard needs Streamlit and Altair: pip install 'loopsight[dashboard]'", file=sys.stderr)
+        return 2
     env = dict(os.environ)
     env.pop(DB_ENV, None)
     if db:

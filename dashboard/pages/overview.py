@@ -82,6 +82,18 @@ def terminations(shared: filters.Filters) -> None:
     st.altair_chart(charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch")
 
 
+def _top(method: str, what: str, params: dict, sort: str, columns: list[str], none: str) -> None:
+    """The five worst rows of one question, each linking to its run."""
+    answer = ui.load(method, what=what, **params)
+    if answer is None:
+        return
+    frame = pd.DataFrame(answer)
+    if frame.empty:
+        st.caption(none)
+    else:
+        _run_table(frame.sort_values(sort, ascending=False).head(5)[columns])
+
+
 def offenders(shared: filters.Filters) -> None:
     st.subheader("Top offenders")
     params = shared.params()
@@ -90,28 +102,15 @@ def offenders(shared: filters.Filters) -> None:
         st.markdown("**Runs burning the most tokens**")
         runs = ui.load("runs", what="Runs", limit=1000, **params)
         if runs is not None:
-            frame = frames.runs_frame(runs).nlargest(5, "tokens")
-            _run_table(frame[["trace_id", "agent", "tokens"]])
+            _run_table(frames.runs_frame(runs).nlargest(5, "tokens")[["trace_id", "agent", "tokens"]])
         st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
-        loops = ui.load("loops", what="Loops", **params)
-        if loops is not None:
-            frame = pd.DataFrame(loops)
-            if frame.empty:
-                st.caption("No loops.")
-            else:
-                _run_table(frame.sort_values("count", ascending=False).head(5)[["trace_id", "tool", "kind", "count"]])
+        _top("loops", "Loops", params, "count", ["trace_id", "tool", "kind", "count"], "No loops.")
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        stalls = ui.load("stalls", what="Stalls", **params)
-        if stalls is not None:
-            frame = pd.DataFrame(stalls)
-            if frame.empty:
-                st.caption("No stalls.")
-            else:
-                _run_table(frame.sort_values("duration_ms", ascending=False).head(5)[["trace_id", "kind", "tool", "duration_ms"]])
+        _top("stalls", "Stalls", params, "duration_ms", ["trace_id", "kind", "tool", "duration_ms"], "No stalls.")
         st.page_link(ui.page("stalls"), label="Stalls →")
     with col_tools:
         st.markdown("**Failing tools**")
