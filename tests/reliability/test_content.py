@@ -1,0 +1,67 @@
+"""Raw prompts, arguments and results from any producer: not stored unless content capture is
+on, and with it on, secrets are redacted by the collector before they reach the DB."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from reliability_support import kv, otlp_request, stored, tool_span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+SECRETS = {
+    "openai": "sk-proj-" + "Ab3dEf9hIjK1mNoPqR7sTuVwXyZ0aB2cD4eF6gH8iJ0kL2mN",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "bearer": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "email": "jane.doe@example.com",
+    "card": "4111 1111 1111 1111",
+}
+HARMLESS = "refund order ORD-77123"
+TEXT = f"{HARMLESS}; key {SECRETS['openai']} aws {SECRETS['aws']} auth {SECRETS['bearer']} " \
+       f"gh {SECRETS['github']} mail {SECRETS['email']} card {SECRETS['card']}"
+
+# where each ecosystem puts content (span attributes), see shared/spec/attributes.md
+CONTENT_KEYS = [
+    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages",
+    "input.value", "output.value", "tool.parameters", "traceloop.entity.input", "traceloop.entity.output",
+    "langfuse.observation.input", "langfuse.observation.output", "llm.input_messages.0.message.content",
+    "gen_ai.prompt.0.content", "gen_ai.completion.0.content",
+]
+
+
+def _spans() -> list[Span]:
+    trace = b"\x31" * 16
+    tool = tool_span(trace, b"\x32" * 8, 1_700_000_000_000_000_000, {key: TEXT for key in CONTENT_KEYS})
+    chat = tool_span(trace, b"\x33" * 8, 1_700_000_000_100_000_000,
+                     {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                      **{key: TEXT for key in CONTENT_KEYS}}, name="chat gpt-4o")
+    for name, key in (("gen_ai.content.prompt", "gen_ai.prompt"), ("gen_ai.content.completion", "gen_ai.completion"),
+                      ("gen_ai.client.inference.operation.details", "gen_ai.input.messages")):
+        chat.events.append(Span.Event(time_unix_nano=1_700_000_000_100_000_001, name=name, attributes=[kv(key, TEXT)]))
+    return [tool, chat]
+
+
+def _dump(db: str) -> str:
+    return repr(stored(db, "SELECT * FROM spans"))
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["capture-off", "capture-on"])
+def test_content_from_foreign_producers(start_collector, capture: bool) -> None:
+    server = start_collector(*(["--capture-content"] if capture else []))
+    answer = httpx.post(server.traces_url, content=otlp_request(_spans()).SerializeToString(),
+                        headers={"Content-Type": "application/x-protobuf"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert server.stop() == 0, server.log()
+    dump = _dump(server.db_path)
+    assert "ORD-77123" not in server.log()
+    for kind, secret in SECRETS.items():
+        assert secret not in dump, f"{kind} secret stored with capture {'on' if capture else 'off'}"
+        assert secret.split()[-1] not in dump, kind
+    if capture:
+        assert HARMLESS in dump, "content capture is on but the content was not kept"
+        assert "[REDACTED:" in dump
+    else:
+        assert HARMLESS not in dump, "raw content stored although content capture is off"
+    args_hash = stored(server.db_path, "SELECT args_hash FROM spans WHERE \"SpanId\" = '" + "32" * 8 + "'")
+    assert args_hash[0][0], "the args hash is derived from the arguments either way"
