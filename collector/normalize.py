@@ -26,6 +26,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
 from loopsight.analytics.sketch import sketch
+from loopsight.instrumentation.content import redact
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
@@ -58,6 +59,18 @@ _CONTENT_KEYS = frozenset(
 # Flattened message lists (OpenInference ``llm.input_messages.0.message.content``, legacy
 # OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on.
 _CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.", "llm.prompts.")
+_EVENT_CONTENT_KEYS = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))  # legacy GenAI content events
+
+
+def guard_content(attrs: dict[str, str], capture: bool, extra: frozenset[str] = frozenset()) -> None:
+    """Drop content attributes in place, or with capture on redact their secrets (foreign producers may not have)."""
+    for key in [k for k in attrs if k in _CONTENT_KEYS or k in extra or k.startswith(_CONTENT_PREFIXES)]:
+        if capture:
+            attrs[key] = redact(attrs[key])
+        else:
+            del attrs[key]
+
+
 _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_tool ", "tool"))
 
 
@@ -266,6 +279,7 @@ def normalize_span(
             event_attrs = attributes_to_dict(event.attributes, limits)
             if event.name == "exception" and exception_type is None:
                 exception_type = event_attrs.get("exception.type")
+            guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
             events.append((min(event.time_unix_nano, MAX_NANOS), event.name, event_attrs))
     links = (
         [
@@ -297,9 +311,7 @@ def normalize_span(
     agent = _first(attrs, _AGENT_KEYS)
     if kind == "agent" and not agent:
         agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
-    if not limits.capture_content:
-        for key in [k for k in attrs if k in _CONTENT_KEYS or k.startswith(_CONTENT_PREFIXES)]:
-            del attrs[key]
+    guard_content(attrs, limits.capture_content)
 
     is_error = status == "Error" or attrs.get("langfuse.observation.level") == "ERROR"
     error_type = error_class = None
