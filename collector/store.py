@@ -167,10 +167,13 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 """
 
 
-def _needs_steps(table: pa.Table) -> bool:
+def _unnumbered_traces(table: pa.Table) -> set[str]:
+    """Traces in ``table`` holding llm/tool spans without a step."""
     kinds = table.column("span_type")
     unnumbered = pc.and_(pc.is_in(kinds, pa.array(["llm", "tool"])), pc.is_null(table.column("step")))
-    return bool(pc.any(pc.or_(unnumbered, pc.equal(kinds, "agent"))).as_py())
+    if not pc.any(unnumbered).as_py():
+        return set()
+    return set(pc.unique(table.column("TraceId").filter(unnumbered)).to_pylist())
 
 
 def _maps_as_entries(table: pa.Table) -> pa.Table:
@@ -208,7 +211,7 @@ class Store:
         max_queue: int = 256,
         max_queue_rows: int = 200_000,
         max_batch_rows: int = 50_000,
-        run_lookback: timedelta = timedelta(hours=24),
+        run_lookback: timedelta = timedelta(hours=6),
     ) -> None:
         self.path = path
         self._con = con
@@ -219,6 +222,7 @@ class Store:
         self._run_lookback = run_lookback
         self._queued_batches = 0
         self._queued_rows = 0
+        self._unnumbered: set[str] = set()
         self._lock = threading.Lock()
         self.stats = WriterStats()
         self._closed = False
@@ -373,8 +377,12 @@ class Store:
             if inserted:
                 since = lo - self._run_lookback
                 con.execute(RESOLVE_RUNS_SQL, {"since": since})
-                if _needs_steps(incoming):
+                # Steps can be derived once a trace's run is known, which may be a later batch.
+                self._unnumbered.update(_unnumbered_traces(incoming))
+                if self._unnumbered and not self._unnumbered.isdisjoint(incoming.column("TraceId").to_pylist()):
                     con.execute(DERIVE_STEPS_SQL, {"since": since})
+                    with_runs = incoming.filter(pc.equal(incoming.column("span_type"), "agent")).column("TraceId")
+                    self._unnumbered.difference_update(with_runs.to_pylist())
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)
@@ -390,6 +398,8 @@ class Store:
                     con.unregister(name)
                 except duckdb.Error:
                     pass
+        if len(self._unnumbered) > 100_000:  # forget the oldest-looking half; they are re-added if spans come
+            self._unnumbered = set(list(self._unnumbered)[50_000:])
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
