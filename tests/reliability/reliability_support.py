@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 
 import duckdb
 
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -24,18 +25,17 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
 
-class CountingExporter(OTLPSpanExporter):
-    """The real OTLP/HTTP exporter, remembering which span ids the collector acknowledged."""
+class _Counting:
+    """Mixin for the real OTLP exporters: remember which span ids the collector acknowledged."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def _init_counts(self) -> None:
         self.lock = threading.Lock()
         self.acked: set[str] = set()
         self.failed: set[str] = set()
         self.exports = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = super().export(spans)
+        result = super().export(spans)  # type: ignore[misc]
         ids = {f"{s.context.span_id:016x}" for s in spans}
         with self.lock:
             self.exports += 1
@@ -43,12 +43,28 @@ class CountingExporter(OTLPSpanExporter):
         return result
 
 
+class CountingExporter(_Counting, OTLPSpanExporter):
+    """The real OTLP/HTTP exporter (its own retry/backoff), counting acknowledged spans."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._init_counts()
+
+
+class CountingGrpcExporter(_Counting, GrpcSpanExporter):
+    """The real OTLP/gRPC exporter (retries UNAVAILABLE), counting acknowledged spans."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._init_counts()
+
+
 @dataclass
 class SdkClient:
     """A TracerProvider with BatchSpanProcessor + CountingExporter pointed at a collector."""
 
     provider: TracerProvider
-    exporter: CountingExporter
+    exporter: _Counting
     created: set[str] = field(default_factory=set)
 
     def emit(self, n: int, name: str = "execute_tool search") -> None:
@@ -60,10 +76,15 @@ class SdkClient:
 
 
 def sdk_client(url: str, token: str | None = None, timeout: float = 60.0, queue: int = 200_000,
-               batch: int = 256, delay_ms: int = 50) -> SdkClient:
-    """A real SDK pipeline; the exporter's own retry/backoff is left as shipped."""
-    exporter = CountingExporter(endpoint=f"{url}/v1/traces", timeout=timeout,
-                                headers={"Authorization": f"Bearer {token}"} if token else None)
+               batch: int = 256, delay_ms: int = 50, grpc_target: str | None = None) -> SdkClient:
+    """A real SDK pipeline (OTLP/HTTP, or gRPC to ``grpc_target``); exporter retries left as shipped."""
+    auth = {"Authorization": f"Bearer {token}"} if token else None
+    exporter: _Counting
+    if grpc_target:
+        exporter = CountingGrpcExporter(endpoint=grpc_target, insecure=True, timeout=timeout,
+                                        headers={"authorization": auth["Authorization"]} if auth else None)
+    else:
+        exporter = CountingExporter(endpoint=f"{url}/v1/traces", timeout=timeout, headers=auth)
     provider = TracerProvider(resource=SdkResource.create({"service.name": "reliability"}))
     provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue, max_export_batch_size=batch,
                                                    schedule_delay_millis=delay_ms))
