@@ -1,7 +1,7 @@
 """Collector counters and their Prometheus text rendering for ``GET /metrics``.
 
 Other parts add gauges by appending a callable returning Prometheus text lines to
-:attr:`Metrics.extra` (the alert evaluator adds its rule gauges that way).
+:attr:`Metrics.extra_metrics` (the alert evaluator adds its rule gauges that way).
 
 Example:
     >>> m = Metrics()
@@ -42,7 +42,7 @@ class Metrics:
         self.store: Any = None
         self.forwarder: Any = None
         self.retention: Any = None
-        self.extra: list[Callable[[], str]] = []
+        self.extra_metrics: list[Callable[[], str]] = []
 
     def spans_received(self, transport: str, count: int) -> None:
         with self._lock:
@@ -113,7 +113,7 @@ class Metrics:
             out.extend(self.forwarder.prometheus_lines())
         if self.retention is not None:
             out.extend(self.retention.prometheus_lines())
-        for extra in list(self.extra):
+        for extra in list(self.extra_metrics):
             try:
                 text = extra()
             except Exception as exc:  # a broken gauge must not take /metrics down

@@ -108,7 +108,7 @@ def serve(
                 evaluator = Evaluator(store.reader, rules, alert_interval)
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
-            metrics.extra.append(lambda: "\n".join(evaluator.prometheus_lines()))
+            metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))
         settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content))
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
         app.state.evaluator = evaluator

@@ -97,3 +97,14 @@ def test_grpc_unavailable_carries_retry_info_and_the_sdk_exporter_retries(blocke
         assert 'loopsight_spans_accepted_total{transport="grpc"} 3' in metrics
     finally:
         server.stop(grace=None)
+
+
+def test_extra_metrics_hook_adds_gauges_and_a_broken_one_does_not_break_metrics(store):
+    app = create_app(store, Settings())
+    app.state.metrics.extra_metrics.append(lambda: "# TYPE loopsight_alert_firing gauge\nloopsight_alert_firing 2")
+    app.state.metrics.extra_metrics.append(lambda: 1 / 0)
+    with TestClient(app) as client:
+        response = client.get("/metrics")
+    assert response.status_code == 200
+    assert "\nloopsight_alert_firing 2\n" in response.text
+    assert "# extra metrics failed: division by zero" in response.text
