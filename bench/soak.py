@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> dict:
     http_port, grpc_port = _free_port(), _free_port()
     log = open(workdir / "collector.log", "wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    env.update(item.split("=", 1) for item in args.collector_env)
     collector = subprocess.Popen([sys.executable, "-m", "loopsight", "collector", "--db", str(db),
                                   "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
                                  stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -296,6 +297,7 @@ def run(args: argparse.Namespace) -> dict:
         "spans_lost": sent - distinct,
         "duplicates": stored - distinct,
         "collector_exit_code": exit_code,
+        "collector_env": args.collector_env,
         "workdir": str(workdir),
     }
     return result
@@ -327,6 +329,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=64, help="client threads during the overload (a fleet of exporters)")
     parser.add_argument("--measure-workers", type=int, default=8, help="client threads while measuring (enough to saturate)")
     parser.add_argument("--runs", type=int, default=3000, help="agent runs in the request pool")
+    parser.add_argument("--collector-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment for the collector, e.g. LOOPSIGHT_MEMORY_LIMIT=128MB")
     args = parser.parse_args()
     result = run(args)
     print(json.dumps(result))
