@@ -65,3 +65,18 @@ def test_content_from_foreign_producers(start_collector, capture: bool) -> None:
         assert HARMLESS not in dump, "raw content stored although content capture is off"
     args_hash = stored(server.db_path, "SELECT args_hash FROM spans WHERE \"SpanId\" = '" + "32" * 8 + "'")
     assert args_hash[0][0], "the args hash is derived from the arguments either way"
+
+
+@pytest.mark.parametrize("text", ["a." * 4096, "x@" * 4096, "1 " * 4096, "sk-" + "a" * 8189, "Bearer " * 1170,
+                                  "eyJ" + "a." * 4000, ("a" * 63 + "@") * 128])
+def test_redaction_stays_linear_on_hostile_values(text: str) -> None:
+    """With capture on the collector redacts every content value at ingest: an 8 KiB value
+    built to make the patterns backtrack must still take milliseconds, not a CPU second."""
+    import time
+
+    from loopsight.instrumentation.content import redact
+
+    started = time.perf_counter()
+    for _ in range(5):
+        redact(text)
+    assert (time.perf_counter() - started) / 5 < 0.03, "a redaction pattern backtracks quadratically"
