@@ -32,7 +32,8 @@ _DEFAULT_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"                       # Slack tokens
         r"|\bAIza[0-9A-Za-z_-]{35}"                              # Google API keys
     )),
-    ("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
+    # bounded (RFC 5321 lengths) so hostile text like "a.a.a..." is not quadratic
+    ("email", re.compile(r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,255}\.[A-Za-z]{2,63}\b")),
 ]
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
 
