@@ -200,3 +200,31 @@ def test_same_request_delivered_concurrently_is_stored_once(collector_server) ->
     assert collector_server.stop() == 0
     rows = stored(collector_server.db_path, 'SELECT count(*), count(DISTINCT "SpanId") FROM spans')
     assert rows == [(200, 200)]
+
+
+def test_hostile_grpc_messages(collector_server) -> None:
+    import grpc
+
+    from hostile_bodies import request_with_deep_attribute
+
+    valid = otlp_request([tool_span(b"\x44" * 16, b"\x45" * 8, 1_700_000_000_000_000_000)]).SerializeToString()
+    cases = [
+        ("garbage", os.urandom(256), {grpc.StatusCode.INVALID_ARGUMENT}),
+        ("truncated", valid[:-5], {grpc.StatusCode.INVALID_ARGUMENT}),
+        ("nested 100,000 levels", request_with_deep_attribute(100_000), {grpc.StatusCode.INVALID_ARGUMENT,
+                                                                         grpc.StatusCode.RESOURCE_EXHAUSTED}),
+        ("over the message size limit", b"\x0a" + b"\xff" * 4 + b"\x7f" + b"\x00" * (20 << 20),
+         {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT}),
+    ]
+    with grpc.insecure_channel(collector_server.grpc_target,
+                               options=[("grpc.max_send_message_length", 64 << 20)]) as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=lambda raw: raw, response_deserializer=lambda raw: raw)
+        for name, body, expected in cases:
+            with pytest.raises(grpc.RpcError) as failure:
+                export(body, timeout=60)
+            assert failure.value.code() in expected, (name, failure.value.code(), failure.value.details())
+            assert failure.value.details(), name
+        export(valid, timeout=60)  # still serving
+    assert collector_server.process.poll() is None
+    assert "Traceback" not in collector_server.log()
