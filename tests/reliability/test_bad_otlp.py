@@ -22,7 +22,7 @@ from reliability_support import otlp_request, rows_checksum, rss_kib, stored, to
 
 PB = "application/x-protobuf"
 JS = "application/json"
-FUZZ = settings(max_examples=int(os.environ.get("LOOPSIGHT_FUZZ_EXAMPLES", "120")), deadline=None,
+FUZZ = settings(max_examples=int(os.environ.get("LOOPSIGHT_FUZZ_EXAMPLES", "100")), deadline=None,
                 database=None, suppress_health_check=list(HealthCheck))
 
 

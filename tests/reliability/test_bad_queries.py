@@ -79,7 +79,7 @@ def test_fuzzed_parameters(collector_server) -> None:
     paths = api_paths()
     client = httpx.Client(timeout=60)
 
-    @settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(path=st.sampled_from(paths),
            params=st.dictionaries(st.sampled_from(PARAMS), st.one_of(st.text(max_size=80), st.sampled_from(HOSTILE)),
                                   max_size=4),
