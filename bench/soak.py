@@ -151,10 +151,10 @@ class Client:
 class Sampler:
     """Samples the collector's RSS (/proc) and write-queue depth (/metrics) in the background."""
 
-    def __init__(self, pid: int, port: int) -> None:
+    def __init__(self, pid: int, port: int, previous: "Sampler | None" = None) -> None:
         self.pid, self.port = pid, port
-        self.rss_mb: list[tuple[float, float]] = []
-        self.queue_spans: list[tuple[float, float]] = []
+        self.rss_mb: list[tuple[float, float]] = previous.rss_mb if previous else []
+        self.queue_spans: list[tuple[float, float]] = previous.queue_spans if previous else []
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -199,21 +199,25 @@ def run(args: argparse.Namespace) -> dict:
     log = open(workdir / "collector.log", "wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
     env.update(item.split("=", 1) for item in args.collector_env)
-    collector = subprocess.Popen([sys.executable, "-m", "loopsight", "collector", "--db", str(db),
-                                  "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
-                                 stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline or collector.poll() is not None:
-            raise SystemExit(f"collector did not start; see {workdir}/collector.log")
-        time.sleep(0.1)
+    command = [sys.executable, "-m", "loopsight", "collector", "--db", str(db),
+               "--http-port", str(http_port), "--grpc-port", str(grpc_port)]
+
+    def launch() -> subprocess.Popen:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    return process
+            except OSError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit(f"collector did not start; see {workdir}/collector.log")
+            time.sleep(0.1)
+
+    collector = launch()
     sampler = Sampler(collector.pid, http_port)
     serial = 0
 
@@ -241,8 +245,24 @@ def run(args: argparse.Namespace) -> dict:
     interval = avg_spans / target
     started = time.monotonic()
     next_due = started
+    kill = {"done": False, "restart_s": None, "replay_peak_mb": None, "wal_mb": None}
     while time.monotonic() - started < args.seconds:
         now = time.monotonic()
+        if args.kill_at and not kill["done"] and now - started >= args.kill_at:
+            # kill -9 mid-overload: the WAL holds whatever was committed since the last checkpoint
+            kill["done"] = True
+            collector.send_signal(signal.SIGKILL)
+            collector.wait()
+            wal = Path(f"{db}.wal")
+            kill["wal_mb"] = round(wal.stat().st_size / 2**20, 1) if wal.exists() else 0.0
+            sampler.stop()
+            restart_began = time.monotonic()
+            collector = launch()
+            kill["restart_s"] = round(time.monotonic() - restart_began, 1)
+            kill["replay_peak_mb"] = round(int(next(line.split()[1] for line in Path(f"/proc/{collector.pid}/status")
+                                                    .read_text().splitlines() if line.startswith("VmHWM:"))) / 1024, 1)
+            sampler = Sampler(collector.pid, http_port, sampler)
+            next_due = max(next_due, time.monotonic() - 1.0)  # offered rate resumes, no burst to make up
         while next_due <= now:
             i = serial % len(pool)
             serial += 1
@@ -298,6 +318,10 @@ def run(args: argparse.Namespace) -> dict:
         "duplicates": stored - distinct,
         "collector_exit_code": exit_code,
         "collector_env": args.collector_env,
+        "kill9_at_s": args.kill_at or None,
+        "kill9_wal_mb": kill["wal_mb"],
+        "kill9_restart_s": kill["restart_s"],
+        "kill9_replay_peak_rss_mb": kill["replay_peak_mb"],
         "workdir": str(workdir),
     }
     return result
@@ -315,6 +339,9 @@ def markdown(result: dict) -> str:
         ("write queue max", f"{result['write_queue_spans_max']} spans"),
         ("client backlog when the load stopped", f"{result['backlog_at_stop_spans']:,} spans"),
         ("catch-up after the load stopped", f"{result['catch_up_seconds']} s"),
+        *([("kill -9 at / WAL size / restart took / restarted peak RSS",
+            f"{result['kill9_at_s']} s / {result['kill9_wal_mb']} MB / {result['kill9_restart_s']} s / "
+            f"{result['kill9_replay_peak_rss_mb']} MB")] if result.get("kill9_at_s") else []),
         ("spans sent / stored / lost / duplicated",
          f"{result['spans_sent']:,} / {result['spans_distinct']:,} / {result['spans_lost']} / {result['duplicates']}"),
     ]
@@ -329,6 +356,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=64, help="client threads during the overload (a fleet of exporters)")
     parser.add_argument("--measure-workers", type=int, default=8, help="client threads while measuring (enough to saturate)")
     parser.add_argument("--runs", type=int, default=3000, help="agent runs in the request pool")
+    parser.add_argument("--kill-at", type=float, default=0.0, metavar="SECONDS",
+                        help="kill -9 the collector this far into the overload and restart it on the same file")
     parser.add_argument("--collector-env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment for the collector, e.g. LOOPSIGHT_MEMORY_LIMIT=128MB")
     args = parser.parse_args()
