@@ -49,44 +49,6 @@ def check_answer(response: httpx.Response, sent_as: str) -> None:
     assert "Traceback" not in message
 
 
-def seeded_spans() -> tuple[list, set[str]]:
-    """Three small runs (a run span and four tool spans each); returns the spans and their ids."""
-    spans = []
-    ids: set[str] = set()
-    for run in range(3):
-        trace = os.urandom(16)
-        root = os.urandom(8)
-        t0 = 1_700_000_000_000_000_000 + run * 10**12
-        for step in range(4):
-            sid = os.urandom(8)
-            span = tool_span(trace, sid, t0 + step * 10**9, {"loopsight.step": step})
-            span.parent_span_id = root
-            spans.append(span)
-            ids.add(sid.hex())
-        spans.append(tool_span(trace, root, t0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seeded",
-                                                 "loopsight.termination.reason": "completed"}, name="invoke_agent seeded"))
-        ids.add(root.hex())
-    return spans, ids
-
-
-@pytest.fixture
-def seeded_collector(start_collector, tmp_path):
-    """A collector on a file already holding seeded rows; yields (server, ids, checksum before)."""
-    from loopsight.collector.pipeline import ingest_request
-    from loopsight.collector.store import Store
-
-    db = tmp_path / "seeded.duckdb"
-    spans, ids = seeded_spans()
-    store = Store.open(str(db))
-    try:
-        assert ingest_request(store, otlp_request(spans)) == len(spans)
-    finally:
-        store.close()
-    before = rows_checksum(db, ids)
-    assert {row[0] for row in stored(db)} == ids
-    yield start_collector(db_path=db), ids, before
-
-
 def _finish(server, ids: set[str], before: str) -> None:
     assert server.process.poll() is None, server.log()
     assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200

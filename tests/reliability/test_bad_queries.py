@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reliability_support import rows_checksum
-from test_bad_otlp import seeded_collector  # noqa: F401  (fixture)
 
 HOSTILE = [
     "' OR 1=1 --", "'; DROP TABLE spans; --", "\" OR \"\"=\"", "1; SELECT * FROM read_csv('/etc/passwd')",

@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-import pytest
-
 
 def _fails_cleanly(start_collector: Callable, db: Path, *expected: str, extra: tuple[str, ...] = ()) -> str:
     server = start_collector(*extra, db_path=db, wait=False)
