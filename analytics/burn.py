@@ -23,7 +23,7 @@ import duckdb
 
 from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 from loopsight.analytics.loops import compose
-from loopsight.analytics.sql import rows
+from loopsight.analytics.sql import run
 
 SUPERLINEAR_K = 1.2
 MIN_RUNS = 3
@@ -56,7 +56,7 @@ def burn_agents(
     params = _filters(since, until, agent, service) | {
         "superlinear_k": SUPERLINEAR_K, "min_runs": MIN_RUNS, "min_points": MIN_POINTS,
     }
-    return rows(con, sql, params)
+    return run(con, "burn_agents", sql, params)
 
 
 def burn_runs(
@@ -76,7 +76,7 @@ def burn_runs(
     """
     sql = compose("burn_runs", loop_rows="loops_core")
     params = _filters(since, until, agent, service) | {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK, "limit": max(0, min(limit, MAX_LIMIT))}
-    return rows(con, sql, params)
+    return run(con, "burn_runs", sql, params)
 
 
 def burn(
@@ -116,4 +116,4 @@ def burn_curve(
         [{'agent': 'support', 'step': 0, 'runs': 120, 'avg_input_tokens': 910.2, ...}, ...]
     """
     sql = compose("burn_curve", burn_steps="burn_steps")
-    return rows(con, sql, _filters(since, until, agent, service) | {"max_step": max(0, max_step)})
+    return run(con, "burn_curve", sql, _filters(since, until, agent, service) | {"max_step": max(0, max_step)})

@@ -22,7 +22,7 @@ import duckdb
 
 from loopsight import attributes as A
 from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
-from loopsight.analytics.sql import load, rows
+from loopsight.analytics.sql import load, run
 
 MAX_LIMIT = 100_000
 
@@ -84,7 +84,7 @@ def loops(
     if kind is not None and kind not in A.LOOP_KINDS:
         raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
     params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)))
-    return rows(con, _with_loops("loops"), params)
+    return run(con, "loops", _with_loops("loops"), params)
 
 
 def loop_rate(
@@ -101,7 +101,7 @@ def loop_rate(
         >>> loop_rate(con, since=datetime(2026, 1, 1))  # doctest: +SKIP
         {'runs': 200, 'looping_runs': 37, 'loop_rate': 0.185}
     """
-    (row,) = rows(con, _with_loops("loops_rate"), _params(since, until, agent, service))
+    (row,) = run(con, "loops_rate", _with_loops("loops_rate"), _params(since, until, agent, service))
     runs, looping = row["runs"], row["looping_runs"]
     return {"runs": runs, "looping_runs": looping, "loop_rate": looping / runs if runs else None}
 
@@ -120,7 +120,7 @@ def loop_run_ids(
         >>> loop_run_ids(con)  # doctest: +SKIP
         {('4bf9…', '00f0…'): ['exact', 'oscillation']}
     """
-    found = rows(con, _with_loops("loops_run_ids"), _params(since, until, agent, service))
+    found = run(con, "loops_run_ids", _with_loops("loops_run_ids"), _params(since, until, agent, service))
     return {(r["trace_id"], r["run_id"]): r["kinds"] for r in found}
 
 
@@ -143,7 +143,7 @@ def loops_over_time(
     if bucket_seconds < 1:
         raise ValueError("bucket_seconds must be at least 1")
     params = _params(since, until, agent, service, bucket_seconds=bucket_seconds)
-    return rows(con, _with_loops("loops_over_time"), params)
+    return run(con, "loops_over_time", _with_loops("loops_over_time"), params)
 
 
 def top_looping_tools(
@@ -162,7 +162,7 @@ def top_looping_tools(
         [{'tool': 'search', 'loops': 12, 'runs': 10, 'wasted_tokens': 80211, 'exact': 5, ...}]
     """
     params = _params(since, until, agent, service, limit=max(0, min(limit, MAX_LIMIT)))
-    return rows(con, _with_loops("loops_top_tools"), params)
+    return run(con, "loops_top_tools", _with_loops("loops_top_tools"), params)
 
 
 def top_looping_args(
@@ -181,4 +181,4 @@ def top_looping_args(
         [{'tool': 'search', 'args_hash': '9f2c…', 'loops': 4, 'runs': 4, 'calls': 14, 'wasted_tokens': 20400}]
     """
     params = _params(since, until, agent, service, limit=max(0, min(limit, MAX_LIMIT)))
-    return rows(con, _with_loops("loops_top_args"), params)
+    return run(con, "loops_top_args", _with_loops("loops_top_args"), params)

@@ -56,5 +56,49 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict
     A ClickHouse connection (``sql_dialect = "clickhouse"``, see ``loopsight.stores``) runs
     the ``sql/clickhouse/<name>.sql`` variant with the same parameters.
     """
+    return rows(con, dialect_sql(con, name), params)
+
+
+def dialect_sql(con: Any, name: str, sql: str | None = None) -> str:
+    """The SQL to run for question ``name`` on ``con``: ``sql`` (or ``sql/<name>.sql``) on
+    DuckDB, ``sql/clickhouse/<name>.sql`` on ClickHouse, whose run index is refreshed first.
+
+    Example:
+        >>> dialect_sql(duckdb.connect(), "x", "SELECT 1")
+        'SELECT 1'
+    """
     dialect = getattr(con, "sql_dialect", "duckdb")
-    return rows(con, load(name if dialect == "duckdb" else f"{dialect}/{name}"), params)
+    if dialect == "duckdb":
+        return sql if sql is not None else load(name)
+    from loopsight.stores.clickhouse_run_index import refresh
+
+    refresh(con)
+    return dialect_file(dialect, name)
+
+
+def dialect_file(dialect: str, name: str) -> str:
+    """``sql/<dialect>/<name>.sql``, preceded by the CTEs its first line names.
+
+    A first line ``-- ctes: loop_rows=loops_core`` makes ``loop_rows`` the CTE holding
+    ``sql/<dialect>/loops_core.sql`` (as :func:`loopsight.analytics.loops.compose` does).
+    """
+    text = load(f"{dialect}/{name}")
+    first = text.split("\n", 1)[0]
+    if not first.startswith("-- ctes:"):
+        return text
+    from loopsight.analytics.loops import compose
+
+    ctes = dict(item.strip().split("=") for item in first[len("-- ctes:"):].split(","))
+    return compose(f"{dialect}/{name}", **{cte: f"{dialect}/{file}" for cte, file in ctes.items()})
+
+
+def run(con: Any, name: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run question ``name``: the DuckDB text ``sql``, or on ClickHouse ``sql/clickhouse/<name>.sql``.
+
+    For the questions whose DuckDB SQL is composed in Python (loops, burn).
+
+    Example:
+        >>> run(duckdb.connect(), "one", "SELECT $x AS x", {"x": 1})
+        [{'x': 1}]
+    """
+    return rows(con, dialect_sql(con, name, sql), params)

@@ -5,7 +5,8 @@ fresh ids and times), once with only the exporter's DDL and once with loopsight'
 materialized columns, then measures insert rate per CPU-second, compressed bytes per
 span, each analytics question's time, and which indexes the queries use.
 
-Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 2400]`` (84 spans per copy).
+Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 2400] [--before]`` (84 spans per copy);
+``--before`` also times the questions with ``run_id`` resolved inside the view (round one).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from loopsight.analytics.terminations import terminations  # noqa: E402
 from loopsight.analytics.tools import tool_stats  # noqa: E402
 from loopsight.collector.pipeline import spans_to_request  # noqa: E402
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
-from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade  # noqa: E402
+from loopsight.stores.clickhouse_run_index import index_new_spans, runs_select  # noqa: E402
+from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, spans_view_sql, upgrade  # noqa: E402
 from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
 
 
@@ -85,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=2400)
     parser.add_argument("--batch-copies", type=int, default=240)
+    parser.add_argument("--before", action="store_true", help="also time the round-one view that resolves runs per query")
     args = parser.parse_args()
     base = request_to_otel_traces(spans_to_request(build()))
     spans = base.num_rows * args.copies
@@ -107,6 +110,16 @@ def main() -> None:
     print(f"compressed bytes/span: exporter-only {bytes_per_span(plain, spans):.1f}, with loopsight columns {bytes_per_span(con, spans):.1f} "
           f"(of which loopsight_* {bytes_per_span(con, spans, 'loopsight%'):.1f})")
 
+    started = time.perf_counter()
+    traces = index_new_spans(con)
+    print(f"run index, first pass: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms")
+    extra = pa.concat_tables([tiled(base, c) for c in range(args.copies, args.copies + 12)])
+    con.insert_arrow("otel_traces", extra)
+    started = time.perf_counter()
+    traces = index_new_spans(con)
+    print(f"run index, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms")
+    spans += extra.num_rows
+
     since = datetime(2025, 3, 1, 9, 0)
     until = since + timedelta(seconds=args.copies + 3 * 2400)
     trace_id = list_runs(con, limit=1)[0]["trace_id"]
@@ -120,8 +133,19 @@ def main() -> None:
         "count(*) FROM spans (view)": lambda: con.execute("SELECT count() FROM spans").fetchall(),
         "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute("SELECT sum(Duration) FROM otel_traces").fetchall(),
     }
-    for name, fn in questions.items():
-        print(f"query {name}: {timed(fn) * 1000:,.0f} ms (median of 3)")
+    indexed_view = spans_view_sql()
+    # Round one: the same parent walk, over the whole table, inside the view (no derived steps).
+    whole = "(SELECT TraceId, SpanId, ParentSpanId, loopsight_span_type AS span_type FROM otel_traces)"
+    inline_view = indexed_view.replace(
+        "SELECT TraceId, SpanId, run_id, step FROM loopsight_run_index FINAL",
+        f"SELECT *, CAST(NULL AS Nullable(Int64)) AS step FROM ({runs_select(whole)})",
+    )
+    variants = [("run index", indexed_view)] + ([("resolved in the view (round one)", inline_view)] if args.before else [])
+    for label, view in variants:
+        con.command(view)
+        for name, fn in questions.items():
+            print(f"[{label}] query {name}: {timed(fn) * 1000:,.0f} ms (median of 3)")
+    con.command(indexed_view)
 
     explain = con.execute(
         "EXPLAIN indexes = 1 SELECT count() FROM otel_traces WHERE TraceId = {t:String}", {"t": trace_id}

@@ -14,14 +14,15 @@ On top, ordered migrations (recorded in ``loopsight_schema_migrations``):
   :mod:`loopsight.collector.normalize` (the SQL is generated from that module's
   vocabularies and error-class patterns, so the two paths cannot drift apart).
 - ``spans``: a view with the DuckDB ``spans`` column names, plus ``run_id`` (the top-most
-  ``invoke_agent`` ancestor), so the analytics' ClickHouse SQL reads the same names.
+  ``invoke_agent`` ancestor, from the ``loopsight_run_index`` table), so the analytics'
+  ClickHouse SQL reads the same names.
 - ``alert_rules``, ``alert_events``, ``alert_samples``: alert state.
 
 Example:
     >>> from loopsight.stores.clickhouse import connect_chdb
     >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
     >>> upgrade(con)  # doctest: +SKIP
-    ['0001_otel_traces', '0002_typed_columns', '0003_spans_view', '0004_alerts']
+    ['0001_otel_traces', '0002_typed_columns', '0003_spans_view', '0004_alerts', '0005_run_index']
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Callable
 from loopsight import attributes as A
 from loopsight.collector import normalize as N
 from loopsight.stores.clickhouse import ClickHouseConnection
+from loopsight.stores.clickhouse_run_index import INDEX_TABLE, STATE_TABLE
 
 # traces_table.sql of the exporter, rendered as its Go code renders it: %s %s = "db"."table"
 # plus the cluster clause, ENGINE = %s, then the TTL expression.
@@ -262,12 +264,15 @@ def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
 def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) -> str:
     """The ``spans`` view: the DuckDB ``spans`` columns over ``otel_traces`` and its typed columns.
 
-    ``run_id`` is the top-most ``invoke_agent`` ancestor (or the span itself), found by
-    walking the parent chain inside the trace, at most 64 hops as on DuckDB.
+    ``run_id`` is the top-most ``invoke_agent`` ancestor (or the span itself), read from
+    the run index (:mod:`loopsight.stores.clickhouse_run_index`); NULL until indexed.
     """
     attrs = "attrs_raw" if capture_content else f"mapFilter((k, v) -> NOT has({CONTENT_KEYS_SQL}, k), attrs_raw)"
     materialized = ", ".join(f"loopsight_{name}" for name, _, _ in typed_columns())
-    typed = ",\n    ".join(f"f.loopsight_{name} AS {name}" for name, _, _ in typed_columns())
+    typed = ",\n    ".join(
+        "coalesce(r.step, f.loopsight_step) AS step" if name == "step" else f"f.loopsight_{name} AS {name}"
+        for name, _, _ in typed_columns()
+    )
     return f"""CREATE OR REPLACE VIEW spans AS
 SELECT
     toDateTime64(f.ts_ns, 6, 'UTC') AS Timestamp,
@@ -289,24 +294,7 @@ SELECT
 FROM (SELECT *, SpanAttributes AS attrs_raw, Timestamp AS ts_ns, Duration AS duration_ns, `Events.Timestamp` AS events_ts,
              {materialized}
       FROM {table}) AS f
-LEFT JOIN (
-    -- Per trace: each span's parent position, then a walk up (self first) keeping the
-    -- highest invoke_agent seen.
-    SELECT TraceId, ids[i] AS SpanId, if(run_at = 0, NULL, ids[run_at]) AS run_id
-    FROM (
-        SELECT TraceId, ids,
-               arrayMap(i -> arrayFold(
-                   (acc, hop) -> if(acc.1 = 0, acc, (parent_at[acc.1], if(agents[acc.1], acc.1, acc.2))),
-                   range(64), (toUInt64(i), toUInt64(0))).2, arrayEnumerate(ids)) AS runs_at
-        FROM (
-            SELECT TraceId, groupArray(SpanId) AS ids, groupArray(loopsight_span_type = 'agent') AS agents,
-                   arrayMap(p -> toUInt64(indexOf(ids, p)), groupArray(ParentSpanId)) AS parent_at
-            FROM {table}
-            GROUP BY TraceId
-        )
-    )
-    ARRAY JOIN arrayEnumerate(ids) AS i, runs_at AS run_at
-) AS r ON r.TraceId = f.TraceId AND r.SpanId = f.SpanId
+LEFT JOIN (SELECT TraceId, SpanId, run_id, step FROM loopsight_run_index FINAL) AS r ON r.TraceId = f.TraceId AND r.SpanId = f.SpanId
 SETTINGS join_use_nulls = 1"""
 
 
@@ -367,8 +355,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         lambda o: [o.render(EXPORTER_TRACES_TABLE), o.render(EXPORTER_TRACE_ID_TS_TABLE), o.render(EXPORTER_TRACE_ID_TS_VIEW)],
     ),
     Migration("0002_typed_columns", typed_columns_ddl),
-    Migration("0003_spans_view", lambda o: [spans_view_sql(o.table)]),
+    Migration("0003_spans_view", lambda o: [INDEX_TABLE, STATE_TABLE, spans_view_sql(o.table)]),
     Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
+    Migration("0005_run_index", lambda o: [INDEX_TABLE, STATE_TABLE]),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

@@ -3,7 +3,8 @@
 Requests hand the normalized Arrow batch to :meth:`ClickHouseWriter.submit`; one writer
 thread groups queued batches and inserts them into ``otel_traces`` as one columnar Arrow
 insert, then resolves every future. The ``spans`` view derives the typed columns, so
-spans written here and spans written by the OpenTelemetry Collector's exporter read the same.
+spans written here and spans written by the OpenTelemetry Collector's exporter read the same;
+the writer resolves the run of every trace it wrote into the run index right after the insert.
 
 Example:
     >>> writer = ClickHouseWriter.open(parse_store_url("chdb:///tmp/loopsight-doc-ch"))  # doctest: +SKIP
@@ -24,6 +25,7 @@ import pyarrow as pa
 
 from loopsight.collector.store import QueueFull, StoreError, WriterStats
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
+from loopsight.stores.clickhouse_run_index import index_traces
 from loopsight.stores.clickhouse_schema import upgrade
 from loopsight.stores.otel_rows import batch_to_otel_traces
 from loopsight.stores.url import StoreURL
@@ -114,6 +116,7 @@ class ClickHouseWriter:
         try:
             incoming = batch_to_otel_traces(pa.concat_tables([p.table for p in batch]))
             self._con.insert_arrow(self._table, incoming)
+            index_traces(self._con, incoming.column("TraceId").unique().to_pylist())
         except Exception as exc:  # the batch fails as a whole; each request hears why
             log.error("insert of %d batches into ClickHouse failed: %s", len(batch), exc)
             for pending in batch:

@@ -17,6 +17,7 @@ pytest.importorskip("chdb")
 from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
 from loopsight.collector.store import Store  # noqa: E402
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
+from loopsight.stores.clickhouse_run_index import index_new_spans  # noqa: E402
 from loopsight.stores.clickhouse_schema import upgrade  # noqa: E402
 from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
 
@@ -64,4 +65,5 @@ def clickhouse(chdb_dir: Path, fixture_request: Any) -> ClickHouseConnection:
     con = connect_chdb(str(chdb_dir), database="parity")
     upgrade(con)
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    index_new_spans(con)
     return con

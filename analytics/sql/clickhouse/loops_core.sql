@@ -1,0 +1,110 @@
+-- ClickHouse variant of ../loops_core.sql: every loop of every run in scope, one row per loop.
+-- Semantic loops come from the loop guard's record (loop_kind = 'semantic'); the argument
+-- sketches are not stored on ClickHouse (see docs/scale-out.md), so sketch-detected ones are not found.
+WITH runs AS (
+    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
+    FROM spans
+    WHERE span_type = 'agent' AND SpanId = run_id
+      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
+      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
+      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
+      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
+),
+work AS (
+    SELECT cityHash64(s.TraceId, assumeNotNull(s.run_id)) AS rk, s.TraceId AS trace_id, assumeNotNull(s.run_id) AS run_id,
+           s.SpanId AS span_id, s.Timestamp AS ts, s.span_type AS span_type, s.step AS step, s.tool AS tool,
+           s.args_hash AS args_hash, s.error_type AS error_type, s.loop_kind AS loop_kind,
+           s.input_tokens AS input_tokens, s.output_tokens AS output_tokens,
+           toInt64(sum(if(s.span_type = 'llm', 1, 0)) OVER (PARTITION BY rk ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING)) - 1 AS llm_seen
+    FROM spans s
+    WHERE s.span_type IN ('llm', 'tool') AND (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM runs)
+),
+calls AS (
+    SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, error_type, loop_kind,
+           cityHash64(ifNull(tool, '')) AS tk,
+           coalesce(step, greatest(llm_seen, 0)) AS step,
+           -- a call without an args hash never equals another call
+           cityHash64(ifNull(tool, ''), coalesce(args_hash, concat('#', span_id))) AS call_key,
+           toInt64(row_number() OVER (PARTITION BY rk ORDER BY ts, span_id)) AS seq
+    FROM work
+    WHERE span_type = 'tool'
+),
+lagged AS (
+    SELECT *,
+           lagInFrame(toNullable(call_key), 1) OVER r AS k1, lagInFrame(toNullable(call_key), 2) OVER r AS k2,
+           lagInFrame(toNullable(call_key), 3) OVER r AS k3, lagInFrame(toNullable(call_key), 4) OVER r AS k4,
+           lagInFrame(toNullable(call_key), 5) OVER r AS k5,
+           lagInFrame(tool, 1) OVER r AS t1, lagInFrame(tool, 2) OVER r AS t2,
+           toInt64(row_number() OVER t) - toInt64(row_number() OVER (PARTITION BY rk, tk, ifNull(error_type, '') ORDER BY seq)) AS error_island,
+           lagInFrame(toNullable(ts)) OVER t AS prev_ts, lagInFrame(toNullable(step)) OVER t AS prev_step
+    FROM calls
+    WINDOW r AS (PARTITION BY rk ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+           t AS (PARTITION BY rk, tk ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+exact AS (
+    SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, 'exact' AS kind,
+           any(args_hash) AS args_hash, toInt64(count()) AS count, toNullable(toInt64(argMin(step, seq))) AS first_step, min(ts) AS first_at
+    FROM calls c
+    WHERE c.args_hash IS NOT NULL
+    GROUP BY rk, call_key
+    HAVING count() >= 3
+),
+osc_hits AS (
+    SELECT rk, trace_id, run_id, seq, seq - 3 AS start_seq,
+           arraySort([assumeNotNull(call_key), assumeNotNull(k1)]) AS cycle,
+           arrayStringConcat(arraySort(arrayDistinct(arrayMap(x -> assumeNotNull(x), arrayFilter(x -> x IS NOT NULL, [tool, t1])))), ',') AS tools
+    FROM lagged
+    WHERE call_key = k2 AND k1 = k3 AND call_key != k1
+    UNION ALL
+    SELECT rk, trace_id, run_id, seq, seq - 5,
+           arraySort([assumeNotNull(call_key), assumeNotNull(k1), assumeNotNull(k2)]),
+           arrayStringConcat(arraySort(arrayDistinct(arrayMap(x -> assumeNotNull(x), arrayFilter(x -> x IS NOT NULL, [tool, t1, t2])))), ',')
+    FROM lagged
+    WHERE call_key = k3 AND k1 = k4 AND k2 = k5 AND call_key != k1 AND k1 != k2 AND call_key != k2
+),
+oscillation AS (
+    SELECT any(h.trace_id) AS trace_id, any(h.run_id) AS run_id, toNullable(any(h.tools)) AS tool, 'oscillation' AS kind,
+           CAST(NULL AS Nullable(String)) AS args_hash,
+           toInt64(max(h.seq) - min(h.start_seq) + 1) AS count,
+           toNullable(toInt64(argMin(c.step, c.seq))) AS first_step, min(c.ts) AS first_at
+    FROM osc_hits h
+    JOIN calls c ON c.rk = h.rk AND c.seq = h.start_seq
+    GROUP BY h.rk, h.cycle
+),
+repeated_error AS (
+    SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, 'repeated_error' AS kind,
+           CAST(NULL AS Nullable(String)) AS args_hash, toInt64(count()) AS count,
+           toNullable(toInt64(argMin(step, seq))) AS first_step, min(ts) AS first_at
+    FROM lagged l
+    WHERE l.error_type IS NOT NULL
+    GROUP BY rk, tk, l.error_type, error_island
+    HAVING count() >= 3
+),
+-- The loop guard's record: each flagged call repeats the call of that tool just before it.
+semantic AS (
+    SELECT trace_id, run_id, tool, 'semantic' AS kind, CAST(NULL AS Nullable(String)) AS args_hash,
+           max(count) AS count, min(first_step) AS first_step, min(first_at) AS first_at
+    FROM (
+        SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, toInt64(count() + 1) AS count,
+               toNullable(toInt64(coalesce(tupleElement(argMin(tuple(prev_step), seq), 1), min(step)))) AS first_step,
+               coalesce(min(prev_ts), min(ts)) AS first_at
+        FROM lagged l
+        WHERE l.loop_kind = 'semantic'
+        GROUP BY rk, tk
+    )
+    GROUP BY trace_id, run_id, tool
+),
+found AS (
+    SELECT * FROM exact
+    UNION ALL SELECT * FROM oscillation
+    UNION ALL SELECT * FROM repeated_error
+    UNION ALL SELECT * FROM semantic
+)
+SELECT f.trace_id AS trace_id, f.run_id AS run_id, r.agent AS agent, r.started_at AS started_at, f.tool AS tool, f.kind AS kind,
+       f.args_hash AS args_hash, f.count AS count, f.first_step AS first_step, f.first_at AS first_at,
+       toInt64(sumIf(ifNull(w.input_tokens, 0) + ifNull(w.output_tokens, 0), w.ts > f.first_at)) AS wasted_tokens
+FROM found f
+JOIN runs r ON r.trace_id = f.trace_id AND r.run_id = f.run_id
+LEFT JOIN (SELECT rk, ts, input_tokens, output_tokens FROM work WHERE span_type = 'llm') w
+       ON w.rk = cityHash64(f.trace_id, f.run_id)
+GROUP BY f.trace_id, f.run_id, r.agent, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step, f.first_at

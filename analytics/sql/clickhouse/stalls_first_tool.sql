@@ -1,0 +1,23 @@
+-- ClickHouse variant of ../stalls_first_tool.sql.
+WITH runs AS (
+    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
+    FROM spans
+    WHERE span_type = 'agent' AND SpanId = run_id
+      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
+      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
+      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
+      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
+),
+first_tool AS (
+    SELECT r.agent AS agent, dateDiff('microsecond', r.started_at, min(s.Timestamp)) / 1e3 AS ms
+    FROM runs r
+    JOIN (SELECT TraceId, run_id, Timestamp FROM spans WHERE span_type = 'tool') s ON s.TraceId = r.trace_id AND s.run_id = r.run_id
+    GROUP BY r.trace_id, r.run_id, r.agent, r.started_at
+)
+SELECT agent, count() AS runs,
+       round(quantileExactInclusive(0.5)(ms), 3) AS p50_ms,
+       round(quantileExactInclusive(0.95)(ms), 3) AS p95_ms,
+       round(max(ms), 3) AS max_ms
+FROM first_tool
+GROUP BY agent
+ORDER BY p95_ms DESC, agent
