@@ -21,7 +21,6 @@ from typing import Any
 
 import duckdb
 
-from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 from loopsight.analytics.loops import compose
 from loopsight.analytics.sql import run
 
@@ -52,7 +51,7 @@ def burn_agents(
         >>> burn_agents(con)  # doctest: +SKIP
         [{'agent': 'support', 'runs': 120, 'growth_exponent': 1.01, 'superlinear': False, ...}]
     """
-    sql = compose("burn_agents", burn_steps="burn_steps")
+    sql = compose("burn_agents", burn_steps="burn_steps_derived")
     params = _filters(since, until, agent, service) | {
         "superlinear_k": SUPERLINEAR_K, "min_runs": MIN_RUNS, "min_points": MIN_POINTS,
     }
@@ -74,8 +73,8 @@ def burn_runs(
         >>> burn_runs(con, limit=1)  # doctest: +SKIP
         [{'trace_id': '…', 'run_id': '…', 'agent': 'support', 'input_tokens': 41200, 'output_tokens': 900, 'wasted_tokens': 0}]
     """
-    sql = compose("burn_runs", loop_rows="loops_core")
-    params = _filters(since, until, agent, service) | {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK, "limit": max(0, min(limit, MAX_LIMIT))}
+    sql = compose("burn_runs", loop_rows="loops_derived")
+    params = _filters(since, until, agent, service) | {"limit": max(0, min(limit, MAX_LIMIT))}
     return run(con, "burn_runs", sql, params)
 
 
@@ -115,5 +114,5 @@ def burn_curve(
         >>> burn_curve(con, agent="support", max_step=2)  # doctest: +SKIP
         [{'agent': 'support', 'step': 0, 'runs': 120, 'avg_input_tokens': 910.2, ...}, ...]
     """
-    sql = compose("burn_curve", burn_steps="burn_steps")
+    sql = compose("burn_curve", burn_steps="burn_steps_derived")
     return run(con, "burn_curve", sql, _filters(since, until, agent, service) | {"max_step": max(0, max_step)})

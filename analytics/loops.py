@@ -2,7 +2,8 @@
 
 The definitions are the contract in ``docs/detection.md``; the detection is one SQL pass
 (``analytics/sql/loops_core.sql``, window functions over the tool calls of each run) that
-the other questions here wrap. Only runs whose run span has arrived are examined (a run in
+the writer runs for the runs each commit touches and keeps in ``run_loops``
+(:mod:`loopsight.analytics.derive`); the questions here read that table. Only runs whose run span has arrived are examined (a run in
 flight shows up in :func:`loopsight.analytics.stalls.stalls` as ``stuck`` instead).
 
 Example:
@@ -21,7 +22,6 @@ from typing import Any
 import duckdb
 
 from loopsight import attributes as A
-from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 from loopsight.analytics.sql import load, run
 
 MAX_LIMIT = 100_000
@@ -47,14 +47,15 @@ def compose(question: str, **ctes: str) -> str:
 
 
 def _with_loops(name: str) -> str:
-    # Each loop question reads the detected loops as the CTE ``loop_rows``.
-    return compose(name, loop_rows="loops_core")
+    # Each loop question reads the detected loops as the CTE ``loop_rows``: the rows of
+    # loops_core.sql the writer keeps per run in run_loops (loopsight.analytics.derive).
+    return compose(name, loop_rows="loops_derived")
 
 
 def _params(
     since: datetime | None, until: datetime | None, agent: str | None, service: str | None, **extra: Any
 ) -> dict[str, Any]:
-    params = {"since": since, "until": until, "agent": agent, "service": service, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+    params = {"since": since, "until": until, "agent": agent, "service": service}
     params.update(extra)
     return params
 

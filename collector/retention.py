@@ -19,6 +19,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from loopsight.analytics.derive import prune as prune_derived
+
 log = logging.getLogger("loopsight.collector.retention")
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -28,6 +30,12 @@ DELETE FROM spans WHERE rowid IN (
     SELECT rowid FROM spans WHERE "Timestamp" < $cutoff LIMIT $chunk
 )
 """
+
+
+def _delete_chunk(con: Any, cutoff: datetime, chunk: int) -> int:
+    deleted = con.execute(_DELETE_CHUNK_SQL, {"cutoff": cutoff, "chunk": chunk}).fetchone()[0]
+    prune_derived(con, cutoff)  # the per-run rows of runs that started before the cutoff
+    return deleted
 
 
 def parse_duration(text: str) -> timedelta:
@@ -71,9 +79,7 @@ class Retention:
         cutoff = datetime.now(timezone.utc).replace(tzinfo=None) - self.keep
         total = 0
         while not self._stop.is_set():
-            future = self.store.run_job(
-                lambda con: con.execute(_DELETE_CHUNK_SQL, {"cutoff": cutoff, "chunk": self.chunk}).fetchone()[0]
-            )
+            future = self.store.run_job(lambda con: _delete_chunk(con, cutoff, self.chunk))
             deleted = future.result()
             total += deleted
             self.deleted += deleted

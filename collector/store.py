@@ -14,7 +14,9 @@ In each transaction the writer
    ``invoke_agent`` ancestor. Run spans usually arrive after their children, so spans
    stored earlier are updated when their run arrives. Only spans that started at most
    ``run_lookback`` before the batch are read (a run longer than that keeps older
-   children unresolved).
+   children unresolved),
+4. recomputes the derived per-run tables (``run_facts``, ``run_loops``, ``run_steps``) of
+   the touched traces (:mod:`loopsight.analytics.derive`), so they are current on ack.
 
 Maintenance work (retention deletes) runs on the same thread between commits via
 :meth:`Store.run_job`, so it never races the writer.
@@ -44,6 +46,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loopsight.analytics.derive import refresh as refresh_derived
 from loopsight.migrations import upgrade
 
 log = logging.getLogger("loopsight.collector")
@@ -383,6 +386,7 @@ class Store:
                     con.execute(DERIVE_STEPS_SQL, {"since": since})
                     with_runs = incoming.filter(pc.equal(incoming.column("span_type"), "agent")).column("TraceId")
                     self._unnumbered.difference_update(with_runs.to_pylist())
+                refresh_derived(con, since=since)
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)

@@ -1,7 +1,7 @@
 -- Per agent: the growth exponent k of input tokens per step and the token totals by outcome.
 -- k is fitted by least squares on log(input(s) - input(first step)) = c_run + k * log(s - first step)
 -- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
--- linear history replay below 1. burn_steps = burn_steps.sql.
+-- linear history replay below 1. burn_steps = burn_steps_derived.sql; run totals from run_facts.
 WITH growth AS (
     SELECT trace_id, run_id, agent,
            step - first_value(step) OVER r AS x,
@@ -34,21 +34,14 @@ fit_se AS (
     WHERE f.k IS NOT NULL
     GROUP BY f.agent, f.k, f.n, f.fit_runs, f.sxx
 ),
-runs AS (
-    SELECT "TraceId" AS trace_id, run_id, agent,
-           termination_reason = 'completed' AND "StatusCode" <> 'Error' AS ok
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-),
 tokens AS (
-    SELECT r.agent, r.ok, coalesce(sum(coalesce(s.input_tokens, 0) + coalesce(s.output_tokens, 0)), 0) AS tokens
-    FROM runs r
-    LEFT JOIN spans s ON s."TraceId" = r.trace_id AND s.run_id = r.run_id AND s.span_type = 'llm'
-    GROUP BY r.trace_id, r.run_id, r.agent, r.ok
+    -- NULL (no termination reason) is neither a success nor a failure here
+    SELECT agent, termination_reason = 'completed' AND status_code <> 'Error' AS ok, input_tokens + output_tokens AS tokens
+    FROM run_facts
+    WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR service = $service)
+      AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
+      AND ($until::TIMESTAMP IS NULL OR started_at < $until)
 ),
 totals AS (
     SELECT agent, count(*) AS runs,

@@ -1,4 +1,4 @@
--- Input tokens per step per agent, the replayed-history curve (burn_steps = burn_steps.sql).
+-- Input tokens per step per agent, the replayed-history curve (burn_steps = burn_steps_derived.sql).
 SELECT agent, step, count(*) AS runs,
        round(avg(input_tokens), 1) AS avg_input_tokens,
        quantile_cont(input_tokens, 0.5) AS p50_input_tokens,

@@ -1,4 +1,4 @@
--- /api/v1/loops: the loops of the runs in scope, newest run first (loop_rows = loops_core.sql).
+-- /api/v1/loops: the loops of the runs in scope, newest run first (loop_rows = loops_derived.sql).
 SELECT trace_id, run_id, tool, kind, count, first_step, wasted_tokens
 FROM loop_rows
 WHERE $kind::VARCHAR IS NULL OR kind = $kind

@@ -1,12 +1,11 @@
--- Runs, looping runs and loops per kind in time buckets of the run start (loop_rows = loops_core.sql).
+-- Runs, looping runs and loops per kind in time buckets of the run start (loop_rows = loops_derived.sql).
 WITH scope AS (
-    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), "Timestamp") AS bucket, count(*) AS runs
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
+    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), started_at) AS bucket, count(*) AS runs
+    FROM run_facts
+    WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
+      AND ($service::VARCHAR IS NULL OR service = $service)
+      AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
+      AND ($until::TIMESTAMP IS NULL OR started_at < $until)
     GROUP BY bucket
 ),
 looped AS (

@@ -1,4 +1,4 @@
--- The (tool, args hash) pairs repeated most in exact loops (loop_rows = loops_core.sql).
+-- The (tool, args hash) pairs repeated most in exact loops (loop_rows = loops_derived.sql).
 SELECT tool, args_hash, count(*) AS loops, count(DISTINCT (trace_id, run_id)) AS runs,
        sum(count) AS calls, sum(wasted_tokens) AS wasted_tokens
 FROM loop_rows

@@ -1,4 +1,4 @@
--- The tools that loop most (loop_rows = loops_core.sql); an oscillation counts for its tool list.
+-- The tools that loop most (loop_rows = loops_derived.sql); an oscillation counts for its tool list.
 SELECT tool,
        count(*) AS loops,
        count(DISTINCT (trace_id, run_id)) AS runs,

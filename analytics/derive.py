@@ -1,0 +1,99 @@
+"""Per-run facts derived from the spans: ``run_facts``, ``run_loops`` and ``run_steps``.
+
+The writer calls :func:`refresh` inside each commit's transaction, after run ids and steps
+are resolved, for the traces the commit touched (the registered relation ``touched``), so
+a run's rollups, detected loops and per-step input tokens are visible as soon as its spans
+are acknowledged. The rules are not copied here: each table is filled by running the
+question's own SQL (``derive_runs.sql``, ``loops_core.sql``, ``burn_steps.sql``) with the
+``spans`` it reads shadowed by a CTE holding only the spans in scope.
+
+Only spans that started at or after ``since`` are read, and only the derived rows of runs
+that started at or after ``since`` are replaced: a run longer than the writer's look-back
+keeps its earlier facts.
+
+Example:
+    >>> con.register("touched", arrow_table_with_TraceId)  # doctest: +SKIP
+    >>> refresh(con, since=datetime(2026, 1, 1))  # doctest: +SKIP
+    >>> refresh(con)  # doctest: +SKIP  (every trace: the migration's backfill)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
+from loopsight.analytics.sql import load
+
+TABLES = ("run_facts", "run_loops", "run_steps")
+
+_COLUMNS = (
+    '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, args_sketch, error_type, '
+    'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts'
+)
+
+_NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
+
+
+def _shadowed(name: str) -> str:
+    """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
+    body = load(name)
+    lines = body.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
+    head = "WITH spans AS (SELECT * FROM derive_scope)"
+    if lines[first].lstrip().upper().startswith("WITH "):
+        lines[first] = "," + lines[first].lstrip()[4:]
+        return head + "\n" + "\n".join(lines)
+    return f"{head}\n{body}"
+
+
+def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, touched: bool = True) -> None:
+    """Recompute the derived rows of the runs in scope, in the caller's transaction.
+
+    With ``since`` the scope is the traces of the registered relation ``touched`` (a
+    ``TraceId`` column), reading spans that started at or after ``since``; without it every
+    stored span (the backfill).
+    """
+    scoped = since is not None
+    if scoped:
+        con.execute(
+            f'CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans '
+            'WHERE "Timestamp" >= $since AND "TraceId" IN (SELECT "TraceId" FROM touched)',
+            {"since": since},
+        )
+        for table in TABLES:
+            con.execute(
+                f"DELETE FROM {table} WHERE started_at >= $since "
+                'AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)',
+                {"since": since},
+            )
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans")
+        for table in TABLES:
+            con.execute(f"DELETE FROM {table}")
+    try:
+        con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
+        loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+        con.execute(
+            "INSERT INTO run_loops BY NAME SELECT l.* EXCLUDE (agent, started_at), f.agent, f.service, f.started_at "
+            f"FROM ({_shadowed('loops_core')}) l JOIN run_facts f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
+            loops,
+        )
+        con.execute(
+            "INSERT INTO run_steps BY NAME SELECT s.trace_id, s.run_id, f.agent, f.service, f.started_at, s.step, s.input_tokens "
+            f"FROM ({_shadowed('burn_steps')}) s JOIN run_facts f ON f.trace_id = s.trace_id AND f.run_id = s.run_id",
+            _NO_FILTERS,
+        )
+    finally:
+        con.execute("DROP TABLE IF EXISTS derive_scope")
+
+
+def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
+    """Delete the derived rows of runs that started before ``cutoff`` (retention).
+
+    Example:
+        >>> prune(con, datetime(2026, 1, 1))  # doctest: +SKIP
+    """
+    for table in TABLES:
+        con.execute(f"DELETE FROM {table} WHERE started_at < $cutoff", {"cutoff": cutoff})
