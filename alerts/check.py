@@ -23,7 +23,10 @@ from loopsight.alerts.evaluate import Verdict, judge
 from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.alerts.sources import ApiSource, DuckDBSource, SourceError
+from loopsight.collector.store import StoreError
 from loopsight.config import DEFAULT_DB, env_str
+from loopsight.stores import StoreURLError, open_reader, parse_store_url
+from loopsight.stores.clickhouse import ClickHouseError
 
 
 def _open_db(path: str) -> duckdb.DuckDBPyConnection:
@@ -36,6 +39,24 @@ def _open_db(path: str) -> duckdb.DuckDBPyConnection:
         if "lock" in text.lower():
             raise SourceError(f"{path} is held by a running collector: use --collector URL instead ({text})") from None
         raise SourceError(f"cannot open {path}: {text}") from None
+
+
+def _redacted(url: str) -> str:
+    try:
+        return parse_store_url(url).redacted()
+    except StoreURLError:
+        return url
+
+
+def _open_store(url: str) -> Any:
+    """A read connection for store ``url``; an unusable URL or store is a ``SourceError``."""
+    try:
+        parsed = parse_store_url(url)
+        if parsed.scheme == "duckdb":
+            return _open_db(parsed.path)
+        return open_reader(parsed)
+    except (StoreURLError, StoreError) as exc:
+        raise SourceError(str(exc)) from None
 
 
 def _fmt(value: float | None) -> str:
@@ -62,8 +83,10 @@ def check(
     db: str | None = None,
     token: str | None = None,
     console: Any = None,
+    store: str | None = None,
 ) -> int:
-    """Evaluate ``rules_path`` once against ``collector`` (query API) or ``db`` (read-only file).
+    """Evaluate ``rules_path`` once against ``collector`` (query API), ``store`` (a store URL:
+    ``clickhouse://…``, ``chdb:///dir``, ``duckdb:///file``) or ``db`` (read-only file).
 
     Returns 1 if any rule fires, 0 otherwise, 2 (with a message) when the rules file is
     invalid or the collector / file cannot be read.
@@ -86,6 +109,10 @@ def check(
             api = ApiSource(collector, token)
             source: Any = api
             where = collector
+        elif store:
+            con = _open_store(store)
+            source = DuckDBSource(con)
+            where = _redacted(store)
         else:
             path = db or env_str("DB", DEFAULT_DB) or DEFAULT_DB
             con = _open_db(path)
@@ -97,6 +124,9 @@ def check(
         return 2
     except duckdb.Error as exc:
         out.print(f"[bold red]error:[/] cannot evaluate the rules on {db}: {exc}", markup=True, highlight=False)
+        return 2
+    except ClickHouseError as exc:
+        out.print(f"[bold red]error:[/] cannot evaluate the rules on {_redacted(store or '')}: {exc}", markup=True, highlight=False)
         return 2
     finally:
         if con is not None:

@@ -100,6 +100,15 @@ def _bind(sql: str, params: dict[str, Any]) -> dict[str, Any]:
     return {name: params[name] for name in set(_PARAM.findall(sql))}
 
 
+def _execute(con: Any, name: str, duckdb_sql: str, params: dict[str, Any]) -> Any:
+    """Run statement ``name``: ``duckdb_sql``, or on ClickHouse its text in :mod:`loopsight.alerts.metrics_clickhouse`."""
+    if getattr(con, "sql_dialect", "duckdb") == "clickhouse":
+        from loopsight.alerts.metrics_clickhouse import STATEMENTS
+
+        return con.execute(STATEMENTS[name], params)
+    return con.execute(duckdb_sql, _bind(duckdb_sql, params))
+
+
 @dataclass(frozen=True)
 class Measurement:
     """A metric's value over a window (``None`` when there was nothing to measure)."""
@@ -153,7 +162,7 @@ def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, u
         traces = _distinct(s["trace_id"] for s in stuck)
         return Measurement(float(len(traces)), len(traces), traces[:MAX_EXAMPLES])
     sql = _POPULATIONS[spec.metric] + _RATE_SELECT
-    samples, hits, examples = con.execute(sql, _bind(sql, params)).fetchone()
+    samples, hits, examples = _execute(con, spec.metric, sql, params).fetchone()
     return Measurement(hits / samples if samples else None, int(samples), list(examples))
 
 
@@ -163,11 +172,11 @@ def _distinct(values: Any) -> list[str]:
 
 def _runs_in(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> int:
     sql = f"WITH {_RUNS} SELECT count(*) FROM runs"
-    return int(con.execute(sql, _bind(sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service})).fetchone()[0])
+    return int(_execute(con, "runs_in", sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service}).fetchone()[0])
 
 
 def _tokens_per_run(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict[str, Measurement]:
-    samples, p50, p95, top, examples = con.execute(_TOKENS, _bind(_TOKENS, params)).fetchone()
+    samples, p50, p95, top, examples = _execute(con, "tokens", _TOKENS, params).fetchone()
     return {stat: Measurement(None if not samples else float(value), int(samples), list(examples))
             for stat, value in (("p50", p50), ("p95", p95), ("max", top))}
 
@@ -244,13 +253,13 @@ def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime,
     loops = measure(con, MetricSpec("loop_rate"), since, until, cache)
     out.append(Gauge("loopsight_runs", float(loops.samples)))
     out.append(Gauge("loopsight_loop_rate", loops.value or 0.0))
-    for tool, calls, rate in con.execute(_TOOL_GAUGES, _bind(_TOOL_GAUGES, params)).fetchall():
+    for tool, calls, rate in _execute(con, "tool_gauges", _TOOL_GAUGES, params).fetchall():
         labels = (("tool", tool or ""),)
         out.append(Gauge("loopsight_tool_fail_rate", float(rate), labels))
         out.append(Gauge("loopsight_tool_calls", float(calls), labels))
-    for error_class, rate in con.execute(_CLASS_GAUGES, _bind(_CLASS_GAUGES, params)).fetchall():
+    for error_class, rate in _execute(con, "class_gauges", _CLASS_GAUGES, params).fetchall():
         out.append(Gauge("loopsight_error_class_rate", float(rate), (("error_class", error_class),)))
-    for reason, rate in con.execute(_REASON_GAUGES, _bind(_REASON_GAUGES, params)).fetchall():
+    for reason, rate in _execute(con, "reason_gauges", _REASON_GAUGES, params).fetchall():
         out.append(Gauge("loopsight_termination_rate", float(rate), (("reason", reason),)))
     tokens = _tokens_per_run(con, {**params, "examples": MAX_EXAMPLES})
     for stat, quantile in (("p50", "0.5"), ("p95", "0.95"), ("max", "1")):

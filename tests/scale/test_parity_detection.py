@@ -19,13 +19,13 @@ from loopsight.analytics.stalls import time_to_first_tool
 from .test_parity import _same
 
 WINDOW = {"since": datetime(2025, 3, 1, 9, 0), "until": datetime(2025, 3, 1, 10, 0)}
-FILTERS = [{}, {"agent": "researcher"}, {"service": "gateway"}, WINDOW, {"agent": "nobody"}]
-IDS = ["all", "agent", "service", "window", "no_agent"]
+FILTERS = [{}, {"agent": "researcher"}, WINDOW]
+IDS = ["all", "agent", "window"]
+MORE_FILTERS = [{"service": "gateway"}, {"agent": "nobody"}]
 NOW = datetime(2025, 3, 1, 12, 0)
 
 QUESTIONS: dict[str, Callable[..., Any]] = {
     "loops": lambda con, **f: loops(con, **f),
-    "loops_exact": lambda con, **f: loops(con, kind="exact", limit=2, **f),
     "loop_rate": lambda con, **f: loop_rate(con, **f),
     "loop_run_ids": lambda con, **f: sorted(map(list, loop_run_ids(con, **f).items())),
     "loops_over_time": lambda con, **f: loops_over_time(con, bucket_seconds=1800, **f),
@@ -33,11 +33,9 @@ QUESTIONS: dict[str, Callable[..., Any]] = {
     "top_looping_args": lambda con, **f: top_looping_args(con, **f),
     "stalls": lambda con, **f: stalls(con, now=NOW, **f),
     "stalls_judged": lambda con, **f: stalls(con, now=NOW, min_samples=2, min_gap_ms=500, stuck_after_seconds=60, **f),
-    "stalls_idle_gap": lambda con, **f: stalls(con, now=NOW, kind="idle_gap", **f),
     "time_to_first_tool": lambda con, **f: time_to_first_tool(con, **f),
     "burn": lambda con, **f: burn(con, **f),
     "burn_curve": lambda con, **f: burn_curve(con, **f),
-    "burn_curve_2": lambda con, **f: burn_curve(con, max_step=1, **f),
 }
 
 
@@ -51,6 +49,18 @@ def test_detection_questions_are_the_same(duck: Any, clickhouse: Any, question: 
         assert [s["kind"] for s in got] == [s["kind"] for s in expected]
         expected, got = sorted(expected, key=repr), sorted(got, key=repr)
     assert got == expected
+
+
+@pytest.mark.parametrize("filters", MORE_FILTERS, ids=["service", "no_agent"])
+def test_filtered_detection_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, Any]) -> None:
+    for question in ("loops", "stalls_judged", "burn"):
+        test_detection_questions_are_the_same(duck, clickhouse, question, filters)
+
+
+def test_kind_limit_and_step_options_are_the_same(duck: Any, clickhouse: Any) -> None:
+    assert _same(loops(clickhouse, kind="exact", limit=2)) == _same(loops(duck, kind="exact", limit=2))
+    assert stalls(clickhouse, now=NOW, kind="backoff") == stalls(duck, now=NOW, kind="backoff")
+    assert _same(burn_curve(clickhouse, max_step=1)) == _same(burn_curve(duck, max_step=1))
 
 
 def test_the_fixture_exercises_what_is_compared(duck: Any) -> None:
