@@ -48,31 +48,35 @@ def _shadowed(name: str) -> str:
     return f"{head}\n{body}"
 
 
-def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, touched: bool = True) -> None:
+def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None) -> None:
     """Recompute the derived rows of the runs in scope, in the caller's transaction.
 
     With ``since`` the scope is the traces of the registered relation ``touched`` (a
     ``TraceId`` column), reading spans that started at or after ``since``; without it every
     stored span (the backfill).
     """
-    scoped = since is not None
-    if scoped:
+    # Every rule reads only spans that belong to a run: children whose run span has not
+    # arrived yet are skipped until it does (then the whole trace is in scope again).
+    if since is None:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans WHERE run_id IS NOT NULL")
+    else:
         con.execute(
-            f'CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans '
-            'WHERE "Timestamp" >= $since AND "TraceId" IN (SELECT "TraceId" FROM touched)',
+            f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans "
+            'WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
             {"since": since},
         )
-        for table in TABLES:
-            con.execute(
-                f"DELETE FROM {table} WHERE started_at >= $since "
-                'AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)',
-                {"since": since},
-            )
-    else:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans")
-        for table in TABLES:
-            con.execute(f"DELETE FROM {table}")
     try:
+        if since is None:
+            for table in TABLES:
+                con.execute(f"DELETE FROM {table}")
+        else:
+            if not con.execute("SELECT count(*) FROM derive_scope").fetchone()[0]:
+                return  # a trace with derived rows since ``since`` has run members in scope
+            for table in TABLES:
+                con.execute(
+                    f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)',
+                    {"since": since},
+                )
         con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
         loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
         con.execute(
