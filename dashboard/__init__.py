@@ -1,7 +1,7 @@
 """The Streamlit dashboard: where agents stall, loop and burn tokens, at a glance.
 
 :func:`launch` serves it (``loopsight dashboard`` calls it); pages read their data through
-:mod:`loopsight.dashboard.data` from the collector's query API or a DuckDB file.
+:mod:`loopsight.dashboard.data` from the collector's query API, a DuckDB file or a store URL.
 
 Example:
     >>> from loopsight.dashboard import launch
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from loopsight.dashboard.data import COLLECTOR_ENV, DB_ENV, DEFAULT_COLLECTOR_URL, TOKEN_ENV
+from loopsight.dashboard.data import COLLECTOR_ENV, DB_ENV, DEFAULT_COLLECTOR_URL, STORE_ENV, TOKEN_ENV
 
 APP = Path(__file__).with_name("entry") / "app.py"
 
@@ -51,24 +51,29 @@ def launch(
     port: int = 8501,
     token: str | None = None,
     host: str = "127.0.0.1",
+    store: str | None = None,
 ) -> int:
     """Serve the dashboard until interrupted; return Streamlit's exit code (2 if it is not installed).
 
     Reads the collector at ``collector`` (default ``LOOPSIGHT_COLLECTOR_URL`` or
     ``http://127.0.0.1:4318``, with ``token`` as bearer token), or the DuckDB file ``db``
-    read-only when given (no collector may hold it).
+    read-only when given (no collector may hold it), or the store URL ``store``
+    (``clickhouse://…``, ``chdb:///dir``, ``duckdb:///file``).
 
     Example:
         >>> launch(db="./copy-of-prod.duckdb", port=8600)  # doctest: +SKIP
     """
-    if collector and db:
-        raise ValueError("give a collector URL or a DuckDB file, not both")
+    if sum(1 for given in (collector, db, store) if given) > 1:
+        raise ValueError("give one source: a collector URL, a DuckDB file or a store URL, not both")
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("altair") is None:
         print("the dashboard needs Streamlit and Altair: pip install 'loopsight[dashboard]'", file=sys.stderr)
         return 2
     env = dict(os.environ)
     env.pop(DB_ENV, None)
-    if db:
+    env.pop(STORE_ENV, None)
+    if store:
+        env[STORE_ENV] = store
+    elif db:
         env[DB_ENV] = str(Path(db).expanduser().resolve())
     else:
         env[COLLECTOR_ENV] = collector or env.get(COLLECTOR_ENV) or DEFAULT_COLLECTOR_URL

@@ -1,6 +1,6 @@
-"""Where the dashboard's data comes from: the collector's query API or a DuckDB file.
+"""Where the dashboard's data comes from: the collector's query API, a DuckDB file or a ClickHouse store.
 
-Pages use only :class:`ApiSource` / :class:`DuckDBSource` (same methods, same shapes as the
+Pages use only :class:`ApiSource` / :class:`DuckDBSource` / :class:`StoreSource` (same methods, same shapes as the
 ``/api/v1/*`` routes) through :func:`fetch`, which caches answers for a few seconds.
 
 Example:
@@ -27,6 +27,7 @@ DEFAULT_COLLECTOR_URL = "http://127.0.0.1:4318"
 # the collector must not make the dashboard open (and fail on the lock of) the same file.
 DB_ENV = "LOOPSIGHT_DASHBOARD_DB"
 COLLECTOR_ENV = "LOOPSIGHT_COLLECTOR_URL"
+STORE_ENV = "LOOPSIGHT_DASHBOARD_STORE"
 TOKEN_ENV = "LOOPSIGHT_TOKEN"
 
 
@@ -160,8 +161,48 @@ def _function(name: str) -> Callable[..., Any]:
     return function
 
 
+class _AnalyticsQuestions:
+    """The dashboard's questions answered by the analytics functions on a connection (``_call``)."""
+
+    def _call(self, name: str, *args: Any, **params: Any) -> Any:
+        raise NotImplementedError
+
+    def runs(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("analytics.list_runs", **params)
+
+    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+        return self._call("analytics.trace_detail", trace_id)
+
+    def overview(self, **params: Any) -> dict[str, Any]:
+        return self._call("analytics.overview", **params)
+
+    def terminations(self, **params: Any) -> Any:
+        return self._call("analytics.terminations", **params)
+
+    def tools(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("analytics.tool_stats", **params)
+
+    def loops(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("analytics.loops", **params)
+
+    def stalls(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call("analytics.stalls", **params)
+
+    def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
+        return self._call("analytics.burn", **params)
+
+    def burn_curve(self, **params: Any) -> Any:
+        return self._call("analytics.burn_curve", **params)
+
+    def alerts(self) -> dict[str, list[dict[str, Any]]]:
+        return self._call("alerts.alerts_overview")
+
+    def alert_series(self, rule: str, **params: Any) -> list[dict[str, Any]]:
+        return self._call("alerts.alert_series", rule, **params)
+
+
 @dataclass(frozen=True)
-class DuckDBSource:
+class DuckDBSource(_AnalyticsQuestions):
     """Reads a DuckDB file directly, read-only, through the analytics functions.
 
     Only for a file no collector holds (DuckDB allows one writer process or many readers).
@@ -231,51 +272,105 @@ class DuckDBSource:
     def check(self) -> None:
         self._connect().close()
 
-    def runs(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("analytics.list_runs", **params)
 
-    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
-        return self._call("analytics.trace_detail", trace_id)
-
-    def overview(self, **params: Any) -> dict[str, Any]:
-        return self._call("analytics.overview", **params)
-
-    def terminations(self, **params: Any) -> Any:
-        return self._call("analytics.terminations", **params)
-
-    def tools(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("analytics.tool_stats", **params)
-
-    def loops(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("analytics.loops", **params)
-
-    def stalls(self, **params: Any) -> list[dict[str, Any]]:
-        return self._call("analytics.stalls", **params)
-
-    def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
-        return self._call("analytics.burn", **params)
-
-    def burn_curve(self, **params: Any) -> Any:
-        return self._call("analytics.burn_curve", **params)
-
-    def alerts(self) -> dict[str, list[dict[str, Any]]]:
-        return self._call("alerts.alerts_overview")
-
-    def alert_series(self, rule: str, **params: Any) -> list[dict[str, Any]]:
-        return self._call("alerts.alert_series", rule, **params)
+_STORE_CONNECTIONS: dict[str, Any] = {}
 
 
-Source = ApiSource | DuckDBSource
+@dataclass(frozen=True)
+class StoreSource(_AnalyticsQuestions):
+    """Reads a ClickHouse store (``clickhouse://…`` server or ``chdb:///dir``) through the analytics functions.
+
+    One connection per store URL is kept for the process (opening one applies loopsight's
+    ClickHouse migrations); the analytics pick their ClickHouse SQL for it.
+
+    Example:
+        >>> StoreSource("clickhouse://loop:secret@ch.internal:8123/otel").describe()
+        'ClickHouse store clickhouse://loop:***@ch.internal:8123/otel'
+    """
+
+    url: str
+
+    @property
+    def key(self) -> str:
+        return f"store|{self.url}"
+
+    kind = "ClickHouse store"
+
+    @property
+    def target(self) -> str:
+        from loopsight.stores import StoreURLError, parse_store_url
+
+        try:
+            return parse_store_url(self.url).redacted()
+        except StoreURLError:
+            return self.url
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.target}"
+
+    def _connect(self) -> Any:
+        from loopsight.collector.store import StoreError
+        from loopsight.stores import StoreURLError, open_reader
+
+        con = _STORE_CONNECTIONS.get(self.url)
+        if con is None:
+            try:
+                con = _STORE_CONNECTIONS[self.url] = open_reader(self.url)
+            except (StoreURLError, StoreError) as exc:
+                raise SourceUnreachable(f"cannot open the store {self.target}: {exc}") from None
+        return con.cursor()
+
+    def _call(self, name: str, *args: Any, **params: Any) -> Any:
+        from loopsight.stores.clickhouse import ClickHouseError
+
+        function = _function(name)
+        con = self._connect()
+        try:
+            return function(con, *args, **_clean(params))
+        except ClickHouseError as exc:
+            if name.startswith("alerts."):
+                raise NotAvailable(f"alert state is not read from ClickHouse yet ({self.target}): {exc}") from None
+            raise SourceError(f"{name} failed on {self.target}: {exc}") from None
+        except ValueError as exc:
+            raise SourceError(f"{name} failed on {self.target}: {exc}") from None
+
+    def check(self) -> None:
+        self._connect()
+
+
+Source = ApiSource | DuckDBSource | StoreSource
+
+
+def store_source(url: str) -> DuckDBSource | StoreSource:
+    """The source for a store URL: a DuckDB file (``duckdb:///path`` or a path) or a ClickHouse store.
+
+    Example:
+        >>> store_source("duckdb:///data/copy.duckdb")
+        DuckDBSource(path='/data/copy.duckdb')
+        >>> store_source("chdb:///var/lib/ch")
+        StoreSource(url='chdb:///var/lib/ch')
+    """
+    from loopsight.stores import StoreURLError, parse_store_url
+
+    try:
+        parsed = parse_store_url(url)
+    except StoreURLError:
+        return StoreSource(url)  # the error is shown by the page, where the user looks
+    return DuckDBSource(parsed.path) if parsed.scheme == "duckdb" else StoreSource(url)
 
 
 def source_from_env(environ: dict[str, str] | None = None) -> Source:
-    """The source ``launch()`` chose: ``LOOPSIGHT_DASHBOARD_DB``, else the collector URL.
+    """The source ``launch()`` chose: ``LOOPSIGHT_DASHBOARD_STORE``, ``LOOPSIGHT_DASHBOARD_DB``, else the collector URL.
 
     Example:
         >>> source_from_env({"LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9999"})
         ApiSource(url='http://127.0.0.1:9999', timeout=10.0)
+        >>> source_from_env({"LOOPSIGHT_DASHBOARD_STORE": "chdb:///var/lib/ch"})
+        StoreSource(url='chdb:///var/lib/ch')
     """
     env = os.environ if environ is None else environ
+    if env.get(STORE_ENV):
+        return store_source(env[STORE_ENV])
     if env.get(DB_ENV):
         return DuckDBSource(env[DB_ENV])
     return ApiSource(env.get(COLLECTOR_ENV) or DEFAULT_COLLECTOR_URL, env.get(TOKEN_ENV) or None)

@@ -1,0 +1,59 @@
+"""The dashboard on a ClickHouse store (chdb): ``loopsight dashboard --store URL`` through AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+import streamlit as st  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from loopsight.analytics.loops import loops  # noqa: E402
+from loopsight.analytics.runs import list_runs  # noqa: E402
+from loopsight.dashboard import APP, ui  # noqa: E402
+from loopsight.dashboard.data import STORE_ENV, StoreSource, source_from_env  # noqa: E402
+
+
+def _app(monkeypatch: pytest.MonkeyPatch, url: str, page: str | None = None) -> AppTest:
+    st.cache_data.clear()
+    for name in ("LOOPSIGHT_DASHBOARD_DB", "LOOPSIGHT_TOKEN", "LOOPSIGHT_COLLECTOR_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(STORE_ENV, url)
+    app = AppTest.from_file(str(APP), default_timeout=90)
+    app.query_params["range"] = "all"
+    app.run()
+    return app.switch_page(ui.page(page)).run() if page else app
+
+
+def test_overview_and_runs_pages_read_a_clickhouse_store(
+    monkeypatch: pytest.MonkeyPatch, duck: Any, clickhouse: Any, chdb_dir: Path
+) -> None:
+    url = f"chdb://{chdb_dir}?database=parity"
+    assert source_from_env({STORE_ENV: url}) == StoreSource(url)
+    app = _app(monkeypatch, url)
+    assert not app.exception and not app.error, [e.value for e in [*app.exception, *app.error]]
+    assert "Runs" in {m.label for m in app.metric}  # the KPI tiles cover the last 24 h: the 2025 fixture is not in them
+    assert any("ClickHouse store" in str(c.value) for c in app.sidebar.caption)
+
+    runs = _app(monkeypatch, url, "runs")
+    assert not runs.exception and not runs.error, [e.value for e in [*runs.exception, *runs.error]]
+    (table,) = [t.value for t in runs.dataframe][:1]
+    assert len(table) == len(list_runs(duck, limit=1000)) == 15
+
+    looping = _app(monkeypatch, url, "loops")
+    assert not looping.exception and not looping.error, [e.value for e in [*looping.exception, *looping.error]]
+    (found,) = [t.value for t in looping.dataframe][:1]
+    expected = loops(duck)
+    assert len(found) == len(expected) == 3 and set(found["tool"]) == {loop["tool"] for loop in expected}
+    st.cache_data.clear()
+
+
+def test_an_unreachable_store_shows_the_error_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = _app(monkeypatch, "clickhouse://127.0.0.1:1/otel")
+    assert not app.exception
+    assert any("Cannot read ClickHouse store" in str(e.value) for e in app.error)
+    st.cache_data.clear()
