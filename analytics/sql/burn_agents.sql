@@ -3,26 +3,27 @@
 -- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
 -- linear history replay below 1. burn_steps = burn_steps_derived.sql; run totals from run_facts.
 WITH growth AS (
-    SELECT trace_id, run_id, agent,
+    -- runs are partitioned by a 64-bit hash of their ids: windows sort integers, not strings
+    SELECT trace_id, run_id, hash(trace_id, run_id) AS rk, agent,
            step - first_value(step) OVER r AS x,
            input_tokens - first_value(input_tokens) OVER r AS y
     FROM burn_steps
-    WINDOW r AS (PARTITION BY trace_id, run_id ORDER BY step)
+    WINDOW r AS (PARTITION BY hash(trace_id, run_id) ORDER BY step)
 ),
 points AS (
-    SELECT trace_id, run_id, agent, ln(x) AS lx, ln(y) AS ly
+    SELECT trace_id, run_id, rk, agent, ln(x) AS lx, ln(y) AS ly
     FROM growth
     WHERE x >= 1 AND y > 0
 ),
-centred AS (
-    SELECT agent, trace_id, run_id,
+centred AS MATERIALIZED (
+    SELECT agent, trace_id, run_id, rk,
            lx - avg(lx) OVER r AS dx, ly - avg(ly) OVER r AS dy, count(*) OVER r AS n_run
     FROM points
-    WINDOW r AS (PARTITION BY trace_id, run_id)
+    WINDOW r AS (PARTITION BY rk)
 ),
 fit AS (
     SELECT agent, sum(dx * dy) / nullif(sum(dx * dx), 0) AS k, sum(dx * dx) AS sxx,
-           count(*) AS n, count(DISTINCT (trace_id, run_id)) AS fit_runs
+           count(*) AS n, count(DISTINCT rk) AS fit_runs
     FROM centred
     WHERE n_run >= 2
     GROUP BY agent

@@ -10,7 +10,7 @@ WITH runs AS (
       AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
 ),
-members AS (
+members AS MATERIALIZED (
     SELECT s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s.span_type, s."Timestamp" AS ts, s.end_time,
            s."Duration" / 1e6 AS duration_ms, r.agent, r.started_at,
            CASE WHEN len(s."Events") > 0 THEN coalesce(list_sum(list_transform(
@@ -21,14 +21,24 @@ members AS (
     JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
     WHERE s."SpanId" <> s.run_id
 ),
-timed AS (
+calls AS MATERIALIZED (
     -- a call is judged on its own time: the backoff between attempts is reported as backoff
-    SELECT *,
-           count(*) OVER (PARTITION BY agent, span_type, what) AS n_agent,
-           quantile_cont(duration_ms, 0.95) OVER (PARTITION BY agent, span_type, what) AS p95_agent,
-           count(*) OVER (PARTITION BY span_type, what) AS n_all,
-           quantile_cont(duration_ms, 0.95) OVER (PARTITION BY span_type, what) AS p95_all
-    FROM (SELECT * REPLACE (greatest(duration_ms - backoff_ms, 0) AS duration_ms) FROM members WHERE span_type IN ('tool', 'llm'))
+    SELECT * REPLACE (greatest(duration_ms - backoff_ms, 0) AS duration_ms) FROM members WHERE span_type IN ('tool', 'llm')
+),
+per_agent AS (
+    SELECT agent, span_type, what, count(*) AS n_agent, quantile_cont(duration_ms, 0.95) AS p95_agent
+    FROM calls GROUP BY agent, span_type, what
+),
+per_tool AS (
+    SELECT span_type, what, count(*) AS n_all, quantile_cont(duration_ms, 0.95) AS p95_all
+    FROM calls GROUP BY span_type, what
+),
+timed AS (
+    -- the p95s are aggregates joined back (a windowed quantile per call costs far more)
+    SELECT c.*, a.n_agent, a.p95_agent, t.n_all, t.p95_all
+    FROM calls c
+    JOIN per_agent a ON a.agent IS NOT DISTINCT FROM c.agent AND a.span_type = c.span_type AND a.what IS NOT DISTINCT FROM c.what
+    JOIN per_tool t ON t.span_type = c.span_type AND t.what IS NOT DISTINCT FROM c.what
 ),
 slow AS (
     SELECT trace_id, run_id, span_id, 'slow_call' AS kind, what AS tool, duration_ms, p95 AS expected_ms, started_at
