@@ -126,15 +126,23 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
         yield request
 
 
-def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limits | None = None) -> IngestSummary:
+def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limits | None = None,
+                 store_url: str | None = None) -> IngestSummary:
     """Load every file into the store at ``db`` (which no running collector may hold).
+
+    ``store_url`` (``duckdb:///...``, ``chdb:///...``, ``clickhouse://...``) wins over ``db``.
 
     A file that cannot be read is reported in ``summary.errors`` and the others still load.
     Raises :class:`~loopsight.collector.store.StoreError` when the store cannot be opened.
     """
     summary = IngestSummary()
     started = time.perf_counter()
-    store = Store.open(db)
+    if store_url:
+        from loopsight.stores import open_writer
+
+        store = open_writer(store_url)
+    else:
+        store = Store.open(db)
     sizes = {p: Path(p).stat().st_size for p in paths}
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),

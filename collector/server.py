@@ -69,12 +69,15 @@ def serve(
     *,
     retention_interval: float | None = None,
     memory_limit: str | None = None,
+    store_url: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
     ``grpc_port=0`` leaves OTLP/gRPC off. ``retention_interval`` (seconds between retention
     passes) and ``memory_limit`` (DuckDB) default to ``LOOPSIGHT_RETENTION_INTERVAL``
-    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (256MB).
+    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (256MB); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
+    bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
+    ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
     """
     configure_logging()
     try:
@@ -91,7 +94,16 @@ def serve(
             raise StartupError(f"--http-port and --grpc-port are both {http_port}")
         _check_port(host, grpc_port, "OTLP/gRPC")
     try:
-        store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "256MB"))
+        if store_url:
+            from loopsight.stores import StoreURLError, open_writer
+
+            try:
+                store = open_writer(store_url)
+            except StoreURLError as exc:
+                raise StartupError(str(exc)) from None
+        else:
+            store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "256MB"),
+                           checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"))
     except StoreError as exc:
         raise StartupError(str(exc)) from None
 

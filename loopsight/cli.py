@@ -49,6 +49,11 @@ TokenOpt = Annotated[
 CollectorOpt = Annotated[
     Optional[str], typer.Option("--collector", envvar="LOOPSIGHT_COLLECTOR_URL", help="Collector base URL (default http://127.0.0.1:4318).")
 ]
+StoreOpt = Annotated[
+    Optional[str],
+    typer.Option("--store", envvar="LOOPSIGHT_STORE",
+                 help="Store URL instead of --db: duckdb:///file, clickhouse://user:pass@host:8123/db or chdb:///dir."),
+]
 ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")]
 
 DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
@@ -73,6 +78,7 @@ def collector(
     alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations.")] = 30.0,
     capture_content: Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")] = False,
     max_body_bytes: Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")] = 16 * 1024 * 1024,
+    store: StoreOpt = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
     from loopsight.collector.server import StartupError, serve
@@ -91,6 +97,7 @@ def collector(
             alert_interval=alert_interval,
             capture_content=capture_content,
             max_body_bytes=max_body_bytes,
+            store_url=store,
         )
     except (StartupError, StoreError) as exc:
         raise fail(str(exc)) from None
@@ -103,13 +110,15 @@ def dashboard(
     port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", help="Port to serve on.")] = config.DEFAULT_DASHBOARD_PORT,
     host: Annotated[str, typer.Option(envvar="LOOPSIGHT_DASHBOARD_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
     token: TokenOpt = None,
+    store: StoreOpt = None,
 ) -> None:
-    """Serve the Streamlit dashboard (reads the collector's API, or a DuckDB file)."""
-    if collector and db:
-        raise fail("give --collector or --db, not both")
+    """Serve the Streamlit dashboard (reads the collector's API, a DuckDB file, or a store URL)."""
+    if sum(x is not None for x in (collector, db, store)) > 1:
+        raise fail("give one of --collector, --db or --store")
     from loopsight.dashboard import launch
 
-    raise typer.Exit(launch(collector=collector, db=db, port=port, token=token, host=host))
+    extra = {"store": store} if store else {}
+    raise typer.Exit(launch(collector=collector, db=db, port=port, token=token, host=host, **extra))
 
 
 @app.command()
@@ -131,6 +140,7 @@ def demo(
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="OTLP JSON, JSON-lines or protobuf files.")],
     db: DbOpt = config.DEFAULT_DB,
+    store: StoreOpt = None,
 ) -> None:
     """Load OTLP files into the store."""
     from loopsight.collector.ingest import ingest_files
@@ -140,13 +150,26 @@ def ingest(
     if missing:
         raise fail(f"no such file: {', '.join(missing)}")
     try:
-        summary = ingest_files([str(f) for f in files], db)
+        summary = ingest_files([str(f) for f in files], db, store_url=store)
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary)
 
 
-def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int) -> list[dict]:
+def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None) -> list[dict]:
+    if store:
+        from loopsight.analytics import list_runs
+        from loopsight.collector.store import StoreError
+        from loopsight.stores import StoreURLError, open_reader
+
+        try:
+            con = open_reader(store)
+        except (StoreError, StoreURLError) as exc:
+            raise fail(str(exc)) from None
+        try:
+            return list_runs(con, limit=limit)
+        finally:
+            con.close()
     if db:
         import duckdb
 
@@ -182,11 +205,12 @@ def runs_cmd(
     token: TokenOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many runs, newest first.")] = 20,
+    store: StoreOpt = None,
 ) -> None:
     """List runs, newest first."""
-    if collector and db:
-        raise fail("give --collector or --db, not both")
-    runs = _fetch_runs(collector, db, token, limit)
+    if sum(x is not None for x in (collector, db, store)) > 1:
+        raise fail("give one of --collector, --db or --store")
+    runs = _fetch_runs(collector, db, token, limit, store)
     if as_json:
         for run in runs:
             typer.echo(json.dumps(run))
@@ -214,13 +238,15 @@ def alerts_check(
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
     token: TokenOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Evaluate the rules once; exit 1 if any fires."""
-    if collector and db:
-        raise fail("give --collector or --db, not both")
+    if sum(x is not None for x in (collector, db, store)) > 1:
+        raise fail("give one of --collector, --db or --store")
     from loopsight.alerts import check
 
-    raise typer.Exit(check(rules, collector=collector, db=db, token=token, console=console))
+    extra = {"store": store} if store else {}
+    raise typer.Exit(check(rules, collector=collector, db=db, token=token, console=console, **extra))
 
 
 @db_app.command("upgrade")
