@@ -2,6 +2,11 @@
 writer's derivation (``loopsight.analytics.derive.refresh``) on and off, alternating rounds.
 
     .venv/bin/python bench/bench_derive.py --runs 2000 --rounds 5
+    .venv/bin/python bench/bench_derive.py --queries /tmp/a.duckdb   # old vs new SQL, same store
+
+With ``--queries DB`` it instead times the questions that now read the derived tables against
+their previous text (from git revision ``--before``, reading the spans), interleaved on the same
+store and checked to give the same answer.
 
 "Off" replaces the writer's call with a no-op in this process only (the store is otherwise the
 same: group commit, dedup, run resolution, step derivation). Prints one JSON object.
@@ -25,12 +30,95 @@ import bench_ingest  # noqa: E402
 from loopsight.collector import store as store_module  # noqa: E402
 
 
+BEFORE = "1c4154c"  # the last revision whose questions read only the spans
+
+QUESTIONS = {
+    # name: (question file, {cte: file}, extra parameters)
+    "list_runs (50)": ("runs", {}, {"limit": 50, "offset": 0, "status": None, "termination_reason": None, "trace_id": None,
+                                    "tool": None, "min_tokens": None, "run_ids": None}),
+    "overview": ("overview", {}, {"previous_since": None}),
+    "terminations": ("terminations", {}, {"bucket_seconds": 3600}),
+    "top_runs": ("top_runs", {}, {"limit": 10}),
+    "loops": ("loops", {"loop_rows": "loops_core"}, {"kind": None, "limit": 1000}),
+    "loop_rate": ("loops_rate", {"loop_rows": "loops_core"}, {}),
+    "loops_over_time": ("loops_over_time", {"loop_rows": "loops_core"}, {"bucket_seconds": 3600}),
+    "top_looping_tools": ("loops_top_tools", {"loop_rows": "loops_core"}, {"limit": 10}),
+    "burn_runs": ("burn_runs", {"loop_rows": "loops_core"}, {"limit": 100}),
+    "burn_agents": ("burn_agents", {"burn_steps": "burn_steps"}, {"superlinear_k": 1.2, "min_runs": 3, "min_points": 10}),
+    "stalls": ("stalls", {}, {"kind": None, "stuck_after_seconds": 300.0, "stuck_max_age_seconds": 21600.0, "min_samples": 50,
+                              "min_backoff_ms": 1000.0, "min_gap_ms": 2000.0, "limit": 1000}),
+}
+NEW_CTES = {"loops_core": "loops_derived", "burn_steps": "burn_steps_derived"}
+
+
+def _compose(read, question: str, ctes: dict[str, str]) -> str:
+    if not ctes:
+        return read(question)
+    head = ",\n".join(f"{name} AS (\n{read(file)}\n)" for name, file in ctes.items())
+    lines = read(question).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
+    if lines[first].lstrip().upper().startswith("WITH "):
+        lines[first] = "," + lines[first].lstrip()[4:]
+        return f"WITH {head}\n" + "\n".join(lines)
+    return f"WITH {head}\n" + "\n".join(lines)
+
+
+def compare_queries(path: str, before: str, repeat: int) -> None:
+    import subprocess
+    import time
+    from datetime import datetime, timedelta
+
+    import duckdb
+
+    from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
+    from loopsight.analytics.sql import load, rows
+
+    root = Path(__file__).resolve().parent.parent
+
+    def old(name: str) -> str:
+        return subprocess.run(["git", "show", f"{before}:analytics/sql/{name}.sql"], cwd=root, check=True,
+                              capture_output=True, text=True).stdout
+
+    con = duckdb.connect(path, read_only=True)
+    end = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] + timedelta(seconds=1)
+    sketch = {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+    print(f"| window | question | before ms | after ms | speed-up | same answer |\n|---|---|---:|---:|---:|---|")
+    for label, since in (("24 h", end - timedelta(days=1)), ("7 days", end - timedelta(days=7))):
+        for name, (question, ctes, extra) in QUESTIONS.items():
+            params = {"since": since, "until": end, "agent": None, "service": None, **extra}
+            if question == "overview":
+                params["previous_since"] = since - (end - since)
+                params["since"] = since
+            if question == "stalls":
+                params["now"] = end
+            before_sql = _compose(old, question, ctes)
+            after_sql = _compose(load, question, {k: NEW_CTES.get(v, v) for k, v in ctes.items()})
+            before_params = {**params, **(sketch if "loops_core" in ctes.values() else {})}
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            answers = {}
+            for _ in range(repeat):
+                for which, sql, p in (("before", before_sql, before_params), ("after", after_sql, params)):
+                    started = time.perf_counter()
+                    answers[which] = rows(con, sql, p)
+                    times[which].append(time.perf_counter() - started)
+            b, a = statistics.median(times["before"]), statistics.median(times["after"])
+            same = answers["before"] == answers["after"] or sorted(map(repr, answers["before"])) == sorted(map(repr, answers["after"]))
+            print(f"| {label} | {name} | {b * 1e3:.0f} | {a * 1e3:.0f} | {b / a:.0f}x | {'yes' if same else 'NO'} |")
+    con.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--queries", metavar="DB", help="time the derived-table questions against their previous SQL on DB")
+    parser.add_argument("--before", default=BEFORE)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.queries:
+        compare_queries(args.queries, args.before, args.repeat)
+        return
     tool = bench_ingest.load_tool(args.load_tool)
     requests, total = tool.build_requests(args.runs)
     workdir = Path(tempfile.mkdtemp(prefix="bench-derive-"))
