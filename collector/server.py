@@ -75,7 +75,7 @@ def serve(
 
     ``grpc_port=0`` leaves OTLP/gRPC off. ``retention_interval`` (seconds between retention
     passes) and ``memory_limit`` (DuckDB) default to ``LOOPSIGHT_RETENTION_INTERVAL``
-    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (256MB); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
+    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (128MB); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
     bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
     ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
     """
@@ -102,7 +102,7 @@ def serve(
             except StoreURLError as exc:
                 raise StartupError(str(exc)) from None
         else:
-            store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "256MB"),
+            store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "128MB"),
                            checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"))
     except StoreError as exc:
         raise StartupError(str(exc)) from None
