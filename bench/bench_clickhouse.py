@@ -27,7 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from scale.fixture_spans import build  # noqa: E402
 
+from loopsight.analytics.burn import burn  # noqa: E402
+from loopsight.analytics.loops import loops  # noqa: E402
 from loopsight.analytics.overview import overview  # noqa: E402
+from loopsight.analytics.stalls import stalls  # noqa: E402
 from loopsight.analytics.runs import list_runs, trace_detail  # noqa: E402
 from loopsight.analytics.terminations import terminations  # noqa: E402
 from loopsight.analytics.tools import tool_stats  # noqa: E402
@@ -130,6 +133,9 @@ def main() -> None:
         "tool_stats": lambda: tool_stats(con),
         "terminations (1 h buckets)": lambda: terminations(con, bucket_seconds=3600, since=since, until=until),
         "overview": lambda: overview(con, since=since, until=until),
+        "loops": lambda: loops(con, since=since, until=until),
+        "stalls": lambda: stalls(con, since=since, until=until, now=until),
+        "burn": lambda: burn(con, since=since, until=until),
         "count(*) FROM spans (view)": lambda: con.execute("SELECT count() FROM spans").fetchall(),
         "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute("SELECT sum(Duration) FROM otel_traces").fetchall(),
     }
