@@ -27,12 +27,15 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import timedelta
 from typing import Any, Iterable
 
-from loopsight.stores.clickhouse import ClickHouseConnection
+from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError
+
+log = logging.getLogger("loopsight.stores")
 
 DEFAULT_LOOKBACK = timedelta(hours=6)
 REFRESH_SECONDS = 5.0
@@ -169,6 +172,7 @@ WHERE (isNull({{since:Nullable(DateTime64(9))}}) OR Timestamp >= {{since:Nullabl
 
 
 _LAST: dict[int, float] = {}
+_WARNED: set[int] = set()
 _LOCK = threading.Lock()
 
 
@@ -176,7 +180,8 @@ def refresh(con: ClickHouseConnection, every: float = REFRESH_SECONDS) -> bool:
     """Run :func:`index_new_spans` unless it ran less than ``every`` seconds ago for this engine.
 
     Called by :func:`loopsight.analytics.sql.query` before a ClickHouse question; returns
-    whether a pass ran.
+    whether a pass ran. A store the reader may not write to (a read-only ClickHouse user)
+    is logged once and read as it is.
     """
     key = id(con._engine)
     now = time.monotonic()
@@ -184,5 +189,12 @@ def refresh(con: ClickHouseConnection, every: float = REFRESH_SECONDS) -> bool:
         if now - _LAST.get(key, float("-inf")) < every:
             return False
         _LAST[key] = now
-    index_new_spans(con)
+    try:
+        index_new_spans(con)
+    except ClickHouseError as exc:
+        # A read-only user cannot maintain the index: answer from it as it is, and say so once.
+        if key not in _WARNED:
+            _WARNED.add(key)
+            log.warning("cannot update the run index on %s (%s); runs written since its last update read as unassigned", con.url.redacted(), exc)
+        return False
     return True

@@ -64,3 +64,15 @@ def test_indexer_looks_back_from_its_watermark_only(new_clickhouse: Callable[[],
     assert index_new_spans(con, lookback=timedelta(days=1)) > 0
     assert _indexed(con) == rows.num_rows
     assert refresh(con, every=3600) in (True, False) and refresh(con, every=3600) is False
+
+
+def test_a_reader_that_cannot_update_the_index_still_answers(
+    new_clickhouse: Callable[[], Any], fixture_request: Any, caplog: Any
+) -> None:
+    con = new_clickhouse()
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    index_new_spans(con)
+    con.command("DROP TABLE loopsight_run_index_state")  # as for a user without INSERT rights: the pass fails
+    assert refresh(con, every=0) is False
+    assert "cannot update the run index" in caplog.text
+    assert len(list_runs(con, limit=100)) == 15
