@@ -2,7 +2,10 @@
 
 Status codes follow the OTLP/HTTP specification: 200 (with ``partial_success`` for spans
 it could not keep), 400 malformed, 413 too large after decompression, 415 other media
-types, 503 with ``Retry-After`` when the write queue is full. Error bodies are a
+types, 503 with ``Retry-After`` when the write queue is full or too much work is already
+in flight (:mod:`~loopsight.collector.admission`, checked before the body is read).
+Decoding and normalizing run in a worker thread so ``/healthz`` and the query API stay
+responsive under load. Error bodies are a
 ``google.rpc.Status`` in the request's encoding (JSON for JSON and unknown types).
 
 Example:
@@ -20,6 +23,7 @@ from typing import Any, Sequence
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -27,6 +31,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from loopsight.collector.admission import Admission
 from loopsight.collector.api import query_routes
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
@@ -48,6 +53,8 @@ class Settings:
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
     retry_after_seconds: int = 2
+    admission: Admission | None = None  # None: Admission.from_env()
+    decode_threads: int = 1  # GIL-bound work: more threads only add contention
 
 
 def token_matches(given: str | bytes | None, token: str) -> bool:
@@ -124,15 +131,43 @@ def create_app(
     metrics = metrics or Metrics()
     if metrics.store is None:
         metrics.store = store
-    receiver = Receiver(store, settings.limits, metrics, forwarder)
+    receiver = Receiver(store, settings.limits, metrics, forwarder,
+                        admission=settings.admission if settings.admission is not None else Admission.from_env())
+    metrics.extra_metrics.append(receiver.admission.prometheus_lines)
     retry_after = {"Retry-After": str(settings.retry_after_seconds)}
+
+    admission = receiver.admission
+    limiter: list[anyio.CapacityLimiter] = []  # created on first use, inside the event loop
+
+    def decode_and_queue(body: bytes, kind: str, encoding: str | None) -> Any:
+        export = decode_request(body, kind, encoding, settings.max_body_bytes)
+        return export, *receiver.accept(export, "http")
 
     async def traces(request: Request) -> Response:
         kind = JSON
         try:
             kind = media_type(request.headers.get("content-type"))
+        except UnsupportedMediaType as exc:
+            metrics.request("http", "unsupported_media_type")
+            return _error(kind, 415, str(exc))
+        declared = request.headers.get("content-length")
+        ticket = admission.try_admit(int(declared) if declared and declared.isdigit() else 0)
+        if ticket is None:
+            metrics.request("http", "overloaded")
+            return _error(kind, 503, "collector is busy (in-flight budget spent); retry later", retry_after)
+        try:
+            return await _export(request, kind, ticket)
+        finally:
+            ticket.release()
+
+    async def _export(request: Request, kind: str, ticket: Any) -> Response:
+        try:
             body = await _read_body(request, settings.max_body_bytes)
-            export = decode_request(body, kind, request.headers.get("content-encoding"), settings.max_body_bytes)
+            ticket.grow(len(body))
+            if not limiter:
+                limiter.append(anyio.CapacityLimiter(max(1, settings.decode_threads)))
+            export, prepared, future = await anyio.to_thread.run_sync(
+                decode_and_queue, body, kind, request.headers.get("content-encoding"), limiter=limiter[0])
         except UnsupportedMediaType as exc:
             metrics.request("http", "unsupported_media_type")
             return _error(kind, 415, str(exc))
@@ -142,8 +177,6 @@ def create_app(
         except BadRequest as exc:
             metrics.request("http", "bad_request")
             return _error(kind, 400, str(exc))
-        try:
-            prepared, future = receiver.accept(export, "http")
         except QueueFull as exc:
             return _error(kind, 503, f"{exc}; retry later", retry_after)
         if future is not None:

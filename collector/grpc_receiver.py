@@ -1,7 +1,7 @@
 """OTLP/gRPC ``TraceService/Export`` on its own port, in the collector process.
 
-UNAVAILABLE with a ``google.rpc.RetryInfo`` trailer when the write queue is full (the
-OTel exporters wait that long and retry), INVALID_ARGUMENT for spans it cannot read,
+UNAVAILABLE with a ``google.rpc.RetryInfo`` trailer when the write queue is full or the
+in-flight budget shared with OTLP/HTTP is spent (the OTel exporters wait that long and retry), INVALID_ARGUMENT for spans it cannot read,
 UNAUTHENTICATED without the bearer token, ``partial_success`` for spans it rejected.
 The answer is sent only after the spans are committed.
 
@@ -58,6 +58,18 @@ class TraceService:
             if not token_matches(given, self.token):
                 metrics.request("grpc", "unauthenticated")
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        ticket = self.receiver.admission.try_admit(len(body))
+        if ticket is None:
+            metrics.request("grpc", "overloaded")
+            self._unavailable(context, "collector is busy (in-flight budget spent); retry later")
+            raise AssertionError("unreachable")  # abort raises
+        try:
+            return self._export(body, context)
+        finally:
+            ticket.release()
+
+    def _export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        metrics = self.receiver.metrics
         request = ExportTraceServiceRequest()
         try:
             request.ParseFromString(body)

@@ -1,7 +1,8 @@
 """What both OTLP receivers (HTTP and gRPC) do with a decoded export request.
 
 Normalize (CPU, no I/O), queue for the writer, and once committed count it and hand it
-to the forwarder. The transports only translate the outcome into their status codes.
+to the forwarder. Both transports share one in-flight budget (:attr:`Receiver.admission`).
+The transports only translate the outcome into their status codes.
 
 Example:
     >>> receiver = Receiver(store, Limits(), Metrics())  # doctest: +SKIP
@@ -15,6 +16,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from loopsight.collector.admission import Admission
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
 from loopsight.collector.pipeline import Prepared, prepare
@@ -24,8 +26,10 @@ from loopsight.collector.store import QueueFull, StoreError
 class Receiver:
     """Shared ingest path: :meth:`accept` then, after the commit, :meth:`committed`."""
 
-    def __init__(self, store: Any, limits: Limits, metrics: Metrics, forwarder: Any = None) -> None:
+    def __init__(self, store: Any, limits: Limits, metrics: Metrics, forwarder: Any = None,
+                 admission: Admission | None = None) -> None:
         self.store = store
+        self.admission = admission if admission is not None else Admission()
         self.limits = limits
         self.metrics = metrics
         self.forwarder = forwarder

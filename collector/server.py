@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import uvicorn
 
+from loopsight.collector.admission import Admission
 from loopsight.collector.app import Settings, create_app
 from loopsight.collector.forwarder import Forwarder, parse_headers
 from loopsight.collector.grpc_receiver import start_grpc
@@ -84,6 +85,7 @@ def serve(
         keep = parse_duration(retention) if retention else None
         forwarder = Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS"))) if forward_to else None
         interval = retention_interval if retention_interval is not None else float(os.environ.get("LOOPSIGHT_RETENTION_INTERVAL", "300"))
+        admission = Admission.from_env()
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
@@ -121,7 +123,8 @@ def serve(
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
             metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))
-        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content))
+        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content),
+                            admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
         app.state.evaluator = evaluator
         if forwarder is not None:

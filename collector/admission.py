@@ -1,0 +1,130 @@
+"""Admission control: a bounded budget of export requests (and their bytes) in flight.
+
+A request holds its share from before its body is read until its answer is sent (decode,
+normalize, write queue, commit). When the budget is spent the receivers refuse new work at
+once with 503 + ``Retry-After`` / UNAVAILABLE + RetryInfo, so overload costs the client a
+retry instead of piling up in the collector as latency and memory. One request is always
+admitted when nothing else is in flight, so a body larger than the byte budget still gets in.
+
+``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` (default 32) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES``
+(default 64 MiB, request bodies as received) set the budget.
+
+Example:
+    >>> budget = Admission(max_requests=1, max_bytes=1024)
+    >>> first = budget.try_admit(100)
+    >>> budget.try_admit(100) is None
+    True
+    >>> first.release()
+    >>> budget.try_admit(100) is not None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Mapping
+
+DEFAULT_MAX_REQUESTS = 32
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+class Overloaded(Exception):
+    """Too much work in flight: answered 503 + Retry-After / UNAVAILABLE + RetryInfo."""
+
+
+class Ticket:
+    """One admitted request's share of the budget; :meth:`release` it exactly once."""
+
+    __slots__ = ("_admission", "nbytes", "_released")
+
+    def __init__(self, admission: Admission, nbytes: int) -> None:
+        self._admission = admission
+        self.nbytes = nbytes
+        self._released = False
+
+    def grow(self, nbytes: int) -> None:
+        """Account for more bytes than declared (a chunked body); never refuses."""
+        if nbytes > self.nbytes and not self._released:
+            self._admission._add_bytes(nbytes - self.nbytes)
+            self.nbytes = nbytes
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._admission._release(self.nbytes)
+
+
+class Admission:
+    """Thread-safe budget shared by the OTLP/HTTP and OTLP/gRPC receivers."""
+
+    def __init__(self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if max_requests < 1 or max_bytes < 1:
+            raise ValueError("the in-flight budget must allow at least one request and one byte")
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.bytes = 0
+        self.refused = 0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Admission:
+        """Budget from ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` / ``LOOPSIGHT_MAX_INFLIGHT_BYTES``;
+        raises ``ValueError`` with a readable message for a bad value."""
+        env = os.environ if environ is None else environ
+        values = []
+        for name, default in (("LOOPSIGHT_MAX_INFLIGHT_REQUESTS", DEFAULT_MAX_REQUESTS),
+                              ("LOOPSIGHT_MAX_INFLIGHT_BYTES", DEFAULT_MAX_BYTES)):
+            raw = env.get(name, "").strip()
+            try:
+                value = int(raw) if raw else default
+            except ValueError:
+                raise ValueError(f"{name}={raw!r} is not an integer") from None
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+            values.append(value)
+        return cls(*values)
+
+    def try_admit(self, nbytes: int) -> Ticket | None:
+        """A ticket for a request of ``nbytes`` (0 when unknown), or ``None`` when over budget."""
+        nbytes = max(0, nbytes)
+        with self._lock:
+            if self.requests and (self.requests >= self.max_requests or self.bytes + nbytes > self.max_bytes):
+                self.refused += 1
+                return None
+            self.requests += 1
+            self.bytes += nbytes
+        return Ticket(self, nbytes)
+
+    def admit(self, nbytes: int) -> Ticket:
+        """Like :meth:`try_admit` but raises :class:`Overloaded`."""
+        ticket = self.try_admit(nbytes)
+        if ticket is None:
+            raise Overloaded(f"collector is busy ({self.requests} requests, {self.bytes} bytes in flight)")
+        return ticket
+
+    def _add_bytes(self, nbytes: int) -> None:
+        with self._lock:
+            self.bytes += nbytes
+
+    def _release(self, nbytes: int) -> None:
+        with self._lock:
+            self.requests -= 1
+            self.bytes -= nbytes
+
+    def prometheus_lines(self) -> str:
+        """Gauges and the refusal counter for ``/metrics``."""
+        with self._lock:
+            requests, nbytes, refused = self.requests, self.bytes, self.refused
+        return "\n".join([
+            "# HELP loopsight_inflight_requests Export requests being read, decoded or committed.",
+            "# TYPE loopsight_inflight_requests gauge",
+            f"loopsight_inflight_requests {requests}",
+            "# HELP loopsight_inflight_bytes Body bytes of the export requests in flight.",
+            "# TYPE loopsight_inflight_bytes gauge",
+            f"loopsight_inflight_bytes {nbytes}",
+            "# HELP loopsight_overloaded_total Export requests refused because the in-flight budget was spent.",
+            "# TYPE loopsight_overloaded_total counter",
+            f"loopsight_overloaded_total {refused}",
+        ])

@@ -1,0 +1,139 @@
+"""Admission control on a real collector process: with a small in-flight budget, concurrent
+exporters get 503 + Retry-After (UNAVAILABLE + RetryInfo over gRPC) instead of queueing,
+/healthz stays fast meanwhile, and after retries every span is stored exactly once."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import Counter
+
+import duckdb
+import grpc
+import httpx
+import pytest
+from google.rpc.error_details_pb2 import RetryInfo
+
+from loopsight.collector.admission import Admission
+from otlp_builders import make_run, request_of
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+HTTP_SENDERS, GRPC_SENDERS, REQUESTS_EACH, RUNS_PER_REQUEST = 6, 2, 5, 40
+
+
+def _body() -> tuple[bytes, int]:
+    spans = [span for _ in range(RUNS_PER_REQUEST) for span in make_run(2)]
+    return request_of(spans).SerializeToString(), len(spans)
+
+
+@pytest.mark.timeout(60)
+def test_small_budget_refuses_with_503_and_loses_nothing(start_collector):
+    collector = start_collector(env={"LOOPSIGHT_MAX_INFLIGHT_REQUESTS": "2", "LOOPSIGHT_MAX_INFLIGHT_BYTES": "8000000"})
+    outcomes: Counter[str] = Counter()
+    sent = Counter[str]()
+    lock = threading.Lock()
+    deadline = time.monotonic() + 40
+    done = threading.Event()
+    errors: list[str] = []
+
+    def http_sender() -> None:
+        with httpx.Client(timeout=20) as client:
+            for _ in range(REQUESTS_EACH):
+                body, n = _body()
+                while time.monotonic() < deadline:
+                    response = client.post(collector.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"})
+                    with lock:
+                        outcomes[f"http {response.status_code}"] += 1
+                    if response.status_code == 200:
+                        with lock:
+                            sent["spans"] += n
+                        break
+                    if response.status_code != 503 or not response.headers.get("Retry-After", "").isdigit():
+                        errors.append(f"{response.status_code} {response.headers} {response.text[:200]}")
+                        return
+                    time.sleep(0.05)  # the test does not wait the full Retry-After
+
+    def grpc_sender() -> None:
+        with grpc.insecure_channel(collector.grpc_target) as channel:
+            export = channel.unary_unary(EXPORT)
+            for _ in range(REQUESTS_EACH):
+                body, n = _body()
+                while time.monotonic() < deadline:
+                    try:
+                        export(body, timeout=20)
+                    except grpc.RpcError as exc:
+                        with lock:
+                            outcomes[f"grpc {exc.code().name}"] += 1
+                        trailers = dict(exc.trailing_metadata() or ())
+                        if exc.code() != grpc.StatusCode.UNAVAILABLE or "google.rpc.retryinfo-bin" not in trailers:
+                            errors.append(f"{exc.code()} {exc.details()}")
+                            return
+                        assert RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]).retry_delay.seconds >= 1
+                        time.sleep(0.05)
+                        continue
+                    with lock:
+                        outcomes["grpc OK"] += 1
+                        sent["spans"] += n
+                    break
+
+    health_times: list[float] = []
+
+    def health_poller() -> None:
+        with httpx.Client(timeout=10) as client:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                assert client.get(f"{collector.url}/healthz").status_code == 200
+                health_times.append(time.perf_counter() - t0)
+                time.sleep(0.02)
+
+    poller = threading.Thread(target=health_poller)
+    poller.start()
+    senders = [threading.Thread(target=http_sender) for _ in range(HTTP_SENDERS)]
+    senders += [threading.Thread(target=grpc_sender) for _ in range(GRPC_SENDERS)]
+    for thread in senders:
+        thread.start()
+    for thread in senders:
+        thread.join()
+    done.set()
+    poller.join()
+
+    assert not errors, errors
+    requests = (HTTP_SENDERS + GRPC_SENDERS) * REQUESTS_EACH
+    assert outcomes["http 200"] + outcomes["grpc OK"] == requests, outcomes
+    assert outcomes["http 503"] > 0, outcomes
+    metrics = httpx.get(f"{collector.url}/metrics").text
+    assert "loopsight_overloaded_total" in metrics and "loopsight_inflight_requests 0" in metrics
+    assert len(health_times) >= 5
+    assert statistics.median(health_times) < 0.5, health_times
+    assert max(health_times) < 3.0, health_times
+
+    assert collector.stop() == 0
+    con = duckdb.connect(collector.db_path, read_only=True)
+    try:
+        total, distinct = con.execute("SELECT count(*), count(DISTINCT (TraceId, SpanId)) FROM spans").fetchone()
+    finally:
+        con.close()
+    assert total == distinct == sent["spans"] == requests * RUNS_PER_REQUEST * 4
+
+
+def test_budget_admits_one_oversized_request_and_counts_bytes():
+    budget = Admission(max_requests=4, max_bytes=100)
+    big = budget.admit(1_000)  # alone: admitted even over the byte budget
+    assert budget.try_admit(1) is None
+    big.release()
+    small = budget.admit(60)
+    assert budget.try_admit(50) is None
+    second = budget.admit(40)
+    small.release()
+    second.release()
+    assert (budget.requests, budget.bytes, budget.refused) == (0, 0, 2)
+
+
+def test_budget_from_env_rejects_bad_values():
+    assert Admission.from_env({}).max_requests == 32
+    assert Admission.from_env({"LOOPSIGHT_MAX_INFLIGHT_BYTES": "1000"}).max_bytes == 1000
+    with pytest.raises(ValueError, match="LOOPSIGHT_MAX_INFLIGHT_REQUESTS"):
+        Admission.from_env({"LOOPSIGHT_MAX_INFLIGHT_REQUESTS": "many"})
+    with pytest.raises(ValueError, match="at least 1"):
+        Admission.from_env({"LOOPSIGHT_MAX_INFLIGHT_REQUESTS": "0"})
