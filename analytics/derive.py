@@ -24,7 +24,7 @@ from datetime import datetime
 import duckdb
 
 from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
-from loopsight.analytics.sql import load
+from loopsight.analytics.loops import compose
 
 TABLES = ("run_facts", "run_loops", "run_steps")
 
@@ -38,14 +38,7 @@ _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
 
 def _shadowed(name: str) -> str:
     """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
-    body = load(name)
-    lines = body.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
-    head = "WITH spans AS (SELECT * FROM derive_scope)"
-    if lines[first].lstrip().upper().startswith("WITH "):
-        lines[first] = "," + lines[first].lstrip()[4:]
-        return head + "\n" + "\n".join(lines)
-    return f"{head}\n{body}"
+    return compose(name, spans="derive_scope")
 
 
 def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None) -> None:
