@@ -90,6 +90,9 @@ def serve(
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
         raise StartupError("--max-body-bytes must be positive")
+    if rules and store_url and _store_scheme(store_url) != "duckdb":
+        raise StartupError("alert rules inside the collector need the DuckDB store; with ClickHouse run "
+                           "`loopsight alerts check --store URL --rules FILE` from cron instead")
     _check_port(host, http_port, "OTLP/HTTP")
     if grpc_port:
         if grpc_port == http_port:
@@ -169,6 +172,15 @@ def serve(
             forwarder.stop(timeout=2.0)
         log.info("collector stopped", extra={"event": "stopped", "drained_spans": queued,
                                              "stored_total": store.stats.rows_committed})
+
+
+def _store_scheme(url: str) -> str:
+    from loopsight.stores import StoreURLError, parse_store_url
+
+    try:
+        return parse_store_url(url).scheme
+    except StoreURLError as exc:
+        raise StartupError(str(exc)) from None
 
 
 def _stop_on_signals(server: uvicorn.Server) -> Any:

@@ -159,6 +159,7 @@ def span_type_sql() -> str:
         branches.append(f"{_attr(key)} != '', {_transform(key, table)}")
     branches.append(f"{_first(N._TOOL_NAME_KEYS)} IS NOT NULL, 'tool'")
     branches.append(f"{_first(N._MODEL_KEYS)} IS NOT NULL, 'llm'")
+    branches.append("mapContains(SpanAttributes, 'agent_name') OR SpanName = 'agent run', 'agent'")
     for prefix, kind in N._SPAN_NAME_PREFIXES:
         branches.append(f"startsWith(SpanName, {_lit(prefix)}), {_lit(kind)}")
     return "multiIf(" + ",\n        ".join(branches) + ",\n        'other')"
@@ -249,6 +250,13 @@ def typed_columns() -> list[tuple[str, str, str]]:
         ("loop_kind", lc, _get(A.LOOP_KIND)),
         ("attempts", "Nullable(Int32)", _int(_get(A.TOOL_ATTEMPTS), "Int32")),
     ]
+
+
+def span_type_modify_ddl(options: "SchemaOptions") -> str:
+    """Bring an existing table's span-type expression up to ``span_type_sql`` (new inserts)."""
+    cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
+    return (f"ALTER TABLE {options.table}{cluster} MODIFY COLUMN loopsight_span_type "
+            f"LowCardinality(String) MATERIALIZED {span_type_sql()} CODEC(ZSTD(1))")
 
 
 def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
@@ -358,6 +366,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0003_spans_view", lambda o: [INDEX_TABLE, STATE_TABLE, spans_view_sql(o.table)]),
     Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
     Migration("0005_run_index", lambda o: [INDEX_TABLE, STATE_TABLE]),
+    Migration("0006_span_type_pydantic_run", lambda o: [span_type_modify_ddl(o)]),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
