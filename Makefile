@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed-dev
 
 .PHONY: run test install browser bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -c constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
