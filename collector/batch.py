@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from itertools import accumulate, chain
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
@@ -74,27 +75,17 @@ def _times(nanos: Sequence[int]) -> pa.Array:
 
 
 def _maps(dicts: Sequence[dict[str, str]]) -> pa.Array:
-    offsets = [0]
-    keys: list[str] = []
-    values: list[str] = []
-    last: dict[str, str] | None = None
-    for d in dicts:
-        if d is not last:  # a resource's map is shared by all its spans
-            last = d
-            items_k, items_v = list(d), list(d.values())
-        keys.extend(items_k)
-        values.extend(items_v)
-        offsets.append(len(keys))
+    offsets = [0, *accumulate(map(len, dicts))]
+    keys = list(chain.from_iterable(dicts))
+    values = list(chain.from_iterable(map(dict.values, dicts)))
     return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string()))
 
 
 def _nested(lists: Sequence[list[tuple[Any, ...]]], struct: pa.StructType) -> pa.Array:
-    offsets = [0]
-    items: list[tuple[Any, ...]] = []
-    for entries in lists:
-        if entries:
-            items.extend(entries)
-        offsets.append(len(items))
+    offsets = [0, *accumulate(map(len, lists))]
+    if not offsets[-1]:
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array([], struct))
+    items: list[tuple[Any, ...]] = list(chain.from_iterable(lists))
     if not items:
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array([], struct))
     columns = list(zip(*items))

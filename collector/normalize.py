@@ -62,9 +62,20 @@ _CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prom
 _EVENT_CONTENT_KEYS = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))  # legacy GenAI content events
 
 
+_plain_keys: set[str] = set()  # keys seen that are not content: most spans hold only these
+
+
 def guard_content(attrs: dict[str, str], capture: bool, extra: frozenset[str] = frozenset()) -> None:
     """Drop content attributes in place, or with capture on redact their secrets (foreign producers may not have)."""
-    for key in [k for k in attrs if k in _CONTENT_KEYS or k in extra or k.startswith(_CONTENT_PREFIXES)]:
+    if attrs.keys() <= _plain_keys and not (extra and not extra.isdisjoint(attrs)):
+        return
+    content = []
+    for key in attrs:
+        if key in _CONTENT_KEYS or key in extra or key.startswith(_CONTENT_PREFIXES):
+            content.append(key)
+        elif len(_plain_keys) < 65536:
+            _plain_keys.add(key)
+    for key in content:
         if capture:
             attrs[key] = redact(attrs[key])
         else:
@@ -121,11 +132,20 @@ def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
     out: dict[str, str] = {}
     cap = limits.max_attribute_length
     most = limits.max_attributes
+    bounded = len(kvs) > most  # otherwise the count check can never trigger
     for kv in kvs:
-        if len(out) >= most:
+        if bounded and len(out) >= most:
             break
         value = kv.value
-        text = value.string_value if value.WhichOneof("value") == "string_value" else any_value_to_str(value)
+        which = value.WhichOneof("value")
+        if which == "string_value":
+            text = value.string_value
+        elif which == "int_value":
+            text = str(value.int_value)
+        elif which == "bool_value":
+            text = "true" if value.bool_value else "false"
+        else:
+            text = any_value_to_str(value)
         if len(text) > cap:
             text = text[:cap] + TRUNCATION_MARKER
         out[kv.key] = text
@@ -165,9 +185,10 @@ def span_type(attrs: dict[str, str], name: str) -> str:
         value = attrs.get(key)
         if value:
             return table.get(value, "other")
-    if _first(attrs, _TOOL_NAME_KEYS):
+    get = attrs.get
+    if get(_TOOL_NAME_KEYS[0]) or get(_TOOL_NAME_KEYS[1]):
         return "tool"
-    if _first(attrs, _MODEL_KEYS):
+    if any(get(key) for key in _MODEL_KEYS):
         return "llm"
     if "agent_name" in attrs or name == "agent run":  # Pydantic AI's run span before GenAI operation names
         return "agent"
@@ -308,7 +329,8 @@ def normalize_span(
         output_tokens = _int(_first(attrs, _OUTPUT_TOKEN_KEYS))
         if input_tokens is None and output_tokens is None:
             input_tokens, output_tokens = _langfuse_usage(attrs)
-    agent = _first(attrs, _AGENT_KEYS)
+    get = attrs.get
+    agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
     if kind == "agent" and not agent:
         agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
     guard_content(attrs, limits.capture_content)
