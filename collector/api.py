@@ -114,144 +114,121 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             log.error("query %s failed: %s", request.url.path, exc)
             return JSONResponse({"error": f"query failed: {type(exc).__name__}"}, status_code=500)
 
-    async def runs(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            filters = _filters(request)
-            limit = parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT)
-            if parse_choice("sort", q.get("sort"), ("started_at", "tokens"), "started_at") == "tokens":
-                return await answer(
-                    request, lambda con: {"runs": analytics.top_runs_by_tokens(con, limit=limit, **filters)}
-                )
-            params = {
-                **filters,
-                "limit": limit,
-                "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
-                "status": parse_choice("status", q.get("status"), ("ok", "error")),
-                "termination_reason": parse_text("termination_reason", q.get("termination_reason"), 64),
-                "tool": parse_text("tool", q.get("tool")),
-                "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
-            }
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"runs": analytics.list_runs(con, **params)})
+    def endpoint(
+        parse: Callable[[Request], Any], work: Callable[[duckdb.DuckDBPyConnection, Any], Any]
+    ) -> Callable[[Request], Any]:
+        """A handler that validates with ``parse`` (BadParameter -> 400) before touching the store."""
 
-    async def run_detail(request: Request) -> JSONResponse:
+        async def handle(request: Request) -> JSONResponse:
+            try:
+                params = parse(request)
+            except BadParameter as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            return await answer(request, lambda con: work(con, params))
+
+        return handle
+
+    def runs_params(request: Request) -> tuple[bool, dict[str, Any]]:
+        q = request.query_params
+        filters = {**_filters(request), "limit": parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT)}
+        if parse_choice("sort", q.get("sort"), ("started_at", "tokens"), "started_at") == "tokens":
+            return True, filters
+        return False, {
+            **filters,
+            "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
+            "status": parse_choice("status", q.get("status"), ("ok", "error")),
+            "termination_reason": parse_text("termination_reason", q.get("termination_reason"), 64),
+            "tool": parse_text("tool", q.get("tool")),
+            "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
+        }
+
+    def runs_work(con: duckdb.DuckDBPyConnection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
+        by_tokens, params = parsed
+        return {"runs": (analytics.top_runs_by_tokens if by_tokens else analytics.list_runs)(con, **params)}
+
+    def trace_id_param(request: Request) -> str:
         trace_id = request.path_params["trace_id"].lower()
         if not _HEX.match(trace_id):
-            return JSONResponse({"error": "trace_id must be 32 hex characters"}, status_code=400)
-        return await answer(request, lambda con: analytics.trace_detail(con, trace_id))
+            raise BadParameter("trace_id must be 32 hex characters")
+        return trace_id
 
-    async def tools(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {
-                **_filters(request),
-                "tool": parse_text("tool", q.get("tool")),
-                "by_agent": parse_choice("group_by", q.get("group_by"), ("agent",)) == "agent",
-            }
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"tools": analytics.tool_stats(con, **params)})
+    def q(request: Request) -> Any:
+        return request.query_params
 
-    async def overview(request: Request) -> JSONResponse:
-        try:
-            params = _filters(request)
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: analytics.overview(con, **params))
+    runs = endpoint(runs_params, runs_work)
+    run_detail = endpoint(trace_id_param, analytics.trace_detail)
+    tools = endpoint(
+        lambda r: {
+            **_filters(r),
+            "tool": parse_text("tool", q(r).get("tool")),
+            "by_agent": parse_choice("group_by", q(r).get("group_by"), ("agent",)) == "agent",
+        },
+        lambda con, p: {"tools": analytics.tool_stats(con, **p)},
+    )
+    overview = endpoint(_filters, lambda con, p: analytics.overview(con, **p))
+    terminations = endpoint(
+        lambda r: {**_filters(r), "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 0, 1, 366 * 86400) or None},
+        lambda con, p: analytics.terminations(con, **p),
+    )
+    loops = endpoint(
+        lambda r: {
+            **_filters(r),
+            "kind": parse_choice("kind", q(r).get("kind"), LOOP_KINDS),
+            "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
+        },
+        lambda con, p: {"loops": analytics.loops(con, **p)},
+    )
+    stalls = endpoint(
+        lambda r: {
+            **_filters(r),
+            "kind": parse_choice("kind", q(r).get("kind"), STALL_KINDS),
+            "stuck_after_seconds": parse_int("stuck_after", q(r).get("stuck_after"), 300, 1, 86400),
+            "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
+        },
+        lambda con, p: {"stalls": analytics.stalls(con, **p)},
+    )
+    burn = endpoint(
+        lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, 100_000)},
+        lambda con, p: analytics.burn(con, **p),
+    )
+    burn_curve = endpoint(
+        lambda r: {**_filters(r), "max_step": parse_int("max_step", q(r).get("max_step"), 50, 0, 10_000)},
+        lambda con, p: {"curve": analytics.burn_curve(con, **p)},
+    )
+    alert_list = endpoint(
+        lambda r: {"limit": parse_int("limit", q(r).get("limit"), 100, 0, 10_000), "rule": parse_text("rule", q(r).get("rule"))},
+        lambda con, p: alerts.alerts_overview(con, **p),
+    )
 
-    async def terminations(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {
-                **_filters(request),
-                "bucket_seconds": parse_int("bucket", q.get("bucket"), 0, 1, 366 * 86400) or None,
-            }
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: analytics.terminations(con, **params))
+    def series_params(request: Request) -> tuple[str, datetime | None, datetime | None]:
+        rule = parse_text("rule", q(request).get("rule"))
+        if rule is None:
+            raise BadParameter("rule is required")
+        return rule, parse_time("since", q(request).get("since")), parse_time("until", q(request).get("until"))
 
-    async def loops(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {
-                **_filters(request),
-                "kind": parse_choice("kind", q.get("kind"), LOOP_KINDS),
-                "limit": parse_int("limit", q.get("limit"), 1000, 0, 100_000),
-            }
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"loops": analytics.loops(con, **params)})
+    alert_series = endpoint(
+        series_params,
+        lambda con, p: {"rule": p[0], "series": alerts.alert_series(con, p[0], since=p[1], until=p[2])},
+    )
 
-    async def stalls(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {
-                **_filters(request),
-                "kind": parse_choice("kind", q.get("kind"), STALL_KINDS),
-                "stuck_after_seconds": parse_int("stuck_after", q.get("stuck_after"), 300, 1, 86400),
-                "limit": parse_int("limit", q.get("limit"), 1000, 0, 100_000),
-            }
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"stalls": analytics.stalls(con, **params)})
-
-    async def burn(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {**_filters(request), "limit": parse_int("limit", q.get("limit"), 100, 0, 100_000)}
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: analytics.burn(con, **params))
-
-    async def burn_curve(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            params = {**_filters(request), "max_step": parse_int("max_step", q.get("max_step"), 50, 0, 10_000)}
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"curve": analytics.burn_curve(con, **params)})
-
-    async def alert_list(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            limit = parse_int("limit", q.get("limit"), 100, 0, 10_000)
-            rule = parse_text("rule", q.get("rule"))
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: alerts.alerts_overview(con, limit=limit, rule=rule))
-
-    async def alert_series(request: Request) -> JSONResponse:
-        q = request.query_params
-        try:
-            rule = parse_text("rule", q.get("rule"))
-            if rule is None:
-                raise BadParameter("rule is required")
-            since, until = parse_time("since", q.get("since")), parse_time("until", q.get("until"))
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: {"rule": rule, "series": alerts.alert_series(con, rule, since=since, until=until)})
-
-    async def alert_metric(request: Request) -> JSONResponse:
+    def metric_params(request: Request) -> tuple[Any, datetime, datetime]:
         # Lets `loopsight alerts check --collector URL` measure without opening the DB file.
-        q = request.query_params
-        try:
-            metric = parse_choice("metric", q.get("metric"), alerts.METRICS)
-            since, until = parse_time("since", q.get("since")), parse_time("until", q.get("until"))
-            if metric is None or since is None or until is None or since >= until:
-                raise BadParameter("metric, since and until are required, with since before until")
-            spec = alerts.MetricSpec(
-                metric, service=parse_text("service", q.get("service")), agent=parse_text("agent", q.get("agent")),
-                tool=parse_text("tool", q.get("tool")),
-                error_class=parse_choice("error_class", q.get("error_class"), alerts.rules.ERROR_CLASSES),
-                reason=parse_choice("reason", q.get("reason"), alerts.rules.TERMINATION_REASONS),
-                stat=parse_choice("stat", q.get("stat"), alerts.rules.STATS, "p95") or "p95",
-                stuck_after_seconds=parse_int("stuck_after", q.get("stuck_after"), 300, 1, 366 * 86400),
-            )
-        except BadParameter as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(request, lambda con: alerts.measure(con, spec, since, until).to_dict())
+        params = q(request)
+        metric = parse_choice("metric", params.get("metric"), alerts.METRICS)
+        since, until = parse_time("since", params.get("since")), parse_time("until", params.get("until"))
+        if metric is None or since is None or until is None or since >= until:
+            raise BadParameter("metric, since and until are required, with since before until")
+        spec = alerts.MetricSpec(
+            metric, service=parse_text("service", params.get("service")), agent=parse_text("agent", params.get("agent")),
+            tool=parse_text("tool", params.get("tool")),
+            error_class=parse_choice("error_class", params.get("error_class"), alerts.rules.ERROR_CLASSES),
+            reason=parse_choice("reason", params.get("reason"), alerts.rules.TERMINATION_REASONS),
+            stat=parse_choice("stat", params.get("stat"), alerts.rules.STATS, "p95") or "p95",
+            stuck_after_seconds=parse_int("stuck_after", params.get("stuck_after"), 300, 1, 366 * 86400),
+        )
+        return spec, since, until
+
+    alert_metric = endpoint(metric_params, lambda con, p: alerts.measure(con, *p).to_dict())
 
     return [
         Route("/api/v1/alerts", alert_list, methods=["GET"]),
