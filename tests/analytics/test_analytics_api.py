@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from conftest import World
+from analytics_world import World
 from starlette.testclient import TestClient
 
 from loopsight.collector.app import Settings, create_app

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import uvicorn
 from analytics_fixture import Recorder
-from conftest import record_world
+from analytics_world import record_world
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 

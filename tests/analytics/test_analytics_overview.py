@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import duckdb
 import pytest
 from analytics_fixture import T0, quantile
-from conftest import CURRENT, DAY, World
+from analytics_world import CURRENT, DAY, World
 
 from loopsight.analytics import overview, terminations
 from loopsight.analytics.overview import marked_loop_runs

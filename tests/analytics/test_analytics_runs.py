@@ -7,7 +7,7 @@ from datetime import timedelta
 import duckdb
 import pytest
 from analytics_fixture import T0
-from conftest import CURRENT, World
+from analytics_world import CURRENT, World
 
 from loopsight.analytics import list_runs, top_runs_by_tokens, trace_detail
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 from analytics_fixture import quantile
-from conftest import CURRENT, PREVIOUS
+from analytics_world import CURRENT, PREVIOUS
 
 from loopsight.analytics import tool_stats
 
