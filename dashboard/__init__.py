@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from loopsight.dashboard.data import COLLECTOR_ENV, DB_ENV, DEFAULT_COLLECTOR_URL, STORE_ENV, TOKEN_ENV
@@ -81,6 +83,10 @@ def launch(
         env[TOKEN_ENV] = token
     env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
     process = subprocess.Popen(streamlit_command(port, host), env=env)
+    # SIGTERM (docker stop, `loopsight up`, a supervisor) must stop Streamlit too, not orphan it.
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return process.wait()
     except KeyboardInterrupt:
@@ -90,3 +96,10 @@ def launch(
         except subprocess.TimeoutExpired:
             process.kill()
             return process.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
