@@ -10,15 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from loopsight import attributes as A
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
+from service_tracers import ServiceTracers
 
 T0 = datetime(2026, 1, 10)
 
@@ -75,15 +72,9 @@ class Recorder:
     """Records runs as OTel spans, one TracerProvider per service, all into one exporter."""
 
     def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self._providers: dict[str, TracerProvider] = {}
-
-    def _tracer(self, service: str) -> trace.Tracer:
-        if service not in self._providers:
-            provider = TracerProvider(resource=Resource.create({"service.name": service}))
-            provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-            self._providers[service] = provider
-        return self._providers[service].get_tracer("tests.analytics")
+        self._tracers = ServiceTracers("tests.analytics")
+        self.exporter = self._tracers.exporter
+        self._tracer = self._tracers.tracer
 
     def run(
         self,
