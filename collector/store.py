@@ -138,26 +138,44 @@ WHERE spans."Timestamp" >= $since
 
 
 # Producers other than loopsight rarely number steps: number a run's llm spans by start
-# time, and give each tool span the step of the last llm span started before it. Only
-# spans without a step are filled, so a producer's own numbering is never changed.
+# time, and give each tool span the step of the last llm span started before it. An llm
+# span under an llm span (an instrumentor's chat span inside our model call) is part of
+# that call: it takes the step of its top-most llm ancestor and is not numbered itself.
+# Only spans without a step are filled, so a producer's own numbering is never changed.
 DERIVE_STEPS_SQL = """
-WITH open_traces AS (
+WITH RECURSIVE open_traces AS (
     SELECT DISTINCT "TraceId" AS tid FROM spans
     WHERE "Timestamp" >= $since AND step IS NULL AND run_id IS NOT NULL AND span_type IN ('llm', 'tool')
       AND "TraceId" IN (SELECT "TraceId" FROM touched)
 ),
 calls AS (
-    SELECT "TraceId" AS tid, "SpanId" AS sid, run_id, span_type, "Timestamp" AS ts, step
+    SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, run_id, span_type, "Timestamp" AS ts, step
     FROM spans
     WHERE "Timestamp" >= $since AND span_type IN ('llm', 'tool') AND run_id IS NOT NULL
       AND "TraceId" IN (SELECT tid FROM open_traces)
 ),
+nested AS (
+    SELECT c.tid, c.sid, p.sid AS parent FROM calls c JOIN calls p ON p.tid = c.tid AND p.sid = c.pid
+    WHERE c.span_type = 'llm' AND p.span_type = 'llm'
+),
+up(tid, sid, anc, depth) AS (
+    SELECT tid, sid, parent, 1 FROM nested
+    UNION ALL
+    SELECT u.tid, u.sid, n.parent, u.depth + 1 FROM up u JOIN nested n ON n.tid = u.tid AND n.sid = u.anc
+    WHERE u.depth < 64
+),
+top_llm AS (
+    SELECT tid, sid, arg_max(anc, depth) AS anc FROM up GROUP BY tid, sid
+),
 llm AS (
-    SELECT tid, sid, run_id, ts, row_number() OVER (PARTITION BY tid, run_id ORDER BY ts, sid) - 1 AS n
-    FROM calls WHERE span_type = 'llm'
+    SELECT tid, sid, run_id, ts, step, row_number() OVER (PARTITION BY tid, run_id ORDER BY ts, sid) - 1 AS n
+    FROM calls c ANTI JOIN nested x ON x.tid = c.tid AND x.sid = c.sid
+    WHERE c.span_type = 'llm'
 ),
 numbered AS (
     SELECT tid, sid, n AS new_step FROM llm
+    UNION ALL
+    SELECT t.tid, t.sid, coalesce(l.step, l.n) FROM top_llm t JOIN llm l ON l.tid = t.tid AND l.sid = t.anc
     UNION ALL
     SELECT c.tid, c.sid, coalesce(l.n, 0) FROM calls c
     ASOF LEFT JOIN llm l ON c.tid = l.tid AND c.run_id = l.run_id AND c.ts >= l.ts
