@@ -51,7 +51,7 @@ def burn_agents(
         >>> burn_agents(con)  # doctest: +SKIP
         [{'agent': 'support', 'runs': 120, 'growth_exponent': 1.01, 'superlinear': False, ...}]
     """
-    sql = compose("burn_agents", burn_steps="burn_steps_derived")
+    sql = compose("burn_agents", growth_rows="burn_growth_derived")
     params = _filters(since, until, agent, service) | {
         "superlinear_k": SUPERLINEAR_K, "min_runs": MIN_RUNS, "min_points": MIN_POINTS,
     }

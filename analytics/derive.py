@@ -1,11 +1,12 @@
-"""Per-run facts derived from the spans: ``run_facts``, ``run_loops`` and ``run_steps``.
+"""Per-run facts derived from the spans: ``run_facts``, ``run_loops``, ``run_steps``, ``run_growth``, ``run_members``.
 
 The writer calls :func:`refresh` inside each commit's transaction, after run ids and steps
 are resolved, for the traces the commit touched (the registered relation ``touched``), so
-a run's rollups, detected loops and per-step input tokens are visible as soon as its spans
-are acknowledged. The rules are not copied here: each table is filled by running the
-question's own SQL (``derive_runs.sql``, ``loops_core.sql``, ``burn_steps.sql``) with the
-``spans`` it reads shadowed by a CTE holding only the spans in scope.
+a run's rollups, detected loops, per-step input tokens, growth-fit sums and per-span stall
+facts are visible as soon as its spans are acknowledged. The rules are not copied here: each
+table is filled by running the question's own SQL (``derive_runs.sql``, ``loops_core.sql``,
+``burn_steps.sql``, ``burn_growth.sql``, ``stalls_members.sql``) with the ``spans`` it reads
+shadowed by a CTE holding only the spans in scope.
 
 Only spans that started at or after ``since`` are read, and only the derived rows of runs
 that started at or after ``since`` are replaced: a run longer than the writer's look-back
@@ -26,11 +27,12 @@ import duckdb
 from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 from loopsight.analytics.loops import compose
 
-TABLES = ("run_facts", "run_loops", "run_steps")
+TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
 
 _COLUMNS = (
     '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, args_sketch, error_type, '
-    'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts'
+    'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
+    '"SpanName", "ParentSpanId", end_time, "Events"'
 )
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
@@ -41,12 +43,15 @@ def _shadowed(name: str) -> str:
     return compose(name, spans="derive_scope")
 
 
-def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None) -> None:
+def refresh(
+    con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES
+) -> None:
     """Recompute the derived rows of the runs in scope, in the caller's transaction.
 
     With ``since`` the scope is the traces of the registered relation ``touched`` (a
     ``TraceId`` column), reading spans that started at or after ``since``; without it every
-    stored span (the backfill).
+    stored span (the backfill). ``tables`` limits the work to some of :data:`TABLES` (a
+    migration fills the tables it creates; ``run_growth`` needs ``run_facts`` filled).
     """
     # Every rule reads only spans that belong to a run: children whose run span has not
     # arrived yet are skipped until it does (then the whole trace is in scope again).
@@ -60,30 +65,43 @@ def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None) ->
         )
     try:
         if since is None:
-            for table in TABLES:
+            for table in tables:
                 con.execute(f"DELETE FROM {table}")
         else:
             if not con.execute("SELECT count(*) FROM derive_scope").fetchone()[0]:
                 return  # a trace with derived rows since ``since`` has run members in scope
-            for table in TABLES:
+            for table in tables:
                 con.execute(
                     f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)',
                     {"since": since},
                 )
-        con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
-        loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-        con.execute(
-            "INSERT INTO run_loops BY NAME SELECT l.* EXCLUDE (agent, started_at), f.agent, f.service, f.started_at "
-            f"FROM ({_shadowed('loops_core')}) l JOIN run_facts f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
-            loops,
-        )
-        con.execute(
-            "INSERT INTO run_steps BY NAME SELECT s.trace_id, s.run_id, f.agent, f.service, f.started_at, s.step, s.input_tokens "
-            f"FROM ({_shadowed('burn_steps')}) s JOIN run_facts f ON f.trace_id = s.trace_id AND f.run_id = s.run_id",
-            _NO_FILTERS,
-        )
+        if "run_facts" in tables:
+            con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
+        if "run_loops" in tables:
+            loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+            con.execute(
+                "INSERT INTO run_loops BY NAME SELECT l.* EXCLUDE (agent, started_at), f.agent, f.service, f.started_at "
+                f"FROM ({_shadowed('loops_core')}) l JOIN run_facts f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
+                loops,
+            )
+        if "run_steps" in tables or "run_growth" in tables:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS)
+        if "run_steps" in tables:
+            con.execute(
+                "INSERT INTO run_steps BY NAME SELECT s.trace_id, s.run_id, f.agent, f.service, f.started_at, s.step, s.input_tokens "
+                "FROM derive_steps s JOIN run_facts f ON f.trace_id = s.trace_id AND f.run_id = s.run_id"
+            )
+        if "run_growth" in tables:
+            growth = compose("burn_growth", burn_steps="derive_steps")
+            con.execute(
+                "INSERT INTO run_growth BY NAME SELECT g.* EXCLUDE (agent), f.agent, f.service, f.started_at "
+                f"FROM ({growth}) g JOIN run_facts f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
+            )
+        if "run_members" in tables:
+            con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
     finally:
         con.execute("DROP TABLE IF EXISTS derive_scope")
+        con.execute("DROP TABLE IF EXISTS derive_steps")
 
 
 def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:

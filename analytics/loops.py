@@ -27,16 +27,20 @@ from loopsight.analytics.sql import load, run
 MAX_LIMIT = 100_000
 
 
-def compose(question: str, **ctes: str) -> str:
+def compose(question: str, *, inline: bool = False, **ctes: str) -> str:
     """The SQL of ``question`` preceded by named CTEs, each the text of another SQL file.
 
-    A question that has its own ``WITH`` clause continues the list.
+    A question that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs
+    are ``NOT MATERIALIZED``: each use reads only the columns and rows it needs.
 
     Example:
         >>> compose("loops", loop_rows="loops_core").startswith("WITH loop_rows AS (")
         True
+        >>> compose("stalls", inline=True, members="stalls_derived").startswith("WITH members AS NOT MATERIALIZED (")
+        True
     """
-    head = ",\n".join(f"{name} AS (\n{load(file)}\n)" for name, file in ctes.items())
+    how = "AS NOT MATERIALIZED" if inline else "AS"
+    head = ",\n".join(f"{name} {how} (\n{load(file)}\n)" for name, file in ctes.items())
     body = load(question)
     lines = body.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)

@@ -23,7 +23,8 @@ from typing import Any
 
 import duckdb
 
-from loopsight.analytics.sql import query
+from loopsight.analytics.loops import compose
+from loopsight.analytics.sql import run
 
 STALL_KINDS = ("slow_call", "backoff", "idle_gap", "stuck")
 MIN_SAMPLES = 50
@@ -67,22 +68,14 @@ def stalls(
         raise ValueError(f"kind must be one of {', '.join(STALL_KINDS)}, not {kind!r}")
     if stuck_after_seconds <= 0 or stuck_max_age_seconds <= stuck_after_seconds:
         raise ValueError("need 0 < stuck_after_seconds < stuck_max_age_seconds")
-    return query(
-        con,
-        "stalls",
-        since=since,
-        until=until,
-        agent=agent,
-        service=service,
-        kind=kind,
-        now=now or datetime.now(timezone.utc).replace(tzinfo=None),
-        stuck_after_seconds=float(stuck_after_seconds),
-        stuck_max_age_seconds=float(stuck_max_age_seconds),
-        min_samples=max(1, min_samples),
-        min_backoff_ms=float(min_backoff_ms),
-        min_gap_ms=float(min_gap_ms),
-        limit=max(0, min(limit, MAX_LIMIT)),
-    )
+    params = {
+        "since": since, "until": until, "agent": agent, "service": service, "kind": kind,
+        "now": now or datetime.now(timezone.utc).replace(tzinfo=None),
+        "stuck_after_seconds": float(stuck_after_seconds), "stuck_max_age_seconds": float(stuck_max_age_seconds),
+        "min_samples": max(1, min_samples), "min_backoff_ms": float(min_backoff_ms), "min_gap_ms": float(min_gap_ms),
+        "limit": max(0, min(limit, MAX_LIMIT)),
+    }
+    return run(con, "stalls", _with_members("stalls"), params)
 
 
 def time_to_first_tool(
@@ -99,4 +92,11 @@ def time_to_first_tool(
         >>> time_to_first_tool(con)  # doctest: +SKIP
         [{'agent': 'order-assistant', 'runs': 120, 'p50_ms': 812.0, 'p95_ms': 2210.5, 'max_ms': 9000.1}]
     """
-    return query(con, "stalls_first_tool", since=since, until=until, agent=agent, service=service)
+    params = {"since": since, "until": until, "agent": agent, "service": service}
+    return run(con, "stalls_first_tool", _with_members("stalls_first_tool"), params)
+
+
+def _with_members(name: str) -> str:
+    # The per-span stall facts of the runs in the window (the CTE ``members``): the rows of
+    # stalls_members.sql the writer keeps in run_members (loopsight.analytics.derive).
+    return compose(name, inline=True, members="stalls_derived")

@@ -47,6 +47,13 @@ QUESTIONS = {
     "burn_agents": ("burn_agents", {"burn_steps": "burn_steps"}, {"superlinear_k": 1.2, "min_runs": 3, "min_points": 10}),
     "stalls": ("stalls", {}, {"kind": None, "stuck_after_seconds": 300.0, "stuck_max_age_seconds": 21600.0, "min_samples": 50,
                               "min_backoff_ms": 1000.0, "min_gap_ms": 2000.0, "limit": 1000}),
+    "time_to_first_tool": ("stalls_first_tool", {}, {}),
+}
+# The questions whose current text takes other CTEs than their text at --before.
+AFTER_CTES = {
+    "burn_agents": {"growth_rows": "burn_growth_derived"},
+    "stalls": {"members": "stalls_derived"},
+    "time_to_first_tool": {"members": "stalls_derived"},
 }
 NEW_CTES = {"loops_core": "loops_derived", "burn_steps": "burn_steps_derived"}
 
@@ -63,7 +70,7 @@ def _compose(read, question: str, ctes: dict[str, str]) -> str:
     return f"WITH {head}\n" + "\n".join(lines)
 
 
-def compare_queries(path: str, before: str, repeat: int) -> None:
+def compare_queries(path: str, before: str, repeat: int, only: list[str] | None = None) -> None:
     import subprocess
     import time
     from datetime import datetime, timedelta
@@ -83,16 +90,18 @@ def compare_queries(path: str, before: str, repeat: int) -> None:
     end = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] + timedelta(seconds=1)
     sketch = {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
     print(f"| window | question | before ms | after ms | speed-up | same answer |\n|---|---|---:|---:|---:|---|")
-    for label, since in (("24 h", end - timedelta(days=1)), ("7 days", end - timedelta(days=7))):
+    for label, since in (("24 h", end - timedelta(days=1)), ("7 days", end - timedelta(days=7)), ("no window", None)):
         for name, (question, ctes, extra) in QUESTIONS.items():
+            if only and name not in only:
+                continue
             params = {"since": since, "until": end, "agent": None, "service": None, **extra}
             if question == "overview":
-                params["previous_since"] = since - (end - since)
+                params["previous_since"] = since - (end - since) if since else None
                 params["since"] = since
             if question == "stalls":
                 params["now"] = end
             before_sql = _compose(old, question, ctes)
-            after_sql = _compose(load, question, {k: NEW_CTES.get(v, v) for k, v in ctes.items()})
+            after_sql = _compose(load, question, AFTER_CTES.get(name) or {k: NEW_CTES.get(v, v) for k, v in ctes.items()})
             before_params = {**params, **(sketch if "loops_core" in ctes.values() else {})}
             times: dict[str, list[float]] = {"before": [], "after": []}
             answers = {}
@@ -115,9 +124,10 @@ def main() -> None:
     parser.add_argument("--queries", metavar="DB", help="time the derived-table questions against their previous SQL on DB")
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", nargs="*", help="with --queries: just these questions (names as printed)")
     args = parser.parse_args()
     if args.queries:
-        compare_queries(args.queries, args.before, args.repeat)
+        compare_queries(args.queries, args.before, args.repeat, args.only)
         return
     tool = bench_ingest.load_tool(args.load_tool)
     requests, total = tool.build_requests(args.runs)

@@ -1,39 +1,20 @@
 -- Per agent: the growth exponent k of input tokens per step and the token totals by outcome.
 -- k is fitted by least squares on log(input(s) - input(first step)) = c_run + k * log(s - first step)
 -- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
--- linear history replay below 1. burn_steps = burn_steps_derived.sql; run totals from run_facts.
-WITH growth AS (
-    -- runs are partitioned by a 64-bit hash of their ids: windows sort integers, not strings
-    SELECT trace_id, run_id, hash(trace_id, run_id) AS rk, agent,
-           step - first_value(step) OVER r AS x,
-           input_tokens - first_value(input_tokens) OVER r AS y
-    FROM burn_steps
-    WINDOW r AS (PARTITION BY hash(trace_id, run_id) ORDER BY step)
-),
-points AS (
-    SELECT trace_id, run_id, rk, agent, ln(x) AS lx, ln(y) AS ly
-    FROM growth
-    WHERE x >= 1 AND y > 0
-),
-centred AS MATERIALIZED (
-    SELECT agent, trace_id, run_id, rk,
-           lx - avg(lx) OVER r AS dx, ly - avg(ly) OVER r AS dy, count(*) OVER r AS n_run
-    FROM points
-    WINDOW r AS (PARTITION BY rk)
-),
-fit AS (
-    SELECT agent, sum(dx * dy) / nullif(sum(dx * dx), 0) AS k, sum(dx * dx) AS sxx,
-           count(*) AS n, count(DISTINCT rk) AS fit_runs
-    FROM centred
-    WHERE n_run >= 2
+-- linear history replay below 1. growth_rows = each run's centred sums (burn_growth.sql, or the
+-- table run_growth through burn_growth_derived.sql); run totals from run_facts.
+WITH fit AS (
+    SELECT agent, sum(sxy) / nullif(sum(sxx), 0) AS k, sum(sxx) AS sxx, sum(sxy) AS sxy, sum(syy) AS syy,
+           sum(points) AS n, count(*) AS fit_runs
+    FROM growth_rows
     GROUP BY agent
 ),
 fit_se AS (
-    SELECT f.agent, f.k, f.n, f.fit_runs,
-           sqrt(sum((c.dy - f.k * c.dx) ^ 2) / greatest(f.n - f.fit_runs - 1, 1) / f.sxx) AS se
-    FROM fit f JOIN centred c ON c.agent = f.agent AND c.n_run >= 2
-    WHERE f.k IS NOT NULL
-    GROUP BY f.agent, f.k, f.n, f.fit_runs, f.sxx
+    -- the residual sum of squares from the per-run sums: sum((dy - k dx)^2) = syy - 2k sxy + k^2 sxx
+    SELECT agent, k, n, fit_runs,
+           sqrt(greatest(syy - 2 * k * sxy + k * k * sxx, 0) / greatest(n - fit_runs - 1, 1) / sxx) AS se
+    FROM fit
+    WHERE k IS NOT NULL
 ),
 tokens AS (
     -- NULL (no termination reason) is neither a success nor a failure here

@@ -1,18 +1,10 @@
 -- Time from a run's start to its first tool call, per agent (runs with no tool call are left out).
-WITH runs AS (
-    SELECT "TraceId" AS trace_id, run_id, agent, "Timestamp" AS started_at
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-),
-first_tool AS (
-    SELECT r.agent, date_diff('microsecond', r.started_at, min(s."Timestamp")) / 1e3 AS ms
-    FROM runs r
-    JOIN spans s ON s."TraceId" = r.trace_id AND s.run_id = r.run_id AND s.span_type = 'tool'
-    GROUP BY r.trace_id, r.run_id, r.agent, r.started_at
+-- members = the stall facts of the runs in the window (stalls_derived.sql or stalls_members.sql).
+WITH first_tool AS (
+    SELECT agent, min(at_ms) AS ms
+    FROM members
+    WHERE span_type = 'tool'
+    GROUP BY trace_id, run_id, agent
 )
 SELECT agent, count(*) AS runs,
        round(quantile_cont(ms, 0.5), 3) AS p50_ms,

@@ -76,7 +76,7 @@ def upgrade() -> None:
     )
     from loopsight.analytics.derive import refresh
 
-    refresh(op.get_bind().connection.driver_connection)
+    refresh(op.get_bind().connection.driver_connection, tables=("run_facts", "run_loops", "run_steps"))
 
 
 def downgrade() -> None:

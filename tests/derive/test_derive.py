@@ -3,13 +3,15 @@
 Spans go through the real ingest path into a real DuckDB file, in scrambled order and
 split over many requests (children before their run span, run spans in later requests,
 re-delivered duplicates); after every acknowledged request the tables the writer keeps
-(run_facts, run_loops, run_steps) must equal the same SQL run over every stored span.
+(run_facts, run_loops, run_steps, run_growth, run_members) must equal the same SQL run over
+every stored span, and the questions reading them must answer as the rules run over the spans.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,16 @@ from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE  #
 from loopsight.analytics.sql import load, rows  # noqa: E402
 from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
 from loopsight.collector.store import Store  # noqa: E402
-from loopsight.migrations import current, upgrade  # noqa: E402
+from loopsight.migrations.runner import head, upgrade  # noqa: E402
 
 FILTERS = {"since": None, "until": None, "agent": None, "service": None}
+GROWTH = ["trace_id", "run_id", "agent", "points", "sxx", "sxy", "syy"]
+MEMBERS = ["trace_id", "run_id", "span_id", "agent", "service", "started_at", "span_type", "what", "call_ms", "backoff_ms", "gap_ms", "at_ms"]
+STALL_PARAMS = {**FILTERS, "kind": None, "now": datetime(2100, 1, 1), "stuck_after_seconds": 300.0, "stuck_max_age_seconds": 21600.0,
+                "min_samples": 50, "min_backoff_ms": 1000.0, "min_gap_ms": 2000.0, "limit": 1_000_000}
+STALL_KEYS = ["trace_id", "run_id", "span_id", "kind", "tool", "duration_ms", "expected_ms"]
+BURN_PARAMS = {**FILTERS, "superlinear_k": 1.2, "min_runs": 3, "min_points": 10}
+BURN_KEYS = ["agent", "runs", "growth_exponent", "superlinear", "tokens_per_success", "tokens_on_failures", "growth_exponent_se", "fit_points"]
 LOOP_PARAMS = {**FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
 
 
@@ -39,29 +48,47 @@ def _sorted(found: list[dict[str, Any]], keys: list[str]) -> list[tuple[Any, ...
     return sorted((tuple(str(r[k]) for k in keys) for r in found))
 
 
-def expected_from_spans(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
-    """The three derivations computed from scratch over every stored span."""
+def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """The derivations computed from scratch over every stored span, and (``questions``) the
+    stall and growth answers from them (their run totals come from run_facts)."""
     facts = rows(con, load("derive_runs"))
     loops = rows(con, compose("loops", loop_rows="loops_core"), {**LOOP_PARAMS, "kind": None, "limit": 1_000_000})
     steps = rows(con, load("burn_steps"), FILTERS)
-    return {
+    growth = rows(con, compose("burn_growth", burn_steps="burn_steps"), FILTERS)
+    members = rows(con, load("stalls_members"), FILTERS)
+    found = {
         "run_facts": _sorted(facts, list(facts[0]) if facts else []),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
+        "run_growth": _sorted(growth, GROWTH),
+        "run_members": _sorted(members, MEMBERS),
     }
+    if questions:
+        found["stalls"] = _sorted(rows(con, compose("stalls", members="stalls_members"), STALL_PARAMS), STALL_KEYS)
+        burn = compose("burn_agents", burn_steps="burn_steps", growth_rows="burn_growth")
+        found["burn_agents"] = _sorted(rows(con, burn, BURN_PARAMS), BURN_KEYS)
+    return found
 
 
-def derived(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
-    """What the writer kept, in the same shape."""
+def derived(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """What the writer kept, in the same shape, and the questions' answers from it."""
     facts = rows(con, "SELECT * EXCLUDE (tools), tools FROM run_facts")
     loops = analytics.loops(con, limit=1_000_000)
     steps = rows(con, "SELECT trace_id, run_id, agent, step, input_tokens FROM run_steps")
+    growth = rows(con, "SELECT * FROM run_growth")
+    members = rows(con, "SELECT * FROM run_members")
     expected_keys = list(rows(con, load("derive_runs") + " LIMIT 1")[0]) if facts else []
-    return {
+    found = {
         "run_facts": _sorted(facts, expected_keys),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
+        "run_growth": _sorted(growth, GROWTH),
+        "run_members": _sorted(members, MEMBERS),
     }
+    if questions:
+        found["stalls"] = _sorted(analytics.stalls(con, now=STALL_PARAMS["now"], limit=1_000_000), STALL_KEYS)
+        found["burn_agents"] = _sorted(analytics.burn_agents(con), BURN_KEYS)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +120,8 @@ def test_scrambled_arrival_matches_a_full_recompute(tmp_path: Path, corpus_spans
         assert checks >= 3
         # every kind of loop and every run is there, so the comparison was not vacuous
         assert {row[3] for row in final["run_loops"]} == {"exact", "oscillation", "repeated_error", "semantic"}
+        assert {row[3] for row in final["stalls"]} >= {"slow_call", "backoff", "idle_gap"}
+        assert any(row[2] != "None" for row in final["burn_agents"])  # a fitted growth exponent
         runs = con.execute("SELECT count(*) FROM spans WHERE span_type = 'agent' AND \"SpanId\" = run_id").fetchone()[0]
         assert len(final["run_facts"]) == runs > 40
         assert con.execute("SELECT count(*) FROM run_facts").fetchone()[0] == runs
@@ -164,12 +193,14 @@ def test_upgrading_an_existing_file_backfills_the_derived_tables(tmp_path: Path,
     con.execute("INSERT INTO spans SELECT * FROM source.spans")
     con.execute("DETACH source")
     assert "run_facts" not in {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    want = expected_from_spans(con)
+    want = expected_from_spans(con, questions=False)
     con.close()
-    assert upgrade(old) == "0004"
+    assert upgrade(old) == head() == "0005"
     con = duckdb.connect(old, read_only=True)
     try:
-        assert derived(con) == want
+        assert derived(con, questions=False) == want
+        assert derived(con) == expected_from_spans(con)
+        assert len(want["run_members"]) > 400 and len(want["run_growth"]) > 40
         assert len(want["run_loops"]) > 10 and len(want["run_facts"]) > 40
     finally:
         con.close()
