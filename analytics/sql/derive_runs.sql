@@ -1,10 +1,17 @@
 -- One row per run of the spans in scope (the table run_facts; analytics/derive.py runs it over
 -- the traces a commit touched). Status rule as in runs.sql: ok when the run completed and its
--- span is not an error.
-WITH calls AS (
+-- span is not an error. An llm span whose parent is an llm span (another instrumentation's chat
+-- span inside our model call) is part of that call, not a call of its own (its tokens are kept:
+-- producers record them on one of the two).
+WITH nested AS (
+    SELECT c."TraceId" AS trace_id, c."SpanId" AS span_id
+    FROM spans c JOIN spans p ON p."TraceId" = c."TraceId" AND p."SpanId" = c."ParentSpanId"
+    WHERE c.span_type = 'llm' AND p.span_type = 'llm' AND c.run_id IS NOT NULL
+),
+calls AS (
     SELECT "TraceId" AS trace_id, run_id,
            count(DISTINCT step) FILTER (WHERE span_type IN ('llm', 'tool')) AS steps,
-           count(*) FILTER (WHERE span_type = 'llm') AS llm_calls,
+           count(*) FILTER (WHERE span_type = 'llm' AND n.span_id IS NULL) AS llm_calls,
            count(*) FILTER (WHERE span_type = 'tool') AS tool_calls,
            count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
            coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
@@ -13,7 +20,8 @@ WITH calls AS (
            count(*) FILTER (WHERE loop_kind IS NOT NULL) AS loop_marks,
            count(*) FILTER (WHERE loop_kind IS NOT NULL AND span_type IN ('llm', 'tool')) AS marked_calls,
            list_sort(list_distinct(list(tool) FILTER (WHERE span_type = 'tool' AND tool IS NOT NULL))) AS tools
-    FROM spans
+    FROM spans s
+    LEFT JOIN nested n ON n.trace_id = s."TraceId" AND n.span_id = s."SpanId"
     WHERE run_id IS NOT NULL
     GROUP BY "TraceId", run_id
 )

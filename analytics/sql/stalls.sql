@@ -5,7 +5,7 @@
 -- not materialized: each use reads only its columns and rows (the ids of the slow calls only).
 WITH calls AS NOT MATERIALIZED (
     SELECT trace_id, run_id, span_id, agent, span_type, what, call_ms AS duration_ms, started_at
-    FROM members WHERE span_type IN ('tool', 'llm')
+    FROM members WHERE call_ms IS NOT NULL
 ),
 per_agent AS (
     SELECT agent, span_type, what, count(*) AS n_agent, quantile_cont(duration_ms, 0.95) AS p95_agent
