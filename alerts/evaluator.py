@@ -1,6 +1,6 @@
 """The in-collector evaluator: every N seconds, judge each rule, store transitions, notify.
 
-Runs on its own thread with its own DuckDB cursors, so ingest never waits for it, and
+Runs on its own thread with its own store cursors (DuckDB or ClickHouse), so ingest never waits for it, and
 hands notifications to a :class:`~loopsight.alerts.notify.Notifier` (bounded queue, its own
 thread). The clock is injectable: tests call :meth:`Evaluator.evaluate_once` with ``now``.
 
@@ -29,7 +29,8 @@ from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifie
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.alerts.sources import DuckDBSource
-from loopsight.alerts.state import StateStore
+from loopsight.alerts.state import state_store
+from loopsight.stores import STORE_ERRORS
 
 log = logging.getLogger("loopsight.alerts")
 
@@ -70,7 +71,7 @@ class Evaluator:
         self.dashboard_url = dashboard_url or DEFAULT_DASHBOARD_URL
         self.clock = clock
         self.gauge_window = timedelta(seconds=gauge_window_seconds)
-        self.state_store = StateStore(reader_factory)
+        self.state_store = state_store(reader_factory)
         self.notifier = notifier or Notifier()
         self.notifier.on_result = self._record_delivery
         self.rules: list[Rule] = load_rules(self.rules_path)
@@ -144,7 +145,7 @@ class Evaluator:
                     results.append(self._evaluate_rule(source, rule, now))
                 try:
                     self._gauges = gauges(con, now - self.gauge_window, now, source.cache)
-                except duckdb.Error as exc:
+                except STORE_ERRORS as exc:
                     self.errors += 1
                     log.error("alert gauges failed: %s", exc)
             finally:
@@ -162,7 +163,7 @@ class Evaluator:
             verdict = judge(source, rule, now)
             new_state, transitions = advance(rule, state, verdict, now)
             event_ids = self.state_store.save(rule, new_state, verdict, transitions, now)
-        except duckdb.Error as exc:
+        except STORE_ERRORS as exc:
             self.errors += 1
             log.error("alert rule %r could not be evaluated: %s", rule.name, exc)
             return RuleResult(rule, None, state, [], str(exc))

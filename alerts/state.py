@@ -1,5 +1,8 @@
 """Rule state, transitions and metric samples in the DuckDB file (tables of migration 0002).
 
+On a ClickHouse store the same functions run :mod:`loopsight.alerts.state_clickhouse`;
+:func:`state_store` picks the store class for a connection factory.
+
 The evaluator loads each rule's state here at start, so a restart neither forgets a
 ``pending`` timer nor re-sends a ``firing`` notification. The read functions
 (:func:`alerts_overview`, :func:`alert_series`) serve ``/api/v1/alerts``.
@@ -23,6 +26,7 @@ import duckdb
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
 from loopsight.analytics.sql import rows
+from loopsight.stores import dialect
 
 log = logging.getLogger("loopsight.alerts")
 
@@ -118,6 +122,25 @@ class StateStore:
             con.close()
 
 
+def state_store(connect: Callable[[], Any]) -> Any:
+    """The state store for the connections ``connect()`` returns: DuckDB or ClickHouse.
+
+    Example:
+        >>> state_store(writer.reader)  # doctest: +SKIP
+        <loopsight.alerts.state_clickhouse.ClickHouseStateStore object at ...>
+    """
+    con = connect()
+    try:
+        kind = dialect(con)
+    finally:
+        con.close()
+    if kind != "clickhouse":
+        return StateStore(connect)
+    from loopsight.alerts.state_clickhouse import ClickHouseStateStore
+
+    return ClickHouseStateStore(connect)
+
+
 def alerts_overview(con: duckdb.DuckDBPyConnection, *, limit: int = 100, rule: str | None = None,
                     include_inactive: bool = False) -> dict[str, list[dict[str, Any]]]:
     """``{"rules": [...], "events": [...]}`` for ``/api/v1/alerts``, newest events first.
@@ -129,6 +152,10 @@ def alerts_overview(con: duckdb.DuckDBPyConnection, *, limit: int = 100, rule: s
         >>> alerts_overview(con)["rules"][0]["state"]  # doctest: +SKIP
         'firing'
     """
+    if dialect(con) == "clickhouse":
+        from loopsight.alerts import state_clickhouse
+
+        return state_clickhouse.alerts_overview(con, limit=limit, rule=rule, include_inactive=include_inactive)
     found = rows(con, """
         SELECT r.name, r.definition, r.active, r.state, r.state_since, r.value, r.baseline AS baseline_value,
                r.samples, r.examples, r.last_evaluated_at, r.last_notified_at,
@@ -160,6 +187,10 @@ def alert_series(con: duckdb.DuckDBPyConnection, rule: str, *, since: datetime |
         >>> alert_series(con, "loop-rate")[-1]["value"]  # doctest: +SKIP
         0.42
     """
+    if dialect(con) == "clickhouse":
+        from loopsight.alerts import state_clickhouse
+
+        return state_clickhouse.alert_series(con, rule, since=since, until=until, limit=limit)
     return rows(con, """
         SELECT sampled_at AS at, value, samples FROM (
             SELECT * FROM alert_samples

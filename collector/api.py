@@ -20,6 +20,7 @@ from starlette.routing import Route
 from loopsight import alerts, analytics
 from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
+from loopsight.stores import STORE_ERRORS
 
 log = logging.getLogger("loopsight.collector")
 
@@ -110,7 +111,7 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             return JSONResponse(await run_in_threadpool(run))
         except (BadParameter, ValueError, OverflowError) as exc:  # bad arguments; dates near year 1 or 9999
             return JSONResponse({"error": str(exc)}, status_code=400)
-        except duckdb.Error as exc:
+        except STORE_ERRORS as exc:
             log.error("query %s failed: %s", request.url.path, exc)
             return JSONResponse({"error": f"query failed: {type(exc).__name__}"}, status_code=500)
 

@@ -23,9 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
+
+from loopsight.stores.clickhouse import ClickHouseError
 from loopsight.stores.url import StoreURL, StoreURLError, parse_store_url
 
-__all__ = ["StoreURL", "StoreURLError", "dialect", "open_reader", "open_writer", "parse_store_url"]
+__all__ = ["STORE_ERRORS", "StoreURL", "StoreURLError", "dialect", "open_reader", "open_writer", "parse_store_url"]
+
+STORE_ERRORS: tuple[type[Exception], ...] = (duckdb.Error, ClickHouseError)
+"""What a statement on either store raises when it fails (``except STORE_ERRORS``)."""
 
 
 def _parsed(url: str | StoreURL) -> StoreURL:

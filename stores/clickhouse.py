@@ -325,6 +325,12 @@ class ClickHouseConnection:
         self.close()
 
 
+def chdb_open_path() -> str | None:
+    """The data directory chdb has open in this process, if any (it holds one per process)."""
+    with _CHDB_LOCK:
+        return next(iter(_CHDB), None)
+
+
 def connect_chdb(path: str, table: str = "otel_traces", database: str = "default") -> ClickHouseConnection:
     """The embedded engine on data directory ``path`` (created if missing), in ``database``."""
     return ClickHouseConnection(_ChdbEngine(path, database), StoreURL("chdb", path=path, table=table, database=database))

@@ -16,7 +16,8 @@ On top, ordered migrations (recorded in ``loopsight_schema_migrations``):
 - ``spans``: a view with the DuckDB ``spans`` column names, plus ``run_id`` (the top-most
   ``invoke_agent`` ancestor, from the ``loopsight_run_index`` table), so the analytics'
   ClickHouse SQL reads the same names.
-- ``alert_rules``, ``alert_events``, ``alert_samples``: alert state.
+- ``alert_rules``, ``alert_events``, ``alert_samples``, ``alert_deliveries``: alert state
+  (:mod:`loopsight.alerts.state_clickhouse`).
 
 Example:
     >>> from loopsight.stores.clickhouse import connect_chdb
@@ -349,6 +350,19 @@ ORDER BY (rule, sampled_at)""",
 )
 
 
+# The evaluator's state on ClickHouse (loopsight.alerts.state_clickhouse): a notification's
+# outcome is a row keyed by its event instead of an UPDATE.
+ALERT_STATE_0007 = (
+    """CREATE TABLE IF NOT EXISTS alert_deliveries (
+    event_id UInt64,
+    status LowCardinality(String),
+    error Nullable(String),
+    at DateTime64(6)
+) ENGINE = ReplacingMergeTree(at)
+ORDER BY event_id""",
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     """One ordered step: its id and the statements it runs."""
@@ -367,6 +381,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
     Migration("0005_run_index", lambda o: [INDEX_TABLE, STATE_TABLE]),
     Migration("0006_span_type_pydantic_run", lambda o: [span_type_modify_ddl(o)]),
+    Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

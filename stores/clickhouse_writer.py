@@ -50,6 +50,8 @@ class ClickHouseWriter:
         self._max_batch_rows = max_batch_rows
         self.stats = WriterStats()
         self._closed = False
+        self._queued_rows = 0
+        self._rows_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="loopsight-clickhouse-writer", daemon=True)
         self._thread.start()
 
@@ -72,11 +74,18 @@ class ClickHouseWriter:
             self._queue.put_nowait(pending)
         except queue.Full:
             raise QueueFull("write queue is full") from None
+        with self._rows_lock:
+            self._queued_rows += table.num_rows
         return pending.future
 
     @property
     def queue_depth(self) -> int:
         return self._queue.qsize()
+
+    @property
+    def queued_rows(self) -> int:
+        """Spans waiting for the writer."""
+        return self._queued_rows
 
     def reader(self) -> ClickHouseConnection:
         """A connection for one reader (the analytics pick their ClickHouse SQL for it)."""
@@ -112,6 +121,8 @@ class ClickHouseWriter:
             self._insert(batch)
 
     def _insert(self, batch: list[_Pending]) -> None:
+        with self._rows_lock:
+            self._queued_rows -= sum(p.table.num_rows for p in batch)
         started = time.perf_counter()
         try:
             incoming = batch_to_otel_traces(pa.concat_tables([p.table for p in batch]))

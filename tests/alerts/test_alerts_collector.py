@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
 import httpx
+import pytest
 
 
 RULE = '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\nnotify = ["log"]\n'
@@ -39,3 +41,60 @@ def test_collector_refuses_an_invalid_rules_file(tmp_path: Path, start_collector
     expected = f"{rules}:5: rule 'loops', key 'threshold': loop_rate is a fraction between 0 and 1, got 3"
     assert "".join(expected.split()) in "".join(log.split()), log  # the console may wrap the line
     assert "Traceback" not in log
+
+
+def _poll(url: str, until: Callable[[Any], bool], timeout: float = 60) -> Any:
+    """GET ``url`` until ``until(answer)`` (JSON, or text for /metrics)."""
+    deadline = time.monotonic() + timeout
+    answer: Any = None
+    while time.monotonic() < deadline:
+        response = httpx.get(url)
+        answer = response.text if url.endswith("/metrics") else response.json()
+        if until(answer):
+            return answer
+        time.sleep(0.1)
+    raise AssertionError(f"{url} never got there: {answer}")
+
+
+# collector/server.py (not this task's file) still refuses --rules with a ClickHouse store at start-up;
+# the evaluator, state tables and API below work without that check (verified with it bypassed).
+# strict: once the check is gone this passes and the marker must go.
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="serve() refuses --rules with a ClickHouse store")
+def test_collector_on_clickhouse_evaluates_rules_and_keeps_state_across_restart(
+        tmp_path: Path, start_collector: Callable[..., Any], hook: Any) -> None:
+    """``--store chdb://… --rules``: state in ClickHouse's alert tables, one notification across a restart."""
+    pytest.importorskip("chdb")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from alerts_traffic import Call, Traffic
+    from loopsight.alerts.evaluator import utcnow
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\n'
+                     f'min_samples = 3\nnotify = ["webhook:{hook.url}"]\n')
+    store = f"chdb://{tmp_path / 'ch'}"
+    flags = ("--store", store, "--rules", str(rules), "--alert-interval", "0.2", "--grpc-port", "0")
+    collector = start_collector(*flags)
+    traffic = Traffic(store=None)  # type: ignore[arg-type]  # spans go out through the OTLP exporter below
+    for i in range(4):
+        traffic.run(utcnow() - timedelta(seconds=30 - i), [Call("fetch", "same")] * 3)
+    exporter = OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")
+    assert exporter.export(traffic.exporter.get_finished_spans()).name == "SUCCESS"
+    exporter.shutdown()
+
+    firing = _poll(f"{collector.url}/api/v1/alerts", lambda v: v["rules"] and v["rules"][0]["state"] == "firing"
+                          and v["events"] and v["events"][0]["notify_status"] == "sent")
+    assert (firing["rules"][0]["value"], firing["rules"][0]["samples"]) == (1.0, 4)
+    assert [(e["from_state"], e["to_state"], e["notify_status"]) for e in firing["events"]] == [("ok", "firing", "sent")]
+    assert [(b["rule"], b["status"]) for b in hook.wait_for(1)] == [("loops", "firing")]
+    _poll(f"{collector.url}/metrics", lambda text: 'loopsight_alert_firing{rule="loops"} 1' in text.splitlines())
+    assert collector.stop() == 0
+
+    again = start_collector(*flags)
+    evaluated = firing["rules"][0]["last_evaluated_at"]
+    _poll(f"{again.url}/api/v1/alerts", lambda v: v["rules"][0]["last_evaluated_at"] > evaluated)
+    time.sleep(1.0)  # a few more rounds: still firing, and nothing sent again
+    view = httpx.get(f"{again.url}/api/v1/alerts").json()
+    assert view["rules"][0]["state"] == "firing"
+    assert [(e["to_state"], e["notify_status"]) for e in view["events"]] == [("firing", "sent")]
+    assert len(hook.received) == 1 and hook.attempts == 1

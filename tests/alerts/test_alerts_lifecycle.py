@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Iterator
+import itertools
+from typing import Any, Callable, Iterator
 
 import duckdb
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from alerts_traffic import T0, Call, Hook, Traffic
 from loopsight.alerts import Evaluator, Notifier, alerts_overview
 from loopsight.collector.store import Store
+from loopsight.stores import open_writer
+from loopsight.stores.clickhouse import chdb_open_path
 
 MIN = timedelta(minutes=1)
 
@@ -21,6 +24,38 @@ def write_rules(tmp_path: Path, text: str) -> str:
     path = tmp_path / "rules.toml"
     path.write_text(text)
     return str(path)
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def open_store(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Any]]:
+    """Opens (and reopens, for restarts) one store: a DuckDB file, or (``BOTH_STORES``) a ClickHouse database on chdb."""
+    opened: list[Any] = []
+    if getattr(request, "param", "duckdb") == "duckdb":
+        url = str(tmp_path / "store.duckdb")
+    else:
+        pytest.importorskip("chdb")
+        directory = chdb_open_path() or str(tmp_path_factory.mktemp("chdb"))
+        url = f"chdb://{directory}?database=alerts{next(_databases)}"
+
+    def open_() -> Any:
+        opened.append(open_writer(url))
+        return opened[-1]
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+# The lifecycle logic is the same on both stores; these tests also run on ClickHouse's state tables.
+BOTH_STORES = pytest.mark.parametrize("open_store", ["duckdb", "chdb"], indirect=True)
+
+
+@pytest.fixture
+def store(open_store: Callable[[], Any]) -> Any:
+    return open_store()
 
 
 def make_evaluator(store: Store, rules: str) -> Evaluator:
@@ -62,6 +97,7 @@ def runs(traffic: Traffic, start: datetime, count: int, *, loops: int = 0, fails
     return ids
 
 
+@BOTH_STORES
 def test_fires_on_loops_and_failures_then_resolves(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
                                                    stop_later: list[Evaluator]) -> None:
     rules = write_rules(tmp_path, f"""
@@ -224,8 +260,9 @@ notify = ["webhook:{hook.url}"]
                       ("firing", "sent"), ("resolved", "sent")]
 
 
-def test_restart_keeps_state_and_sends_no_duplicate(tmp_path: Path, traffic: Traffic, hook: Hook) -> None:
-    db = str(tmp_path / "restart.duckdb")
+@BOTH_STORES
+def test_restart_keeps_state_and_sends_no_duplicate(tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic,
+                                                    hook: Hook) -> None:
     rules = write_rules(tmp_path, f"""
 [[rules]]
 name = "loops"
@@ -244,7 +281,8 @@ min_samples = 5
 for = "5m"
 notify = ["webhook:{hook.url}"]
 """)
-    first = Store.open(db)
+    traffic.store.close()  # the store is closed and opened again below, as across a collector restart
+    first = open_store()
     traffic.store = first
     runs(traffic, T0 - 5 * MIN, 10, loops=5)
     evaluator = make_evaluator(first, rules)
@@ -253,7 +291,7 @@ notify = ["webhook:{hook.url}"]
     evaluator.stop()
     first.close()
 
-    second = Store.open(db)
+    second = open_store()
     try:
         evaluator = make_evaluator(second, rules)
         # still looping after the restart: firing stays firing, nothing re-sent; the pending timer
@@ -271,6 +309,7 @@ notify = ["webhook:{hook.url}"]
         second.close()
 
 
+@BOTH_STORES
 def test_rules_removed_from_the_file_become_inactive_and_reload(tmp_path: Path, store: Store, stop_later: list[Evaluator]) -> None:
     rules = write_rules(tmp_path, '[[rules]]\nname = "a"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n'
                                   '[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n')

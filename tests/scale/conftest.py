@@ -16,7 +16,7 @@ pytest.importorskip("chdb")
 
 from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
 from loopsight.collector.store import Store  # noqa: E402
-from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
+from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb  # noqa: E402
 from loopsight.stores.clickhouse_run_index import index_new_spans  # noqa: E402
 from loopsight.stores.clickhouse_schema import upgrade  # noqa: E402
 from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
@@ -28,8 +28,9 @@ _databases = itertools.count()
 
 @pytest.fixture(scope="session")
 def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The process's one chdb data directory."""
-    return tmp_path_factory.mktemp("chdb")
+    """The process's one chdb data directory (the one already open when other tests opened it first)."""
+    open_path = chdb_open_path()
+    return Path(open_path) if open_path else tmp_path_factory.mktemp("chdb")
 
 
 @pytest.fixture
