@@ -39,6 +39,10 @@ class SourceUnreachable(SourceError):
     """The collector cannot be reached (or the DuckDB file cannot be opened)."""
 
 
+class OutdatedStore(SourceUnreachable):
+    """The DuckDB file was written by an older loopsight: its schema needs ``loopsight db upgrade``."""
+
+
 class AuthRequired(SourceError):
     """The collector wants a (different) bearer token."""
 
@@ -253,6 +257,14 @@ class DuckDBSource(_AnalyticsQuestions):
         if not has_spans:
             con.close()
             raise SourceError(f"{self.path} has no spans table: is it a loopsight database? (loopsight db upgrade --db PATH)")
+        outdated = _outdated(con)
+        if outdated:
+            con.close()
+            raise OutdatedStore(
+                f"{self.path} is at schema revision {outdated[0]}, this loopsight reads revision {outdated[1]}: "
+                f"run `loopsight db upgrade --db {self.path}` (with no collector holding the file; "
+                "a collector opening it upgrades it too)"
+            )
         return con
 
     def _call(self, name: str, *args: Any, **params: Any) -> Any:
@@ -271,6 +283,24 @@ class DuckDBSource(_AnalyticsQuestions):
 
     def check(self) -> None:
         self._connect().close()
+
+
+def _outdated(con: Any) -> tuple[str, str] | None:
+    """``(file revision, newest revision)`` when the file's schema is older than this code's, else ``None``.
+
+    Example:
+        >>> _outdated(duckdb.connect())  # doctest: +SKIP  (no alembic_version table: an unmanaged file)
+        ('none', '0005')
+    """
+    from loopsight.migrations.runner import head
+
+    latest = head()
+    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'").fetchone()[0]
+    revision = con.execute("SELECT max(version_num) FROM alembic_version").fetchone()[0] if found else None
+    # Revisions are zero-padded numbers; a newer file than this code is read as it is.
+    if latest is None or (revision is not None and revision >= latest):
+        return None
+    return (revision or "none", latest)
 
 
 _STORE_CONNECTIONS: dict[str, Any] = {}

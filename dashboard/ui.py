@@ -7,13 +7,16 @@ as text (dataframes, ``st.text``/``st.code``) or markdown-escaped, never as HTML
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from loopsight.dashboard.filters import RANGE_LABELS
-from loopsight.dashboard.data import ApiSource, AuthRequired, NotAvailable, Source, SourceError, SourceUnreachable, source_from_env
+from loopsight.dashboard.data import (
+    ApiSource, AuthRequired, DuckDBSource, NotAvailable, OutdatedStore, Source, SourceError, SourceUnreachable, source_from_env,
+)
 
 PAGES = Path(__file__).resolve().parent / "pages"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
@@ -115,6 +118,9 @@ def unreachable(exc: Exception) -> None:
     if isinstance(exc, AuthRequired) and isinstance(src, ApiSource):
         st.markdown("Give the dashboard the collector's token:")
         st.code(f"loopsight dashboard --collector {src.url} --token <token>", language="bash")
+    elif isinstance(exc, OutdatedStore) and isinstance(src, DuckDBSource):
+        st.markdown("Upgrade the file to this loopsight's schema (it keeps the data and fills the new tables):")
+        st.code(f"loopsight db upgrade --db {shlex.quote(src.path)}", language="bash")
     elif isinstance(src, ApiSource):
         st.markdown("Start a collector, or point the dashboard at the one your agents export to:")
         st.code(f"loopsight collector --http-port {src.url.rsplit(':', 1)[-1].strip('/') or '4318'}\n"

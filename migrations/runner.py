@@ -112,7 +112,9 @@ def current(db_path: str) -> str | None:
 
 
 def head() -> str | None:
-    """The newest revision this code knows."""
+    """The newest revision this code knows (read from the revision files; Alembic only if they branch)."""
+    if _head_from_files() is not None:
+        return _head_from_files()
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(_config(":memory:")).get_current_head()
