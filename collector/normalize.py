@@ -27,6 +27,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from loopsight import attributes as A
 from loopsight.analytics.sketch import sketch
 from loopsight.instrumentation.content import redact
+from loopsight.instrumentation.hashing import args_hash
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
@@ -199,12 +200,18 @@ def span_type(attrs: dict[str, str], name: str) -> str:
 
 
 def args_hash_of_text(text: str) -> str:
-    """The args hash of raw argument text: canonical JSON when it parses, else the text itself."""
+    """The args hash of raw argument text: the instrumentation's hash of the parsed JSON (the
+    same canonical form), or of the text itself when it is not JSON.
+
+    Example:
+        >>> args_hash_of_text('{"b": 1, "a": 2}') == args_hash({"a": 2, "b": 1})
+        True
+    """
     try:
-        canonical = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        canonical = text
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return args_hash(value)
 
 
 _TRANSIENT = re.compile(r"timeout|timed.?out|429|too.?many|rate.?limit|5\d\d|unavailable|connection|network|temporar", re.I)
