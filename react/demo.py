@@ -16,11 +16,40 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
+
 import loopsight
+from loopsight import attributes as A
+from loopsight.instrumentation.state import STATE
 from loopsight.react.result import RunResult
-from loopsight.react.scenarios import plan
+from loopsight.react.scenarios import REQUIRED, plan
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
+CRASHED_MINUTES_AGO = 10.0
+
+
+def crashed_worker(minutes_ago: float = CRASHED_MINUTES_AGO) -> str:
+    """Emit the spans a worker sent before it died ``minutes_ago``: a model call and a tool call
+    whose run span never ends (so is never exported). The Stalls page lists it as ``stuck``.
+
+    Returns the trace id (hex). Timestamps are explicit: the spans say when they ran.
+
+    Example:
+        >>> trace_id = crashed_worker(10)   # doctest: +SKIP
+    """
+    tracer = STATE.tracer()
+    start = STATE.clock() - int(minutes_ago * 60e9) - 4 * 10**9  # loopsight's clock (a test's fake one too)
+    run = tracer.start_span("invoke_agent ops-agent", start_time=start, attributes={
+        A.OPERATION_NAME: "invoke_agent", A.AGENT_NAME: "ops-agent"})
+    with trace.use_span(run, end_on_exit=False):
+        chat = tracer.start_span("chat claude-3-5-haiku", start_time=start + 10**8, attributes={
+            A.OPERATION_NAME: "chat", A.REQUEST_MODEL: "claude-3-5-haiku", A.PROVIDER_NAME: "anthropic", A.STEP: 0,
+            A.CONTEXT_MODE: "normal", A.USAGE_INPUT_TOKENS: 640, A.USAGE_OUTPUT_TOKENS: 24})
+        chat.end(end_time=start + 12 * 10**8)
+        tool = tracer.start_span("execute_tool get_metrics", start_time=start + 13 * 10**8, attributes={
+            A.OPERATION_NAME: "execute_tool", A.TOOL_NAME: "get_metrics", A.STEP: 0})
+        tool.end(end_time=start + 4 * 10**9)
+    return format(run.get_span_context().trace_id, "032x")  # the worker died: ``run`` is never ended
 
 
 @dataclass
@@ -40,6 +69,7 @@ class DemoSummary:
     tool_calls: int = 0
     retries: int = 0
     tokens: int = 0
+    stuck: int = 0  # crashed workers: runs left in flight (no run span)
 
     def add(self, scenario: str, agent: str, result: RunResult | None) -> None:
         """Count one run (``result`` None: the user cancelled it)."""
@@ -67,7 +97,7 @@ class DemoSummary:
             "by_reason": dict(self.by_reason), "by_agent": dict(self.by_agent), "by_fallback": dict(self.by_fallback),
             "error_classes": dict(self.error_classes), "loop_kinds": dict(self.loop_kinds),
             "context_modes": dict(self.context_modes), "tool_calls": self.tool_calls, "retries": self.retries,
-            "tokens": self.tokens,
+            "tokens": self.tokens, "stuck": self.stuck,
         }
 
     def __str__(self) -> str:
@@ -83,7 +113,7 @@ class DemoSummary:
             f"  errors:      {fmt(self.error_classes)}",
             f"  loops:       {fmt(self.loop_kinds)}",
             f"  context:     {fmt(self.context_modes)}",
-            f"  tool calls {self.tool_calls}, retries {self.retries}, tokens {self.tokens}",
+            f"  tool calls {self.tool_calls}, retries {self.retries}, tokens {self.tokens}, stuck in flight {self.stuck}",
         ])
 
     def __rich__(self) -> str:
@@ -110,6 +140,9 @@ async def arun_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, sp
             summary.add(scenario.name, built.agent.name, result)
 
     await asyncio.gather(*(one(s, r) for s, r in jobs))
+    if runs >= len(REQUIRED):  # a full pack: one run stuck in flight too (not in the follow-up batches)
+        crashed_worker()
+        summary.stuck += 1
     summary.duration_s = time.monotonic() - started
     return summary
 

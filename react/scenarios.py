@@ -3,8 +3,9 @@
 Each scenario builds a fresh :class:`~loopsight.react.ReactAgent` (scripted model, real
 tools that sleep, fail, time out, or return login walls and ad pages) and a task. Delays
 are real seconds divided by ``speed``. :func:`plan` guarantees that a pack of at least
-``len(REQUIRED)`` runs contains every termination reason, error class and loop kind,
-and fills the rest with mostly successful runs.
+``len(REQUIRED)`` runs contains every termination reason, error class, loop kind and stall
+kind but ``stuck`` (a slow model call, retry backoff and an idle gap, in real seconds because
+the stall thresholds are absolute), and fills the rest with mostly successful runs.
 
 Example:
     >>> names = [s.name for s in plan(40, seed=7)]
@@ -89,7 +90,7 @@ def _llm(rng: random.Random, speed: float, script: list[Any], model: str = "gpt-
 # -- order assistant ---------------------------------------------------------------------
 def _order_tools(rng: random.Random, speed: float, *, slow_first: int = 0, down: bool = False,
                  forbidden: frozenset[str] = frozenset(), missing: frozenset[str] = frozenset(),
-                 refund_timeouts: int = 0) -> list[Tool]:
+                 refund_timeouts: int = 0, busy_first: int = 0) -> list[Tool]:
     state = {"query": 0, "refund": 0}
     refunds: dict[str, dict[str, Any]] = {}
 
@@ -98,6 +99,9 @@ def _order_tools(rng: random.Random, speed: float, *, slow_first: int = 0, down:
         if down:
             _sleep(rng.uniform(0.2, 0.5) / speed)
             raise loopsight.TransientToolError("order service unavailable", error_type="503", retry_after=0.4 / speed)
+        if state["query"] <= busy_first:
+            _sleep(rng.uniform(0.02, 0.05) / speed)
+            raise loopsight.TransientToolError("order service busy", error_type="503", retry_after=BACKOFF_S)
         if state["query"] <= slow_first:
             _sleep(8.0 / speed)  # stalls past its 3 s timeout
         else:
@@ -172,7 +176,7 @@ def _order_forbidden(rng: random.Random, speed: float) -> Built:
 
 
 def _order_not_found(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("query_order", order_id="999999")), turn(call("query_order", order_id="999999")), "(never)"]
+    script = [turn(call("query_order", order_id="999999"))] * 3 + ["(never)"]
     tools = _order_tools(rng, speed, missing=frozenset({"999999"}))
     return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
                  "Why was my order 999999 cancelled?")
@@ -185,11 +189,48 @@ def _order_oscillation(rng: random.Random, speed: float) -> Built:
                             name="support-triage"), "The tracking page and the order page disagree for 100777.")
 
 
+# -- stalls ------------------------------------------------------------------------------
+# The stall rules have absolute thresholds (a call 2 s over its p95, 1 s of retry backoff, a 2 s
+# idle gap), so these delays are real seconds, not divided by ``speed``: each run takes ~1-2.5 s,
+# started first (:data:`FIRST`) so they overlap with the rest of the pack.
+SLOW_MODEL_S = 2.8
+RATE_LIMIT_S = 2.3
+BACKOFF_S = 0.6
+
+
+def _order_slow_model(rng: random.Random, speed: float) -> Built:
+    oid = f"{rng.randint(100000, 999999)}"
+    delays = iter([SLOW_MODEL_S])  # the first model call hangs well past the model's p95, then normal
+    llm = ScriptedLLM([turn(call("query_order", order_id=oid)), f"Order {oid} has shipped."], model="gpt-4o-mini",
+                      provider="openai", latency=lambda: next(delays, rng.uniform(0.6, 2.2) / speed))
+    return Built(ReactAgent(llm, _order_tools(rng, speed), _config(speed, max_seconds=90.0 * speed),
+                            name="order-assistant"), f"Where is order {oid}?")
+
+
+def _order_rate_limited(rng: random.Random, speed: float) -> Built:
+    oid = f"{rng.randint(100000, 999999)}"
+    limited = loopsight.TransientToolError("rate limit reached for gpt-4o-mini", error_type="429", retry_after=RATE_LIMIT_S)
+    script = [limited, turn(call("track_parcel", order_id=oid)), f"Order {oid} is in transit."]
+    # the agent waits out the model's Retry-After outside any span: an idle gap in the run
+    retry = RetryPolicy(base=0.5 / speed, cap=4.0 / speed, retry_after_cap=RATE_LIMIT_S)
+    return Built(ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed, max_seconds=90.0 * speed, retry=retry),
+                            name="order-assistant"), f"Track order {oid}.")
+
+
+def _order_backoff(rng: random.Random, speed: float) -> Built:
+    oid = f"{rng.randint(100000, 999999)}"
+    script = [turn(call("query_order", order_id=oid)), f"Order {oid} has shipped."]
+    retry = RetryPolicy(base=BACKOFF_S, cap=BACKOFF_S, retry_after_cap=BACKOFF_S)
+    tools = _order_tools(rng, speed, busy_first=2)  # two "busy, retry after 0.6 s" answers, then the order
+    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed, max_seconds=90.0 * speed, retry=retry),
+                            name="order-assistant"), f"Status of order {oid}?")
+
+
 def _billing_down(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("query_order", order_id="300100")), turn(call("query_order", order_id="300101")), "(never)"]
+    script = [turn(call("query_order", order_id=f"30010{i}")) for i in range(3)] + ["(never)"]
     tools = _order_tools(rng, speed, down=True)
     return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="billing-agent"),
-                 "Were orders 300100 and 300101 charged twice?")
+                 "Were orders 300100, 300101 and 300102 charged twice?")
 
 
 # -- research agent ------------------------------------------------------------------------
@@ -360,10 +401,17 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("ops_wallclock", "ops-agent", 0.3, _ops_wallclock),
     Scenario("ops_batch", "ops-agent", 0.3, _ops_batch),
     Scenario("ops_model_error", "ops-agent", 0.3, _ops_model_error),
+    Scenario("order_slow_model", "order-assistant", 0, _order_slow_model),
+    Scenario("order_rate_limited", "order-assistant", 0, _order_rate_limited),
+    Scenario("order_backoff", "order-assistant", 0, _order_backoff),
 ]}
 
-# One of each of these makes every termination reason, error class and loop kind appear.
-REQUIRED = ("order_chinese_id", "order_flaky", "order_refund", "order_forbidden", "order_not_found",
+# A slow call, retry backoff and an idle gap for the Stalls page (real seconds: started first).
+FIRST = ("order_slow_model", "order_rate_limited", "order_backoff")
+
+# One of each of these makes every termination reason, error class, loop kind and stall kind appear
+# (stuck runs come from loopsight.react.demo, which has one crashed worker per full pack).
+REQUIRED = FIRST + ("order_chinese_id", "order_flaky", "order_refund", "order_forbidden", "order_not_found",
             "triage_oscillation", "triage_cancelled", "billing_down", "research_walls", "research_dupes",
             "research_long", "research_deep", "research_tokens", "research_exact_loop", "ops_stall",
             "ops_wallclock", "ops_batch", "ops_model_error")
@@ -378,5 +426,6 @@ def plan(runs: int, seed: int) -> list[Scenario]:
     pool = list(SCENARIOS.values())
     chosen += rng.choices(pool, weights=[s.weight for s in pool], k=runs - len(chosen))
     rng.shuffle(chosen)
+    chosen.sort(key=lambda s: s.name not in FIRST)  # stable: the real-time stalls start first
     return chosen
 

@@ -1,0 +1,30 @@
+"""``loopsight demo`` into a real collector leaves every kind of stall the Stalls page shows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+
+from loopsight.analytics.stalls import STALL_KINDS
+
+
+def test_default_demo_gives_every_stall_kind(collector_server) -> None:
+    done = subprocess.run([sys.executable, "-m", "loopsight", "demo", "--endpoint", collector_server.url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 10
+    while True:
+        stalls = httpx.get(f"{collector_server.url}/api/v1/stalls", params={"limit": 1000}, timeout=10).json()["stalls"]
+        kinds = {s["kind"] for s in stalls}
+        if kinds == set(STALL_KINDS) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert kinds == set(STALL_KINDS), stalls
+    by_kind = {s["kind"]: s for s in stalls}
+    assert by_kind["slow_call"]["tool"] == "chat gpt-4o-mini" and by_kind["slow_call"]["duration_ms"] > 2000
+    assert by_kind["backoff"]["tool"] == "query_order" and by_kind["backoff"]["duration_ms"] >= 1000
+    assert by_kind["idle_gap"]["duration_ms"] > 2000
+    assert by_kind["stuck"]["tool"] == "get_metrics" and by_kind["stuck"]["duration_ms"] > 300_000
