@@ -1,8 +1,9 @@
 """The loop guard: exact repeats, oscillation, repeated failures and semantic repeats.
 
 ``check`` runs before a call executes and says whether it should be blocked (with a
-hint for the model); ``record`` runs after it; ``seen_failure`` says whether a failure
-observation was already given once in this run (the ``repeated_error`` rule).
+hint for the model); ``record`` runs after it; ``record_failure`` says whether the tool has
+now failed :data:`REPEATED_ERROR_CALLS` times in a row with the same ``error.type`` (the
+``repeated_error`` rule of docs/detection.md, the one the analytics flag).
 
 The default embedder hashes character n-grams into a fixed-size vector, so semantic
 detection works offline with no model download; any ``Callable[[str], Sequence[float]]``
@@ -79,6 +80,11 @@ def query_text(args: Any) -> str:
     return args if isinstance(args, str) else ""
 
 
+# docs/detection.md, repeated_error: the same tool failing with the same error.type this many
+# times in a row (in that tool's own sequence of calls), whatever the arguments.
+REPEATED_ERROR_CALLS = 3
+
+
 @dataclass
 class GuardConfig:
     """Loop-guard settings.
@@ -132,7 +138,7 @@ class LoopGuard:
         self.config = config or GuardConfig()
         self._calls: list[_Call] = []
         self._counts: dict[tuple[str, str], int] = {}
-        self._failures: set[str] = set()
+        self._failing: dict[str, tuple[str, int]] = {}  # tool -> (error.type, failures in a row)
 
     def check(self, tool: str, args: Any, args_hash: str) -> GuardHit | None:
         """Whether the call should be blocked instead of executed."""
@@ -179,9 +185,19 @@ class LoopGuard:
         vector = self.config.embedder(text) if len(text) >= self.config.min_query_chars else None
         self._calls.append(_Call(tool, args_hash, text, vector, outcome))
 
-    def seen_failure(self, observation: str) -> bool:
-        """True when this exact failure observation was already given once; records it otherwise."""
-        if observation in self._failures:
-            return True
-        self._failures.add(observation)
-        return False
+    def record_failure(self, tool: str, error_type: str | None) -> bool:
+        """Record how an executed call of ``tool`` ended (``error_type`` None: it succeeded); True when
+        it is the :data:`REPEATED_ERROR_CALLS`-th failure in a row of that tool with that error type.
+
+        Example:
+            >>> guard = LoopGuard()
+            >>> [guard.record_failure("query_order", "not_found") for _ in range(3)]
+            [False, False, True]
+        """
+        if error_type is None:
+            self._failing.pop(tool, None)
+            return False
+        previous, count = self._failing.get(tool, (error_type, 0))
+        count = count + 1 if previous == error_type else 1
+        self._failing[tool] = (error_type, count)
+        return count >= REPEATED_ERROR_CALLS

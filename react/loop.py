@@ -270,15 +270,17 @@ class ReactAgent:
                 if replay is not None:
                     t.set_attribute("loopsight.tool.replayed", True)
                     st.guard.record(tool.name, args, digest, "ok")
+                    st.guard.record_failure(tool.name, None)
                     return replay, False
-            observation, outcome = await self._execute(st, t, tool, args, mode)
+            observation, outcome, error_type = await self._execute(st, t, tool, args, mode)
             st.guard.record(tool.name, args, digest, outcome)
+            repeated = st.guard.record_failure(tool.name, error_type)
             if outcome == "ok":
                 if not tool.idempotent:
                     st.ledger.remember(tool.name, digest, observation)
                 return observation, True
             st.summary.tool_failures += 1
-            if st.guard.seen_failure(observation):
+            if repeated:
                 t.loop_detected("repeated_error")
                 st.summary.count("loop_kinds", "repeated_error")
                 st.summary.loop_hits += 1
@@ -314,8 +316,8 @@ class ReactAgent:
             st.end("repeated_error")
         return dumps(body)
 
-    async def _execute(self, st: _Run, t: Any, tool: Tool, args: dict[str, Any], mode: str) -> tuple[str, str]:
-        """Run the tool with retries for transient errors: (observation, outcome)."""
+    async def _execute(self, st: _Run, t: Any, tool: Tool, args: dict[str, Any], mode: str) -> tuple[str, str, str | None]:
+        """Run the tool with retries for transient errors: (observation, outcome, the failure's ``error.type``)."""
         cfg = self.config
         key = st.ledger.new_key() if tool.takes_idempotency_key else None
         kwargs = dict(args, **{IDEMPOTENCY_KEY_PARAM: key}) if key is not None else dict(args)
@@ -340,7 +342,7 @@ class ReactAgent:
                 if eclass == "transient" and etype == "timeout" and timeout < own:
                     t.fail(exc)  # the run's wall-clock budget, not the tool's own timeout, cut it short
                     st.end("timeout")
-                    return dumps({"error_type": "RUN_TIME_BUDGET_EXHAUSTED", "tool": tool.name}), "error"
+                    return dumps({"error_type": "RUN_TIME_BUDGET_EXHAUSTED", "tool": tool.name}), "error", etype
                 if eclass == "transient":
                     delay = cfg.retry.delay(attempt, st.rng, getattr(exc, "retry_after", None))
                     if tool.retry_safe and attempt < tool.max_retries and delay < st.remaining() * cfg.deadline_share:
@@ -355,17 +357,17 @@ class ReactAgent:
                         "error_type": "TOOL_RETRY_EXHAUSTED", "tool": tool.name, "last_error": etype,
                         "instruction": f"{tool.name} is failing right now. Do not call it again with the same "
                                        "arguments: change approach or answer with what you have.",
-                    }), "error"
+                    }), "error", etype
                 if eclass == "invalid_argument":
-                    return self._invalid(st, t, tool.name, etype.upper(), [str(exc) or etype], tool.parameters), "error"
+                    return self._invalid(st, t, tool.name, etype.upper(), [str(exc) or etype], tool.parameters), "error", etype.lower()
                 t.fail(exc)
                 if eclass == "fatal":
                     st.facts.fatal = f"{tool.name}: {etype}"
                     st.end("fatal_error")
                     return dumps({"error_type": "PERMISSION_DENIED", "tool": tool.name, "detail": etype,
-                                  "note": NOT_AN_ERROR}), "error"
+                                  "note": NOT_AN_ERROR}), "error", etype
                 return dumps({"error_type": _upper(etype), "tool": tool.name, "arguments": args,
-                              "message": truncate(str(exc), 300), "note": NOT_AN_ERROR}), "error"
+                              "message": truncate(str(exc), 300), "note": NOT_AN_ERROR}), "error", etype
         silent = detect(tool.name, result, cfg.silent_checks)
         if silent is not None:
             t.fail(silent.code, error_class=silent.kind)
@@ -375,11 +377,11 @@ class ReactAgent:
                       if silent.kind == "empty_result" else
                       "The content is unusable; do not quote it. Try another source.")
             return dumps({"error_type": label, "tool": tool.name, "arguments": args, "reason": silent.reason,
-                          "instruction": advice}), silent.kind
+                          "instruction": advice}), silent.kind, silent.code
         t.set_result(result)
         observation = truncate(result if isinstance(result, str) else dumps(result), cfg.context.observation_limit(mode))
         st.confirmed.append({"tool": tool.name, "arguments": args, "result": observation})
-        return observation, "ok"
+        return observation, "ok", None
 
     # -- the end ------------------------------------------------------------------------
     def _finish(self, st: _Run, reason: str) -> RunResult:

@@ -347,23 +347,53 @@ def test_semantic_guard_uses_a_pluggable_embedder(loopsight_spans):
     assert tool_messages(result)[1]["kind"] == "semantic"
 
 
-def test_the_same_failure_twice_ends_the_run_with_repeated_error(loopsight_spans):
+def test_the_same_error_three_times_in_a_row_ends_the_run_with_repeated_error(loopsight_spans):
     def missing(order_id: str) -> dict:
         raise loopsight.PermanentToolError("no such order", error_type="not_found")
 
-    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id="999999")))
+    # the detection rule (docs/detection.md): same tool, same error.type, 3 in a row, whatever the arguments
+    ids = iter(["999999", "999998", "999997", "999996"])
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id=next(ids))))
     result = react.ReactAgent(llm, [order_tool(missing)], cfg()).run("status?")
     assert result.termination_reason == "repeated_error" and result.fallback == "clarify"
-    second = tool_spans(loopsight_spans)[1]
-    assert second.attributes["loopsight.loop.kind"] == "repeated_error"
+    spans = tool_spans(loopsight_spans)
+    assert len(spans) == 3 and [s.attributes.get("error.type") for s in spans] == ["not_found"] * 3
+    assert [s.attributes.get("loopsight.loop.kind") for s in spans] == [None, None, "repeated_error"]
     assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "repeated_error"
+
+
+def test_a_run_the_guard_stops_on_repeated_error_is_a_repeated_error_loop_in_the_analytics(loopsight_spans, store):
+    from loopsight import analytics
+    from loopsight.collector.pipeline import ingest_request, spans_to_request
+
+    def missing(order_id: str) -> dict:
+        raise loopsight.PermanentToolError("no such order", error_type="not_found")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id=f"99999{i}")) for i in range(4)])
+    result = react.ReactAgent(llm, [order_tool(missing)], cfg()).run("status?")
+    assert result.termination_reason == "repeated_error"
+    ingest_request(store, spans_to_request(list(loopsight_spans.spans)))
+    (loop,) = analytics.loops(store.reader())
+    assert (loop["kind"], loop["tool"], loop["count"]) == ("repeated_error", "query_order", 3)
+
+
+def test_a_success_or_another_error_type_breaks_the_repeated_error_streak(loopsight_spans):
+    def flaky(order_id: str) -> dict:
+        if order_id.endswith("0"):
+            return {"order_id": order_id, "status": "shipped"}
+        raise loopsight.PermanentToolError("no such order", error_type="not_found")
+
+    ids = ["100001", "100002", "100000", "100003", "100004"]
+    llm = ScriptedLLM([turn(call("query_order", order_id=i)) for i in ids] + ["done"])
+    result = react.ReactAgent(llm, [order_tool(flaky)], cfg()).run("status?")
+    assert result.termination_reason == "completed"  # not_found x2, ok, not_found x2: never 3 in a row
 
 
 def test_exhausted_transient_failures_fall_back_to_retry_later(loopsight_spans):
     def down(order_id: str) -> dict:
         raise loopsight.TransientToolError("503", error_type="503")
 
-    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), turn(call("query_order", order_id="100235"))])
+    llm = ScriptedLLM([turn(call("query_order", order_id=f"10023{i}")) for i in range(3)])
     result = react.ReactAgent(llm, [order_tool(down, max_retries=1)], cfg()).run("status?")
     assert (result.termination_reason, result.fallback) == ("repeated_error", "retry_later")
     assert "query_order is not responding" in result.message
