@@ -149,15 +149,27 @@ class Client:
 
 
 class Sampler:
-    """Samples the collector's RSS (/proc) and write-queue depth (/metrics) in the background."""
+    """Samples the collector's memory (/proc: RSS, anonymous RSS) every 0.25 s and its /metrics
+    (write queue, bytes in flight, DuckDB's own memory) every 0.5 s, in the background."""
+
+    GAUGES = {"loopsight_write_queue_spans": "queue_spans", "loopsight_inflight_bytes": "inflight_mb",
+              "loopsight_duckdb_memory_bytes": "duckdb_mb"}
 
     def __init__(self, pid: int, port: int, previous: "Sampler | None" = None) -> None:
         self.pid, self.port = pid, port
-        self.rss_mb: list[tuple[float, float]] = previous.rss_mb if previous else []
-        self.queue_spans: list[tuple[float, float]] = previous.queue_spans if previous else []
+        self.series: dict[str, list[tuple[float, float]]] = previous.series if previous else {
+            name: [] for name in ("rss_mb", "anon_mb", "queue_spans", "inflight_mb", "duckdb_mb")}
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    @property
+    def rss_mb(self) -> list[tuple[float, float]]:
+        return self.series["rss_mb"]
+
+    def peak(self, name: str, since: float = 0.0) -> float | None:
+        values = [v for t, v in self.series[name] if t >= since]
+        return round(max(values), 1) if values else None
 
     def _run(self) -> None:
         tick = 0
@@ -166,21 +178,28 @@ class Sampler:
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
-                        self.rss_mb.append((now, int(line.split()[1]) / 1024))
+                        self.series["rss_mb"].append((now, int(line.split()[1]) / 1024))
+                    elif line.startswith("RssAnon:"):
+                        self.series["anon_mb"].append((now, int(line.split()[1]) / 1024))
             except OSError:
                 return
             tick += 1
-            if tick % 4 == 0:
+            if tick % 2 == 0:
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
                     conn.request("GET", "/metrics")
                     text = conn.getresponse().read().decode()
                     conn.close()
-                    for line in text.splitlines():
-                        if line.startswith("loopsight_write_queue_spans "):
-                            self.queue_spans.append((now, float(line.split()[1])))
                 except (OSError, http.client.HTTPException, ValueError):
-                    pass
+                    continue
+                sums: dict[str, float] = {}
+                for line in text.splitlines():
+                    name = line.split("{", 1)[0].split(" ", 1)[0]
+                    if name in self.GAUGES:
+                        sums[name] = sums.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+                for name, value in sums.items():
+                    key = self.GAUGES[name]
+                    self.series[key].append((now, value / 2**20 if key.endswith("_mb") else value))
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -200,7 +219,7 @@ def run(args: argparse.Namespace) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
     env.update(item.split("=", 1) for item in args.collector_env)
     command = [sys.executable, "-m", "loopsight", "collector", "--db", str(db),
-               "--http-port", str(http_port), "--grpc-port", str(grpc_port)]
+               "--http-port", str(http_port), "--grpc-port", str(grpc_port), *args.collector_arg]
 
     def launch() -> subprocess.Popen:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -221,11 +240,11 @@ def run(args: argparse.Namespace) -> dict:
     sampler = Sampler(collector.pid, http_port)
     serial = 0
 
-    # 1. sustained rate, closed loop
+    # 1. sustained rate, closed loop (skipped with --offered-rate: runs compared side by side get the same load)
     measure = Stats()
     client = Client(http_port, args.measure_workers, measure)
     started = time.monotonic()
-    while time.monotonic() - started < args.measure_seconds:
+    while not args.offered_rate and time.monotonic() - started < args.measure_seconds:
         while client.jobs.qsize() < args.measure_workers * 2:
             i = serial % len(pool)
             serial += 1
@@ -235,7 +254,7 @@ def run(args: argparse.Namespace) -> dict:
         time.sleep(0.005)
     client.stop()  # drains what is queued
     measured_s = time.monotonic() - started
-    sustained = measure.acked_spans / measured_s
+    sustained = args.offered_rate / args.factor if args.offered_rate else measure.acked_spans / measured_s
 
     # 2. offered at factor x sustained for args.seconds, paced
     overload = Stats()
@@ -307,10 +326,13 @@ def run(args: argparse.Namespace) -> dict:
         "retry_after_missing": overload.retry_after_missing,
         "latency_p50_ms": round(statistics.median(lat) * 1000, 1) if lat else None,
         "latency_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1) if lat else None,
-        "rss_peak_mb": round(max(mb for _, mb in sampler.rss_mb), 1),
+        "rss_peak_mb": sampler.peak("rss_mb"),
         "rss_peak_during_overload_mb": round(max(rss_during), 1) if rss_during else None,
         "rss_end_mb": round(sampler.rss_mb[-1][1], 1),
-        "write_queue_spans_max": max((q for _, q in sampler.queue_spans), default=None),
+        "rss_anon_peak_mb": sampler.peak("anon_mb"),
+        "duckdb_memory_peak_mb": sampler.peak("duckdb_mb"),
+        "inflight_peak_mb": sampler.peak("inflight_mb"),
+        "write_queue_spans_max": sampler.peak("queue_spans"),
         "spans_sent": sent,
         "spans_stored": stored,
         "spans_distinct": distinct,
@@ -322,8 +344,10 @@ def run(args: argparse.Namespace) -> dict:
         "kill9_wal_mb": kill["wal_mb"],
         "kill9_restart_s": kill["restart_s"],
         "kill9_replay_peak_rss_mb": kill["replay_peak_mb"],
+        "collector_args": args.collector_arg,
         "workdir": str(workdir),
     }
+    (workdir / "samples.json").write_text(json.dumps({"started": started, **sampler.series}))
     return result
 
 
@@ -336,6 +360,8 @@ def markdown(result: dict) -> str:
         ("503 without Retry-After", str(result["retry_after_missing"])),
         ("request latency p50 / p99", f"{result['latency_p50_ms']} / {result['latency_p99_ms']} ms"),
         ("collector RSS peak / at end", f"{result['rss_peak_mb']} / {result['rss_end_mb']} MB"),
+        ("peaks: anonymous RSS / DuckDB's own / bodies in flight",
+         f"{result['rss_anon_peak_mb']} / {result['duckdb_memory_peak_mb']} / {result['inflight_peak_mb']} MB"),
         ("write queue max", f"{result['write_queue_spans_max']} spans"),
         ("client backlog when the load stopped", f"{result['backlog_at_stop_spans']:,} spans"),
         ("catch-up after the load stopped", f"{result['catch_up_seconds']} s"),
@@ -353,6 +379,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="overload duration")
     parser.add_argument("--measure-seconds", type=float, default=20.0, help="sustained-rate measurement")
     parser.add_argument("--factor", type=float, default=2.0, help="offered load / sustained rate")
+    parser.add_argument("--offered-rate", type=float, default=0.0, metavar="SPANS_PER_S",
+                        help="offer this rate instead of --factor x a measured one (no measuring phase)")
     parser.add_argument("--workers", type=int, default=64, help="client threads during the overload (a fleet of exporters)")
     parser.add_argument("--measure-workers", type=int, default=8, help="client threads while measuring (enough to saturate)")
     parser.add_argument("--runs", type=int, default=3000, help="agent runs in the request pool")
@@ -360,6 +388,8 @@ def main() -> None:
                         help="kill -9 the collector this far into the overload and restart it on the same file")
     parser.add_argument("--collector-env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment for the collector, e.g. LOOPSIGHT_MEMORY_LIMIT=128MB")
+    parser.add_argument("--collector-arg", action="append", default=[], metavar="ARG",
+                        help="extra argument for `loopsight collector`, e.g. --collector-arg=--memory-limit=384MB")
     args = parser.parse_args()
     result = run(args)
     print(json.dumps(result))

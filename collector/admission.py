@@ -1,18 +1,29 @@
-"""Admission control: a bounded budget of export requests (and their bytes) in flight.
+"""Admission control: a bounded budget of export requests, and of the memory they hold, in flight.
 
 A request holds its share from before its body is read until its answer is sent (decode,
-normalize, write queue, commit). When the budget is spent the receivers refuse new work at
-once with 503 + ``Retry-After`` / UNAVAILABLE + RetryInfo, so overload costs the client a
-retry instead of piling up in the collector as latency and memory. One request is always
-admitted when nothing else is in flight, so a body larger than the byte budget still gets in.
+normalize, write queue, commit). The share is in bytes of memory: :data:`EXPANSION` times the
+body, because an OTLP protobuf body of N bytes is held next to its decoded protobuf (about 3.4 N)
+and its Arrow table (about 2.1 N) while the request waits for its commit (measured on
+``otlp_load`` requests). It is charged from ``Content-Length`` before the body is read, and
+re-charged with :meth:`Ticket.resize` once the decompressed size is known, which refuses a
+request that turns out not to fit. When the budget is spent the receivers refuse new work at
+once with 503 + ``Retry-After`` / UNAVAILABLE + RetryInfo, so overload costs the client a retry
+instead of piling up in the collector as latency and memory. One request is always admitted
+when nothing else is in flight, so a body larger than the byte budget still gets in.
 
-``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` (default 32) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES``
-(default 64 MiB, request bodies as received) set the budget.
+``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` (default 32) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` (memory
+held by requests in flight; default: the in-flight part of the collector's memory budget,
+:mod:`~loopsight.collector.memory`, 64 MiB of the default 384 MiB) set the budget.
 
 Example:
-    >>> budget = Admission(max_requests=1, max_bytes=1024)
+    >>> budget = Admission(max_requests=2, max_bytes=1000, expansion=2)
     >>> first = budget.try_admit(100)
-    >>> budget.try_admit(100) is None
+    >>> budget.bytes
+    200
+    >>> first.resize(450)  # decompressed: 900 bytes held, still fits
+    True
+    >>> second = budget.try_admit(100)
+    >>> second is None  # 900 + 200 > 1000
     True
     >>> first.release()
     >>> budget.try_admit(100) is not None
@@ -27,6 +38,7 @@ from typing import Mapping
 
 DEFAULT_MAX_REQUESTS = 32
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+EXPANSION = 6
 
 
 class Overloaded(Exception):
@@ -43,11 +55,19 @@ class Ticket:
         self.nbytes = nbytes
         self._released = False
 
-    def grow(self, nbytes: int) -> None:
-        """Account for more bytes than declared (a chunked body); never refuses."""
-        if nbytes > self.nbytes and not self._released:
-            self._admission._add_bytes(nbytes - self.nbytes)
-            self.nbytes = nbytes
+    def grow(self, body_bytes: int) -> None:
+        """Account for a body longer than declared (a chunked body); never refuses."""
+        charge = body_bytes * self._admission.expansion
+        if charge > self.nbytes and not self._released:
+            self._admission._add_bytes(charge - self.nbytes)
+            self.nbytes = charge
+
+    def resize(self, body_bytes: int) -> bool:
+        """Re-charge for the decompressed body size; ``False`` (charge unchanged) when that
+        does not fit beside the other requests in flight: answer 503 / UNAVAILABLE then."""
+        if self._released:
+            return True
+        return self._admission._resize(self, body_bytes * self._admission.expansion)
 
     def release(self) -> None:
         if not self._released:
@@ -56,26 +76,33 @@ class Ticket:
 
 
 class Admission:
-    """Thread-safe budget shared by the OTLP/HTTP and OTLP/gRPC receivers."""
+    """Thread-safe budget shared by the OTLP/HTTP and OTLP/gRPC receivers.
 
-    def __init__(self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        if max_requests < 1 or max_bytes < 1:
+    ``expansion`` is the memory charged per body byte: 1 counts bodies only; the collector
+    (:meth:`from_env`) uses :data:`EXPANSION`.
+    """
+
+    def __init__(self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES,
+                 expansion: int = 1) -> None:
+        if max_requests < 1 or max_bytes < 1 or expansion < 1:
             raise ValueError("the in-flight budget must allow at least one request and one byte")
         self.max_requests = max_requests
         self.max_bytes = max_bytes
+        self.expansion = expansion
         self._lock = threading.Lock()
         self.requests = 0
         self.bytes = 0
         self.refused = 0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Admission:
-        """Budget from ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` / ``LOOPSIGHT_MAX_INFLIGHT_BYTES``;
-        raises ``ValueError`` with a readable message for a bad value."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Admission:
+        """Budget from ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` / ``LOOPSIGHT_MAX_INFLIGHT_BYTES``
+        (``max_bytes`` when unset: the memory budget's in-flight part); raises ``ValueError``
+        with a readable message for a bad value."""
         env = os.environ if environ is None else environ
         values = []
         for name, default in (("LOOPSIGHT_MAX_INFLIGHT_REQUESTS", DEFAULT_MAX_REQUESTS),
-                              ("LOOPSIGHT_MAX_INFLIGHT_BYTES", DEFAULT_MAX_BYTES)):
+                              ("LOOPSIGHT_MAX_INFLIGHT_BYTES", max_bytes)):
             raw = env.get(name, "").strip()
             try:
                 value = int(raw) if raw else default
@@ -84,11 +111,12 @@ class Admission:
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
             values.append(value)
-        return cls(*values)
+        return cls(*values, expansion=EXPANSION)
 
-    def try_admit(self, nbytes: int) -> Ticket | None:
-        """A ticket for a request of ``nbytes`` (0 when unknown), or ``None`` when over budget."""
-        nbytes = max(0, nbytes)
+    def try_admit(self, body_bytes: int) -> Ticket | None:
+        """A ticket for a request whose body is ``body_bytes`` long (0 when unknown), or ``None``
+        when over budget."""
+        nbytes = max(0, body_bytes) * self.expansion
         with self._lock:
             if self.requests and (self.requests >= self.max_requests or self.bytes + nbytes > self.max_bytes):
                 self.refused += 1
@@ -97,9 +125,9 @@ class Admission:
             self.bytes += nbytes
         return Ticket(self, nbytes)
 
-    def admit(self, nbytes: int) -> Ticket:
+    def admit(self, body_bytes: int) -> Ticket:
         """Like :meth:`try_admit` but raises :class:`Overloaded`."""
-        ticket = self.try_admit(nbytes)
+        ticket = self.try_admit(body_bytes)
         if ticket is None:
             raise Overloaded(f"collector is busy ({self.requests} requests, {self.bytes} bytes in flight)")
         return ticket
@@ -107,6 +135,16 @@ class Admission:
     def _add_bytes(self, nbytes: int) -> None:
         with self._lock:
             self.bytes += nbytes
+
+    def _resize(self, ticket: Ticket, nbytes: int) -> bool:
+        with self._lock:
+            others = self.bytes - ticket.nbytes
+            if nbytes > ticket.nbytes and self.requests > 1 and others + nbytes > self.max_bytes:
+                self.refused += 1
+                return False
+            self.bytes = others + nbytes
+            ticket.nbytes = nbytes
+        return True
 
     def _release(self, nbytes: int) -> None:
         with self._lock:
@@ -121,7 +159,7 @@ class Admission:
             "# HELP loopsight_inflight_requests Export requests being read, decoded or committed.",
             "# TYPE loopsight_inflight_requests gauge",
             f"loopsight_inflight_requests {requests}",
-            "# HELP loopsight_inflight_bytes Body bytes of the export requests in flight.",
+            "# HELP loopsight_inflight_bytes Memory held by the export requests in flight (estimated: bodies x expansion).",
             "# TYPE loopsight_inflight_bytes gauge",
             f"loopsight_inflight_bytes {nbytes}",
             "# HELP loopsight_overloaded_total Export requests refused because the in-flight budget was spent.",

@@ -81,13 +81,15 @@ class TraceService:
         except QueueFull as exc:
             self._unavailable(context, f"{exc}; retry later")
             raise AssertionError("unreachable")  # abort raises
+        # Waiting for the commit holds the Arrow table only; the body is what the forwarder sends.
+        del request
         if future is not None:
             try:
                 future.result(timeout=self.timeout)
             except (StoreError, futures.TimeoutError) as exc:
                 self.receiver.failed(prepared, "grpc", StoreError(str(exc)))
                 self._unavailable(context, f"could not store spans: {exc}")
-        self.receiver.committed(prepared, "grpc", request)
+        self.receiver.committed(prepared, "grpc", None, body)
         response = ExportTraceServiceResponse()
         if prepared.rejected:
             response.partial_success.rejected_spans = prepared.rejected_count

@@ -17,7 +17,9 @@ import threading
 from collections import Counter
 from typing import Any, Callable
 
-from loopsight.collector.store import COMMIT_BUCKETS
+import duckdb
+
+from loopsight.collector.store import COMMIT_BUCKETS, Store
 
 REASON_LABELS = {
     "invalid trace_id or span_id length": "invalid_id",
@@ -42,6 +44,7 @@ class Metrics:
         self.store: Any = None
         self.forwarder: Any = None
         self.retention: Any = None
+        self.memory_budget: Any = None  # a loopsight.collector.memory.MemoryBudget
         self.extra_metrics: list[Callable[[], str]] = []
 
     def spans_received(self, transport: str, count: int) -> None:
@@ -109,6 +112,22 @@ class Metrics:
             size = getattr(store, "size_bytes", None)
             if size is not None:
                 family("loopsight_db_size_bytes", "gauge", "Database file plus write-ahead log.", [("", size())])
+            duckdb_bytes = _duckdb_memory(store)
+            if duckdb_bytes is not None:
+                family("loopsight_duckdb_memory_bytes", "gauge",
+                       "Memory DuckDB's buffer manager holds, by tag (duckdb_memory()).",
+                       [(f'{{tag="{_label(tag)}"}}', n) for tag, n in duckdb_bytes] or [('{tag="none"}', 0)])
+        budget = self.memory_budget
+        if budget is not None:
+            family("loopsight_memory_budget_bytes", "gauge",
+                   "The collector's memory budget (--memory-budget) and its split.",
+                   [('{part="total"}', budget.total), ('{part="duckdb"}', budget.duckdb_bytes),
+                    ('{part="inflight"}', budget.inflight_bytes)])
+        resident = _resident_bytes()
+        if resident is not None:
+            family("loopsight_process_resident_bytes", "gauge",
+                   "Resident memory of the collector process, by kind (/proc/self/status).",
+                   [(f'{{kind="{kind}"}}', n) for kind, n in resident])
         if self.forwarder is not None:
             out.extend(self.forwarder.prometheus_lines())
         if self.retention is not None:
@@ -122,3 +141,29 @@ class Metrics:
             if text:
                 out.append(text.rstrip("\n"))
         return "\n".join(out) + "\n"
+
+
+def _resident_bytes() -> list[tuple[str, int]] | None:
+    """``[("total", ...), ("anon", ...), ("file", ...), ("peak", ...)]`` on Linux, else ``None``."""
+    wanted = {"VmRSS:": "total", "RssAnon:": "anon", "RssFile:": "file", "VmHWM:": "peak"}
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            lines = [line.split() for line in status if line.split(":", 1)[0] + ":" in wanted]
+    except OSError:
+        return None
+    return [(wanted[parts[0]], int(parts[1]) * 1024) for parts in lines]
+
+
+def _duckdb_memory(store: Any) -> list[tuple[str, int]] | None:
+    """DuckDB's own accounting for a DuckDB store: ``[(tag, bytes), ...]`` for the tags holding memory."""
+    if not isinstance(store, Store):
+        return None
+    try:
+        con = store.reader()
+        try:
+            rows = con.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0").fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:  # closed while shutting down: no gauge rather than a broken /metrics
+        return None
+    return rows

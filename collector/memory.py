@@ -1,0 +1,104 @@
+"""One memory budget for the collector process, split between DuckDB and the requests in flight.
+
+The collector's resident memory is the process itself (interpreter, pyarrow, DuckDB, gRPC and
+the open database: about 190 MiB idle, :data:`PROCESS_RESERVE` with the slack measured under
+load), DuckDB's buffer pool (its ``memory_limit``) and the export requests in flight (bodies,
+their decoded protobuf and Arrow tables waiting for the writer, bounded by
+:class:`~loopsight.collector.admission.Admission`). ``--memory-budget`` /
+``LOOPSIGHT_MEMORY_BUDGET`` (default :data:`DEFAULT_BUDGET`) gives the whole figure; what is left
+after the reserve goes 60 % to DuckDB and 40 % to requests in flight. ``LOOPSIGHT_MEMORY_LIMIT``
+(DuckDB) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` still set their part directly when given.
+
+Sizes take ``B``, ``KB``/``KiB``, ``MB``/``MiB``, ``GB``/``GiB``, all binary (1 MB = 2**20 bytes,
+the unit ``ps`` and ``/proc`` report RSS in).
+
+Example:
+    >>> budget = MemoryBudget.parse("384MB")
+    >>> budget.duckdb_limit, budget.inflight_bytes // 2**20
+    ('96MiB', 64)
+    >>> MemoryBudget.parse("200MB")
+    Traceback (most recent call last):
+    ...
+    ValueError: 200MB is too small: the collector needs 224 MiB for itself plus at least 64 MiB
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+MIB = 2**20
+DEFAULT_BUDGET = "384MB"
+PROCESS_RESERVE = 224 * MIB
+MIN_WORKING = 64 * MIB
+DUCKDB_SHARE = 0.6
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": MIB, "mb": MIB, "mib": MIB,
+          "g": 2**30, "gb": 2**30, "gib": 2**30}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+
+
+def parse_size(text: str) -> int:
+    """``"384MB"`` -> bytes (binary units); raises ``ValueError`` with a readable message.
+
+    Example:
+        >>> parse_size("1.5GiB") == 3 * 2**29
+        True
+    """
+    match = _SIZE.fullmatch(text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise ValueError(f"{text!r} is not a size (e.g. 384MB, 1GB)")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The split of one budget: DuckDB's ``memory_limit`` and the admission byte budget."""
+
+    total: int
+    duckdb_bytes: int
+    inflight_bytes: int
+
+    @classmethod
+    def parse(cls, text: str) -> MemoryBudget:
+        total = parse_size(text)
+        working = total - PROCESS_RESERVE
+        if working < MIN_WORKING:
+            raise ValueError(f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB "
+                             f"for itself plus at least {MIN_WORKING // MIB} MiB")
+        duckdb_bytes = int(working * DUCKDB_SHARE) // MIB * MIB
+        return cls(total, duckdb_bytes, working - duckdb_bytes)
+
+    @classmethod
+    def from_env(cls, option: str | None = None, environ: Mapping[str, str] | None = None) -> MemoryBudget:
+        """The budget from ``--memory-budget`` (``option``) or ``LOOPSIGHT_MEMORY_BUDGET``, with
+        ``LOOPSIGHT_MEMORY_LIMIT`` / ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` overriding their part."""
+        env = os.environ if environ is None else environ
+        text = option or env.get("LOOPSIGHT_MEMORY_BUDGET", "").strip() or DEFAULT_BUDGET
+        try:
+            budget = cls.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"--memory-budget / LOOPSIGHT_MEMORY_BUDGET: {exc}") from None
+        duckdb_text = env.get("LOOPSIGHT_MEMORY_LIMIT", "").strip()
+        if duckdb_text:
+            try:
+                budget = cls(budget.total, parse_size(duckdb_text), budget.inflight_bytes)
+            except ValueError as exc:
+                raise ValueError(f"LOOPSIGHT_MEMORY_LIMIT: {exc}") from None
+        return budget
+
+    @property
+    def duckdb_limit(self) -> str:
+        """DuckDB's ``memory_limit`` setting for this budget."""
+        return f"{self.duckdb_bytes // MIB}MiB"
+
+
+def use_system_allocator() -> None:
+    """Allocate Arrow buffers with malloc instead of pyarrow's default mimalloc pool, which kept
+    ~20 MiB more resident under overload (``bench/soak.py``, see docs/reliability.md)."""
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
