@@ -153,6 +153,7 @@ class _Engine:
         pass
 
 
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
 _CHDB_LOCK = threading.RLock()
 _CHDB: dict[str, Any] = {}
 _CHDB_CURRENT_DB = "default"
@@ -196,7 +197,12 @@ class _ChdbEngine(_Engine):
             _CHDB_CURRENT_DB = self.database
 
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
-        text = {k: format_param(v).replace("\\", "\\\\") if v is not None else "\\N" for k, v in params.items()}
+        # Scalars are read in escaped (TSV) text form; an array's text is parsed as a literal,
+        # whose elements format_param has quoted already.
+        text = {
+            k: "\\N" if v is None else format_param(v) if isinstance(v, (list, tuple)) else format_param(v).translate(_TSV_ESCAPES)
+            for k, v in params.items()
+        }
         with _CHDB_LOCK:
             try:
                 self._use()

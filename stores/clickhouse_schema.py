@@ -35,6 +35,8 @@ from loopsight import attributes as A
 from loopsight.collector import normalize as N
 from loopsight.stores.clickhouse import ClickHouseConnection
 from loopsight.stores.clickhouse_run_index import INDEX_TABLE, STATE_TABLE
+from loopsight.stores.clickhouse_sketch import sketch_sql
+from loopsight.stores.otel_rows import ARGS_SKETCH_KEY
 
 # traces_table.sql of the exporter, rendered as its Go code renders it: %s %s = "db"."table"
 # plus the cluster clause, ENGINE = %s, then the TTL expression.
@@ -250,6 +252,9 @@ def typed_columns() -> list[tuple[str, str, str]]:
         ("fallback", lc, _get(A.FALLBACK)),
         ("loop_kind", lc, _get(A.LOOP_KIND)),
         ("attempts", "Nullable(Int32)", _int(_get(A.TOOL_ATTEMPTS), "Int32")),
+        ("args_sketch", "Nullable(UInt64)", f"multiIf({_attr(ARGS_SKETCH_KEY)} != '', toUInt64OrNull({_attr(ARGS_SKETCH_KEY)}), "
+                                            f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
+                                            f"{sketch_sql(f'assumeNotNull({raw_args})')}, NULL)"),
     ]
 
 
@@ -296,7 +301,6 @@ SELECT
     f.`Links.TraceId` AS `Links.TraceId`, f.`Links.SpanId` AS `Links.SpanId`,
     f.`Links.TraceState` AS `Links.TraceState`, f.`Links.Attributes` AS `Links.Attributes`,
     {typed},
-    CAST(NULL AS Nullable(UInt64)) AS args_sketch,
     r.run_id AS run_id,
     toDateTime64(fromUnixTimestamp64Nano(toUnixTimestamp64Nano(f.ts_ns) + toInt64(f.duration_ns)), 6, 'UTC') AS end_time,
     end_time AS ingested_at
@@ -382,6 +386,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0005_run_index", lambda o: [INDEX_TABLE, STATE_TABLE]),
     Migration("0006_span_type_pydantic_run", lambda o: [span_type_modify_ddl(o)]),
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
+    # adds loopsight_args_sketch (the other typed columns exist: ADD COLUMN IF NOT EXISTS)
+    Migration("0008_args_sketch", typed_columns_ddl),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

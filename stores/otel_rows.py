@@ -8,9 +8,9 @@ Two sources:
   ClickHouse store the way a production deployment fills it.
 - :func:`batch_to_otel_traces`: a loopsight collector batch (``collector.batch.SCHEMA``),
   for the collector's direct ClickHouse writer. The typed columns are dropped (the
-  ``spans`` view recomputes them from the attributes), except the args hash loopsight
-  derived from raw arguments it then dropped: that one is kept as
-  ``loopsight.tool.args_hash`` in ``SpanAttributes``.
+  ``spans`` view recomputes them from the attributes), except the args hash and sketch
+  loopsight derived from raw arguments it then dropped: those are kept as
+  ``loopsight.tool.args_hash`` and ``loopsight.tool.args_sketch`` in ``SpanAttributes``.
 
 Example:
     >>> request_to_otel_traces(ExportTraceServiceRequest()).num_rows
@@ -113,20 +113,31 @@ def _split(column: pa.ChunkedArray, fields: list[str]) -> dict[str, pa.Array]:
     return {name: pa.ListArray.from_arrays(offsets, values.field(name)) for name in fields}
 
 
+ARGS_SKETCH_KEY = "loopsight.tool.args_sketch"
+"""Where the writer keeps the args sketch it computed from raw arguments it then dropped (decimal text)."""
+
+
 def _with_args_hash(table: pa.Table) -> pa.Array:
-    """``SpanAttributes``, plus the args hash where loopsight computed one the map lacks."""
+    """``SpanAttributes``, plus the args hash and sketch where loopsight computed them and the map lacks them."""
     attrs = table.column("SpanAttributes").combine_chunks()
     hashes = table.column("args_hash").combine_chunks()
-    if not len(hashes) or hashes.null_count == len(hashes):
+    sketches = table.column("args_sketch").combine_chunks()
+    if (not len(hashes) or hashes.null_count == len(hashes)) and sketches.null_count == len(sketches):
         return attrs
     maps = attrs.to_pylist()
     changed = False
-    for i, (value, digest) in enumerate(zip(maps, hashes.to_pylist())):
-        if digest is None:
+    for i, (value, digest, sketch) in enumerate(zip(maps, hashes.to_pylist(), sketches.to_pylist())):
+        if digest is None and sketch is None:
             continue
         pairs = value or []
-        if not any(k == A.TOOL_ARGS_HASH for k, _ in pairs):
-            maps[i] = [*pairs, (A.TOOL_ARGS_HASH, digest)]
+        keys = {k for k, _ in pairs}
+        extra = []
+        if digest is not None and A.TOOL_ARGS_HASH not in keys:
+            extra.append((A.TOOL_ARGS_HASH, digest))
+        if sketch is not None and ARGS_SKETCH_KEY not in keys:
+            extra.append((ARGS_SKETCH_KEY, str(sketch)))
+        if extra:
+            maps[i] = [*pairs, *extra]
             changed = True
     return pa.array(maps, type=ATTR_MAP) if changed else attrs
 

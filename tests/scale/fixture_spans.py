@@ -115,6 +115,7 @@ def build(seed: int = 7, runs_per_agent: int = 3) -> list[ReadableSpan]:
         _openinference_run(b, t0 + 120_000, i)
         _langfuse_run(b, t0 + 180_000, i)
         _traceloop_and_http_root(b, t0 + 240_000, i)
+        _paraphrasing_run(b, t0 + 300_000, i)
     return b.finished()
 
 
@@ -159,6 +160,22 @@ def _looping_run(b: Builder, t0: float, i: int) -> None:
                 pass
         with b.span(s, "invoke_agent summarizer", t0 + 16_000, t0 + 19_000, _agent("summarizer", "completed")):
             with b.span(s, "chat claude-haiku", t0 + 16_100, t0 + 18_000, _chat(3, "claude-haiku", 300, 80 + i), kind=SpanKind.CLIENT):
+                pass
+
+
+def _paraphrasing_run(b: Builder, t0: float, i: int) -> None:
+    """Raw arguments only, reworded each call: a semantic loop found by the argument sketch (no guard record)."""
+    s = "research"
+    queries = ("refund policy for 2024 orders", "orders 2024 refund policy", "Refund polcy for 2024 orders?", "shipping times to Berlin")
+    with b.span(s, "invoke_agent rephraser", t0, t0 + 9_000, _agent("rephraser", "completed")):
+        for step, query in enumerate(queries):
+            base = t0 + step * 2_000
+            with b.span(s, "chat gpt-4o-mini", base + 10, base + 800, _chat(step, "gpt-4o-mini", 400 + i, 20), kind=SpanKind.CLIENT):
+                pass
+            with b.span(s, "execute_tool web_search", base + 810, base + 1_500, {
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "web_search", "loopsight.step": step,
+                "gen_ai.tool.call.arguments": json.dumps({"query": query, "limit": 5}),
+            }):
                 pass
 
 

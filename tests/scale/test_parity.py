@@ -31,7 +31,7 @@ def _same(value: Any) -> Any:
 
 def test_clickhouse_store_has_every_fixture_span(duck: Any, clickhouse: Any) -> None:
     assert duck.execute("SELECT count(*) FROM spans").fetchall() == clickhouse.execute("SELECT count() FROM spans").fetchall()
-    assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 28
+    assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 37
 
 
 FILTERS = [
@@ -56,7 +56,7 @@ def test_list_runs_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, An
     expected = _same(list_runs(duck, **{"limit": 100, **filters}))
     assert _same(list_runs(clickhouse, **{"limit": 100, **filters})) == expected
     if not filters:
-        assert {r["agent"] for r in expected} == {"order-assistant", "researcher", "oi-agent", "planner", "support-bot"}
+        assert {r["agent"] for r in expected} == {"order-assistant", "researcher", "oi-agent", "planner", "support-bot", "rephraser"}
 
 
 def test_run_ids_filter_and_top_runs_are_the_same(duck: Any, clickhouse: Any) -> None:

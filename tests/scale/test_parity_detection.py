@@ -66,6 +66,8 @@ def test_kind_limit_and_step_options_are_the_same(duck: Any, clickhouse: Any) ->
 def test_the_fixture_exercises_what_is_compared(duck: Any) -> None:
     """So parity is not parity of empty answers."""
     assert {r["kind"] for r in loops(duck)} >= {"exact"}
+    # found by the argument sketch alone (the rephraser's spans carry raw arguments, no guard record)
+    assert {(r["tool"], r["kind"], r["count"]) for r in loops(duck, agent="rephraser")} == {("web_search", "semantic", 3)}
     assert {s["kind"] for s in stalls(duck, now=NOW, min_samples=2, min_gap_ms=500, stuck_after_seconds=60)} >= {"stuck", "idle_gap", "backoff"}
     agents = burn(duck)["agents"]
     assert any(a["growth_exponent"] is not None for a in agents) and burn(duck)["runs"]

@@ -26,7 +26,7 @@ def test_writer_indexes_the_traces_it_writes(new_clickhouse: Callable[[], Any], 
         assert writer.submit(table).result(timeout=60) == table.num_rows
         assert _indexed(con) == table.num_rows
         runs = con.execute("SELECT count() FROM spans WHERE span_type = 'agent' AND SpanId = run_id").fetchall()[0][0]
-        assert runs == 15
+        assert runs == 18
     finally:
         writer.close()
 
@@ -75,4 +75,4 @@ def test_a_reader_that_cannot_update_the_index_still_answers(
     con.command("DROP TABLE loopsight_run_index_state")  # as for a user without INSERT rights: the pass fails
     assert refresh(con, every=0) is False
     assert "cannot update the run index" in caplog.text
-    assert len(list_runs(con, limit=100)) == 15
+    assert len(list_runs(con, limit=100)) == 18

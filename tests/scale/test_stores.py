@@ -31,6 +31,8 @@ def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
     evil = "x'); DROP TABLE otel_traces; --\\"
     assert clickhouse.execute("SELECT {s:String} AS s, {n:Nullable(Int64)} AS n", {"s": evil, "n": None}).fetchall() == [(evil, None)]
     assert format_param(["a'b"]) == "['a\\'b']"
+    for text in ("a\\b", "it's", "tab\there", "line\nbreak", "cr\rz", "nul\x00x", "\\N", "x\\u00df", "é ß 日本"):
+        assert clickhouse.execute("SELECT {a:Array(String)}, {s:String}", {"a": [text], "s": text}).fetchall() == [([text], text)]
     with pytest.raises(ClickHouseError, match="missing query parameter"):
         clickhouse.execute("SELECT {absent:String}", {})
 

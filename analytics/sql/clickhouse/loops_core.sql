@@ -1,6 +1,7 @@
 -- ClickHouse variant of ../loops_core.sql: every loop of every run in scope, one row per loop.
--- Semantic loops come from the loop guard's record (loop_kind = 'semantic'); the argument
--- sketches are not stored on ClickHouse (see docs/scale-out.md), so sketch-detected ones are not found.
+-- The semantic test on args_sketch (loopsight.analytics.sketch.near) has its constants written
+-- in: 140737488355328 = SIMHASH_MODE (1 << 47), 17592186044415 = SET_MASK (2^44 - 1),
+-- 7 = NEAR_BITS_LONG (tests/scale/test_sketch.py checks them against the module).
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
     FROM spans
@@ -13,14 +14,14 @@ WITH runs AS (
 work AS (
     SELECT cityHash64(s.TraceId, assumeNotNull(s.run_id)) AS rk, s.TraceId AS trace_id, assumeNotNull(s.run_id) AS run_id,
            s.SpanId AS span_id, s.Timestamp AS ts, s.span_type AS span_type, s.step AS step, s.tool AS tool,
-           s.args_hash AS args_hash, s.error_type AS error_type, s.loop_kind AS loop_kind,
+           s.args_hash AS args_hash, s.args_sketch AS args_sketch, s.error_type AS error_type, s.loop_kind AS loop_kind,
            s.input_tokens AS input_tokens, s.output_tokens AS output_tokens,
            toInt64(sum(if(s.span_type = 'llm', 1, 0)) OVER (PARTITION BY rk ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING)) - 1 AS llm_seen
     FROM spans s
     WHERE s.span_type IN ('llm', 'tool') AND (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM runs)
 ),
 calls AS (
-    SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, error_type, loop_kind,
+    SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, args_sketch, error_type, loop_kind,
            cityHash64(ifNull(tool, '')) AS tk,
            coalesce(step, greatest(llm_seen, 0)) AS step,
            -- a call without an args hash never equals another call
@@ -36,7 +37,10 @@ lagged AS (
            lagInFrame(toNullable(call_key), 5) OVER r AS k5,
            lagInFrame(tool, 1) OVER r AS t1, lagInFrame(tool, 2) OVER r AS t2,
            toInt64(row_number() OVER t) - toInt64(row_number() OVER (PARTITION BY rk, tk, ifNull(error_type, '') ORDER BY seq)) AS error_island,
-           lagInFrame(toNullable(ts)) OVER t AS prev_ts, lagInFrame(toNullable(step)) OVER t AS prev_step
+           lagInFrame(toNullable(ts)) OVER t AS prev_ts, lagInFrame(toNullable(step)) OVER t AS prev_step,
+           lagInFrame(args_sketch) OVER t AS prev_sketch, lagInFrame(args_hash) OVER t AS prev_hash,
+           lagInFrame(args_sketch, 2) OVER t AS prev2_sketch, lagInFrame(args_hash, 2) OVER t AS prev2_hash,
+           toInt64(row_number() OVER t) AS tool_seq
     FROM calls
     WINDOW r AS (PARTITION BY rk ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
            t AS (PARTITION BY rk, tk ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
@@ -80,18 +84,55 @@ repeated_error AS (
     GROUP BY rk, tk, l.error_type, error_island
     HAVING count() >= 3
 ),
+sketched AS (
+    SELECT *,
+           sum(if(near_prev, 0, 1)) OVER (PARTITION BY rk, tk ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS chain
+    FROM (
+        SELECT *,
+               -- loopsight.analytics.sketch.near against the previous call of the tool or the one before it
+               ifNull(args_sketch != 0 AND prev_sketch != 0 AND args_hash != prev_hash
+                      AND bitShiftRight(args_sketch, 47) = bitShiftRight(prev_sketch, 47)
+                      AND multiIf(bitAnd(args_sketch, 140737488355328) != 0, bitCount(bitXor(args_sketch, prev_sketch)) <= 7,
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) = bitAnd(bitShiftRight(prev_sketch, 44), 7), args_sketch = prev_sketch,
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) = bitAnd(bitShiftRight(prev_sketch, 44), 7) + 1,
+                                  bitAnd(bitAnd(args_sketch, prev_sketch), 17592186044415) = bitAnd(prev_sketch, 17592186044415),
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) + 1 = bitAnd(bitShiftRight(prev_sketch, 44), 7),
+                                  bitAnd(bitAnd(args_sketch, prev_sketch), 17592186044415) = bitAnd(args_sketch, 17592186044415),
+                                  false), false)
+               OR ifNull(args_sketch != 0 AND prev2_sketch != 0 AND args_hash != prev2_hash
+                      AND bitShiftRight(args_sketch, 47) = bitShiftRight(prev2_sketch, 47)
+                      AND multiIf(bitAnd(args_sketch, 140737488355328) != 0, bitCount(bitXor(args_sketch, prev2_sketch)) <= 7,
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) = bitAnd(bitShiftRight(prev2_sketch, 44), 7), args_sketch = prev2_sketch,
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) = bitAnd(bitShiftRight(prev2_sketch, 44), 7) + 1,
+                                  bitAnd(bitAnd(args_sketch, prev2_sketch), 17592186044415) = bitAnd(prev2_sketch, 17592186044415),
+                                  bitAnd(bitShiftRight(args_sketch, 44), 7) + 1 = bitAnd(bitShiftRight(prev2_sketch, 44), 7),
+                                  bitAnd(bitAnd(args_sketch, prev2_sketch), 17592186044415) = bitAnd(args_sketch, 17592186044415),
+                                  false), false) AS near_prev
+        FROM lagged
+        WHERE args_sketch IS NOT NULL AND (loop_kind IS NULL OR loop_kind != 'semantic')
+    )
+),
+semantic_sketch AS (
+    SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, toInt64(count()) AS count,
+           toNullable(toInt64(argMin(step, seq))) AS first_step, min(ts) AS first_at
+    FROM sketched
+    GROUP BY rk, tk, chain
+    HAVING count() >= 3 AND uniqExact(args_hash) >= 3
+),
 -- The loop guard's record: each flagged call repeats the call of that tool just before it.
+semantic_guard AS (
+    SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, toInt64(count() + 1) AS count,
+           toNullable(toInt64(coalesce(tupleElement(argMin(tuple(prev_step), seq), 1), min(step)))) AS first_step,
+           coalesce(min(prev_ts), min(ts)) AS first_at
+    FROM lagged l
+    WHERE l.loop_kind = 'semantic'
+    GROUP BY rk, tk
+),
 semantic AS (
+    -- A run the guard watched and one with argument sketches can both report a tool: keep one row.
     SELECT trace_id, run_id, tool, 'semantic' AS kind, CAST(NULL AS Nullable(String)) AS args_hash,
            max(count) AS count, min(first_step) AS first_step, min(first_at) AS first_at
-    FROM (
-        SELECT any(trace_id) AS trace_id, any(run_id) AS run_id, any(tool) AS tool, toInt64(count() + 1) AS count,
-               toNullable(toInt64(coalesce(tupleElement(argMin(tuple(prev_step), seq), 1), min(step)))) AS first_step,
-               coalesce(min(prev_ts), min(ts)) AS first_at
-        FROM lagged l
-        WHERE l.loop_kind = 'semantic'
-        GROUP BY rk, tk
-    )
+    FROM (SELECT * FROM semantic_guard UNION ALL SELECT * FROM semantic_sketch)
     GROUP BY trace_id, run_id, tool
 ),
 found AS (
