@@ -18,7 +18,7 @@ _UNTIL = "{until:DateTime64(6, 'UTC')}"
 _RUNS = f"""
 runs AS (
     SELECT TraceId AS trace_id, run_id, Timestamp AS started, agent, termination_reason, StatusCode AS status
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND Timestamp >= {_SINCE} AND Timestamp < {_UNTIL}
       AND ({{agent:Nullable(String)}} IS NULL OR agent = {{agent:Nullable(String)}})
@@ -29,8 +29,8 @@ _CALLS = f"""
 calls AS (
     SELECT c.TraceId AS trace_id, c.Timestamp AS started, c.span_type AS span_type, c.tool AS tool,
            c.StatusCode = 'Error' AS failed, c.error_class AS error_class, c.Duration AS duration
-    FROM spans c
-    LEFT JOIN (SELECT TraceId, SpanId, agent FROM spans WHERE span_type = 'agent') r
+    FROM typed_spans c
+    LEFT JOIN (SELECT TraceId, SpanId, agent FROM typed_spans WHERE span_type = 'agent') r
            ON r.TraceId = c.TraceId AND r.SpanId = c.run_id
     WHERE c.span_type IN ('tool', 'llm')
       AND c.Timestamp >= {_SINCE} AND c.Timestamp < {_UNTIL}
@@ -68,7 +68,7 @@ per_run AS (
     SELECT r.trace_id AS trace_id, r.started AS started,
            toInt64(ifNull(sum(ifNull(s.input_tokens, 0) + ifNull(s.output_tokens, 0)), 0)) AS tokens
     FROM runs r
-    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM spans WHERE span_type = 'llm') s
+    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM typed_spans WHERE span_type = 'llm') s
            ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     GROUP BY r.trace_id, r.run_id, r.started
 )

@@ -117,16 +117,19 @@ SETTINGS join_use_nulls = 1"""
 
 
 def index_traces(con: ClickHouseConnection, trace_ids: Iterable[str]) -> int:
-    """Re-resolve ``run_id`` for every span of ``trace_ids``; returns how many traces.
+    """Re-resolve ``run_id`` for every span of ``trace_ids`` and rewrite their ``loopsight_spans`` rows; returns how many traces.
 
     Example:
         >>> index_traces(con, ["4bf92f3577b34da6a3ce929d0e0e4736"])  # doctest: +SKIP
         1
     """
+    from loopsight.stores.clickhouse_schema import typed_spans_insert
+
     ids = sorted({t for t in trace_ids if t})
     for start in range(0, len(ids), 10_000):
         chunk = ids[start:start + 10_000]
         con.execute(_resolve_sql(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
+        con.execute(typed_spans_insert(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
     return len(ids)
 
 

@@ -275,11 +275,12 @@ def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
     return [f"ALTER TABLE {options.table}{cluster}\n    {columns}"]
 
 
-def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) -> str:
-    """The ``spans`` view: the DuckDB ``spans`` columns over ``otel_traces`` and its typed columns.
+def spans_select(table: str = "otel_traces", capture_content: bool = False, where: str = "1") -> str:
+    """The rows of the ``spans`` view: the DuckDB ``spans`` columns over ``otel_traces`` and its typed columns.
 
     ``run_id`` is the top-most ``invoke_agent`` ancestor (or the span itself), read from
     the run index (:mod:`loopsight.stores.clickhouse_run_index`); NULL until indexed.
+    ``where`` (over ``TraceId``) restricts both sides, so a few traces read by key.
     """
     attrs = "attrs_raw" if capture_content else f"mapFilter((k, v) -> NOT has({CONTENT_KEYS_SQL}, k), attrs_raw)"
     materialized = ", ".join(f"loopsight_{name}" for name, _, _ in typed_columns())
@@ -287,8 +288,7 @@ def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) ->
         "coalesce(r.step, f.loopsight_step) AS step" if name == "step" else f"f.loopsight_{name} AS {name}"
         for name, _, _ in typed_columns()
     )
-    return f"""CREATE OR REPLACE VIEW spans AS
-SELECT
+    return f"""SELECT
     toDateTime64(f.ts_ns, 6, 'UTC') AS Timestamp,
     f.TraceId AS TraceId, f.SpanId AS SpanId, f.ParentSpanId AS ParentSpanId, f.TraceState AS TraceState,
     f.SpanName AS SpanName, f.SpanKind AS SpanKind, f.ServiceName AS ServiceName,
@@ -306,9 +306,38 @@ SELECT
     end_time AS ingested_at
 FROM (SELECT *, SpanAttributes AS attrs_raw, Timestamp AS ts_ns, Duration AS duration_ns, `Events.Timestamp` AS events_ts,
              {materialized}
-      FROM {table}) AS f
-LEFT JOIN (SELECT TraceId, SpanId, run_id, step FROM loopsight_run_index FINAL) AS r ON r.TraceId = f.TraceId AND r.SpanId = f.SpanId
+      FROM {table} WHERE {where}) AS f
+LEFT JOIN (SELECT TraceId, SpanId, run_id, step FROM loopsight_run_index FINAL WHERE {where}) AS r
+       ON r.TraceId = f.TraceId AND r.SpanId = f.SpanId
 SETTINGS join_use_nulls = 1"""
+
+
+def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) -> str:
+    """The ``spans`` view (:func:`spans_select`)."""
+    return f"CREATE OR REPLACE VIEW spans AS\n{spans_select(table, capture_content)}"
+
+
+# The typed columns of every indexed span, without the attribute maps and links: what loops,
+# stalls and burn read (``typed_spans``), so their CTEs re-read a narrow table, not the join.
+WIDE_COLUMNS = ("TraceState", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes",
+                "`Links.TraceId`", "`Links.SpanId`", "`Links.TraceState`", "`Links.Attributes`")
+
+
+def typed_spans_insert(table: str, where: str) -> str:
+    """``INSERT INTO loopsight_spans`` the ``spans`` rows of the traces ``where`` selects."""
+    return (f"INSERT INTO loopsight_spans SELECT * EXCEPT ({', '.join(WIDE_COLUMNS)}), now64(6) AS indexed_at "
+            f"FROM ({spans_select(table, where=where)})")
+
+
+def typed_spans_ddl(options: "SchemaOptions") -> list[str]:
+    """``loopsight_spans`` (ReplacingMergeTree, one row per span, newest indexing wins), filled from what is indexed, and its view."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS loopsight_spans
+ENGINE = ReplacingMergeTree(indexed_at) ORDER BY (TraceId, SpanId)
+EMPTY AS SELECT * EXCEPT ({', '.join(WIDE_COLUMNS)}), now64(6) AS indexed_at FROM ({spans_select(options.table)})""",
+        typed_spans_insert(options.table, "TraceId IN (SELECT TraceId FROM loopsight_run_index)"),
+        "CREATE OR REPLACE VIEW typed_spans AS SELECT * EXCEPT (indexed_at) FROM loopsight_spans FINAL",
+    ]
 
 
 ALERT_TABLES = (
@@ -388,6 +417,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
     # adds loopsight_args_sketch (the other typed columns exist: ADD COLUMN IF NOT EXISTS)
     Migration("0008_args_sketch", typed_columns_ddl),
+    Migration("0009_typed_spans", typed_spans_ddl),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

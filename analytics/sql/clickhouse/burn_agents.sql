@@ -35,7 +35,7 @@ fit_se AS (
 runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent,
            termination_reason = 'completed' AND StatusCode != 'Error' AS ok
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -45,7 +45,7 @@ runs AS (
 tokens AS (
     SELECT r.agent AS agent, r.ok AS ok, toInt64(ifNull(sum(ifNull(s.input_tokens, 0) + ifNull(s.output_tokens, 0)), 0)) AS tokens
     FROM runs r
-    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM spans WHERE span_type = 'llm') s
+    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM typed_spans WHERE span_type = 'llm') s
            ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     GROUP BY r.trace_id, r.run_id, r.agent, r.ok
 ),

@@ -2,7 +2,7 @@
 -- ClickHouse variant of ../burn_runs.sql.
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -13,7 +13,7 @@ totals AS (
     SELECT r.trace_id AS trace_id, r.run_id AS run_id, r.agent AS agent, r.started_at AS started_at,
            toInt64(ifNull(sum(s.input_tokens), 0)) AS input_tokens, toInt64(ifNull(sum(s.output_tokens), 0)) AS output_tokens
     FROM runs r
-    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM spans WHERE span_type = 'llm') s
+    LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM typed_spans WHERE span_type = 'llm') s
            ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     GROUP BY r.trace_id, r.run_id, r.agent, r.started_at
 ),

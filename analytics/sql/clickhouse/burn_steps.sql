@@ -1,7 +1,7 @@
 -- ClickHouse variant of ../burn_steps.sql: input tokens per step of every run in scope (the CTE burn_steps).
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -11,7 +11,7 @@ WITH runs AS (
 llm AS (
     SELECT s.TraceId AS trace_id, r.run_id AS run_id, r.agent AS agent, s.input_tokens AS input_tokens,
            coalesce(s.step, toInt64(row_number() OVER (PARTITION BY s.TraceId, s.run_id ORDER BY s.Timestamp, s.SpanId)) - 1) AS step
-    FROM spans s
+    FROM typed_spans s
     JOIN runs r ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     WHERE s.span_type = 'llm'
 )

@@ -4,7 +4,7 @@
 -- 7 = NEAR_BITS_LONG (tests/scale/test_sketch.py checks them against the module).
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -17,7 +17,7 @@ work AS (
            s.args_hash AS args_hash, s.args_sketch AS args_sketch, s.error_type AS error_type, s.loop_kind AS loop_kind,
            s.input_tokens AS input_tokens, s.output_tokens AS output_tokens,
            toInt64(sum(if(s.span_type = 'llm', 1, 0)) OVER (PARTITION BY rk ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING)) - 1 AS llm_seen
-    FROM spans s
+    FROM typed_spans s
     WHERE s.span_type IN ('llm', 'tool') AND (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM runs)
 ),
 calls AS (

@@ -4,7 +4,7 @@ WITH scope AS (
     SELECT fromUnixTimestamp64Micro(
                intDiv(toUnixTimestamp64Micro(Timestamp), {bucket_seconds:Int64} * 1000000) * {bucket_seconds:Int64} * 1000000, 'UTC') AS bucket,
            count() AS runs
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})

@@ -1,7 +1,7 @@
 -- ctes: loop_rows=loops_core
 -- ClickHouse variant of ../loops_rate.sql.
 SELECT (SELECT count()
-        FROM spans
+        FROM typed_spans
         WHERE span_type = 'agent' AND SpanId = run_id
           AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
           AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})

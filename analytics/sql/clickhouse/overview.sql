@@ -3,7 +3,7 @@ WITH runs AS (
     SELECT r.TraceId AS TraceId, r.SpanId AS SpanId, r.Duration AS Duration,
            r.Timestamp >= {since:DateTime64(6, 'UTC')} AS current,
            r.termination_reason = 'completed' AND r.StatusCode != 'Error' AS ok
-    FROM spans r
+    FROM typed_spans r
     WHERE r.span_type = 'agent' AND r.SpanId = r.run_id
       AND r.Timestamp >= {previous_since:DateTime64(6, 'UTC')} AND r.Timestamp < {until:DateTime64(6, 'UTC')}
       AND ({agent:Nullable(String)} IS NULL OR r.agent = {agent:Nullable(String)})
@@ -15,7 +15,7 @@ children AS (
            countIf(s.span_type = 'tool') AS tool_calls,
            countIf(s.span_type = 'tool' AND s.StatusCode = 'Error') AS tool_errors,
            max(s.loop_kind IS NOT NULL) AS looped
-    FROM spans s
+    FROM typed_spans s
     WHERE s.span_type IN ('llm', 'tool') AND (s.TraceId, s.run_id) IN (SELECT TraceId, SpanId FROM runs)
       -- A call starts after its run did (5 min of clock skew allowed), as on DuckDB.
       AND s.Timestamp >= {previous_since:DateTime64(6, 'UTC')} - INTERVAL 5 MINUTE

@@ -2,7 +2,7 @@
 WITH picked AS (
     SELECT r.TraceId AS TraceId, r.SpanId AS SpanId, r.run_id AS run_id, r.agent AS agent, r.ServiceName AS ServiceName,
            r.Timestamp AS Timestamp, r.Duration AS Duration, r.StatusCode AS StatusCode, r.termination_reason AS termination_reason
-    FROM spans r
+    FROM typed_spans r
     WHERE r.span_type = 'agent' AND r.SpanId = r.run_id
       AND ({trace_id:Nullable(String)} IS NULL OR r.TraceId = {trace_id:Nullable(String)})
       AND if(isNull({run_ids:Nullable(String)}), true,
@@ -15,10 +15,10 @@ WITH picked AS (
       AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR r.Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
       AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR r.Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
       AND ({tool:Nullable(String)} IS NULL OR (r.TraceId, r.SpanId) IN (
-            SELECT t.TraceId, t.run_id FROM spans t
+            SELECT t.TraceId, t.run_id FROM typed_spans t
             WHERE t.span_type = 'tool' AND t.tool = {tool:Nullable(String)} AND t.run_id IS NOT NULL))
       AND ({min_tokens:Nullable(Int64)} IS NULL OR (r.TraceId, r.SpanId) IN (
-            SELECT l.TraceId, l.run_id FROM spans l
+            SELECT l.TraceId, l.run_id FROM typed_spans l
             WHERE l.span_type = 'llm' AND l.run_id IS NOT NULL
             GROUP BY l.TraceId, l.run_id
             HAVING sum(ifNull(l.input_tokens, 0) + ifNull(l.output_tokens, 0)) >= {min_tokens:Nullable(Int64)}))
@@ -35,7 +35,7 @@ agg AS (
            sumIf(ifNull(s.input_tokens, 0), s.span_type = 'llm') AS input_tokens,
            sumIf(ifNull(s.output_tokens, 0), s.span_type = 'llm') AS output_tokens,
            countIf(s.loop_kind IS NOT NULL) AS loops
-    FROM spans s
+    FROM typed_spans s
     WHERE (s.TraceId, s.run_id) IN (SELECT TraceId, run_id FROM picked)
     GROUP BY s.TraceId, s.run_id
 )

@@ -1,7 +1,7 @@
 -- ClickHouse variant of ../stalls.sql (same rules, same columns and order).
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at, end_time
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -14,7 +14,7 @@ members AS (
            arraySum(arrayMap((n, a) -> if(n = 'retry', toFloat64OrZero(a['loopsight.backoff_ms']), 0.),
                              s.`Events.Name`, s.`Events.Attributes`)) AS backoff_ms,
            multiIf(s.span_type = 'tool', s.tool, s.span_type = 'llm', toNullable(s.SpanName), NULL) AS what
-    FROM spans s
+    FROM typed_spans s
     JOIN runs r ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     WHERE s.SpanId != s.run_id
 ),
@@ -62,10 +62,10 @@ gaps AS (
 in_flight AS (
     SELECT TraceId AS trace_id, max(end_time) AS last_end, argMax(SpanId, end_time) AS span_id,
            argMax(coalesce(tool, SpanName), end_time) AS tool
-    FROM spans
+    FROM typed_spans
     WHERE run_id IS NULL
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND TraceId NOT IN (SELECT TraceId FROM spans WHERE span_type = 'agent' AND SpanId = run_id)
+      AND TraceId NOT IN (SELECT TraceId FROM typed_spans WHERE span_type = 'agent' AND SpanId = run_id)
     GROUP BY TraceId
     HAVING {agent:Nullable(String)} IS NULL OR countIf(agent = {agent:Nullable(String)}) > 0
 ),

@@ -1,7 +1,7 @@
 -- ClickHouse variant of ../stalls_first_tool.sql.
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
-    FROM spans
+    FROM typed_spans
     WHERE span_type = 'agent' AND SpanId = run_id
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
@@ -11,7 +11,7 @@ WITH runs AS (
 first_tool AS (
     SELECT r.agent AS agent, dateDiff('microsecond', r.started_at, min(s.Timestamp)) / 1e3 AS ms
     FROM runs r
-    JOIN (SELECT TraceId, run_id, Timestamp FROM spans WHERE span_type = 'tool') s ON s.TraceId = r.trace_id AND s.run_id = r.run_id
+    JOIN (SELECT TraceId, run_id, Timestamp FROM typed_spans WHERE span_type = 'tool') s ON s.TraceId = r.trace_id AND s.run_id = r.run_id
     GROUP BY r.trace_id, r.run_id, r.agent, r.started_at
 )
 SELECT agent, count() AS runs,

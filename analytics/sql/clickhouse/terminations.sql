@@ -4,7 +4,7 @@ WITH runs AS (
                intDiv(toUnixTimestamp64Micro(r.Timestamp), {bucket_seconds:Int64} * 1000000) * {bucket_seconds:Int64} * 1000000, 'UTC') AS bucket,
            ifNull(r.termination_reason, 'unknown') AS termination_reason,
            if(r.termination_reason = 'completed' AND r.StatusCode != 'Error', 'ok', 'error') AS status
-    FROM spans r
+    FROM typed_spans r
     WHERE r.span_type = 'agent' AND r.SpanId = r.run_id
       AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR r.Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
       AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR r.Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})

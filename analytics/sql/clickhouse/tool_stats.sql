@@ -6,8 +6,8 @@ WITH calls AS (
            t.error_class AS error_class,
            greatest(ifNull(t.attempts, 1) - 1, 0) AS retries,
            t.Duration AS Duration
-    FROM spans t
-    LEFT JOIN (SELECT TraceId, SpanId, agent FROM spans WHERE span_type = 'agent') r
+    FROM typed_spans t
+    LEFT JOIN (SELECT TraceId, SpanId, agent FROM typed_spans WHERE span_type = 'agent') r
            ON r.TraceId = t.TraceId AND r.SpanId = t.run_id
     WHERE t.span_type = 'tool'
       AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR t.Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})

@@ -11,7 +11,7 @@ SELECT run_id,
        countIf(loop_kind IS NOT NULL OR has(`Events.Name`, 'loop_detected')) AS loop_hits,
        sumIf(ifNull(input_tokens, 0), span_type = 'llm') AS input_tokens,
        sumIf(ifNull(output_tokens, 0), span_type = 'llm') AS output_tokens
-FROM spans
+FROM typed_spans
 WHERE TraceId = {trace_id:String} AND step IS NOT NULL AND span_type IN ('llm', 'tool')
 GROUP BY run_id, step
 ORDER BY min(Timestamp), step
