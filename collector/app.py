@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loopsight.collector.admission import Admission
+from loopsight.collector.admission import Admission, Overloaded
 from loopsight.collector.api import query_routes
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
@@ -139,9 +139,14 @@ def create_app(
     admission = receiver.admission
     limiter: list[anyio.CapacityLimiter] = []  # created on first use, inside the event loop
 
-    def decode_and_queue(body: bytes, kind: str, encoding: str | None) -> Any:
+    def decode_and_queue(body: bytes, kind: str, encoding: str | None, ticket: Any) -> Any:
         export = decode_request(body, kind, encoding, settings.max_body_bytes)
-        return export, *receiver.accept(export, "http")
+        if not ticket.resize(export.ByteSize()):
+            raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
+        prepared, future = receiver.accept(export, "http")
+        # Only the Arrow table waits for the commit; the forwarder gets the request re-encoded.
+        forward = export.SerializeToString() if receiver.forwarder is not None and prepared.accepted else None
+        return forward, prepared, future
 
     async def traces(request: Request) -> Response:
         kind = JSON
@@ -166,8 +171,12 @@ def create_app(
             ticket.grow(len(body))
             if not limiter:
                 limiter.append(anyio.CapacityLimiter(max(1, settings.decode_threads)))
-            export, prepared, future = await anyio.to_thread.run_sync(
-                decode_and_queue, body, kind, request.headers.get("content-encoding"), limiter=limiter[0])
+            forward, prepared, future = await anyio.to_thread.run_sync(
+                decode_and_queue, body, kind, request.headers.get("content-encoding"), ticket, limiter=limiter[0])
+            del body
+        except Overloaded as exc:
+            metrics.request("http", "overloaded")
+            return _error(kind, 503, f"{exc}; retry later", retry_after)
         except UnsupportedMediaType as exc:
             metrics.request("http", "unsupported_media_type")
             return _error(kind, 415, str(exc))
@@ -185,7 +194,7 @@ def create_app(
             except StoreError as exc:
                 receiver.failed(prepared, "http", exc)
                 return _error(kind, 503, str(exc), retry_after)
-        receiver.committed(prepared, "http", export)
+        receiver.committed(prepared, "http", None, forward)
         return _otlp_response(kind, prepared.rejected_count, prepared.rejection_message())
 
     async def healthz(request: Request) -> Response:

@@ -26,6 +26,7 @@ from loopsight.collector.app import Settings, create_app
 from loopsight.collector.forwarder import Forwarder, parse_headers
 from loopsight.collector.grpc_receiver import start_grpc
 from loopsight.collector.logs import configure_logging
+from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
 from loopsight.collector.retention import Retention, parse_duration
@@ -71,12 +72,15 @@ def serve(
     retention_interval: float | None = None,
     memory_limit: str | None = None,
     store_url: str | None = None,
+    memory_budget: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
-    ``grpc_port=0`` leaves OTLP/gRPC off. ``retention_interval`` (seconds between retention
-    passes) and ``memory_limit`` (DuckDB) default to ``LOOPSIGHT_RETENTION_INTERVAL``
-    (300) and ``LOOPSIGHT_MEMORY_LIMIT`` (128MB); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
+    ``grpc_port=0`` leaves OTLP/gRPC off. ``memory_budget`` (``--memory-budget``, default
+    ``LOOPSIGHT_MEMORY_BUDGET`` or 384MB) is split between DuckDB's ``memory_limit`` and the
+    in-flight byte budget (:mod:`~loopsight.collector.memory`); ``memory_limit`` overrides
+    DuckDB's part. ``retention_interval`` (seconds between retention passes) defaults to
+    ``LOOPSIGHT_RETENTION_INTERVAL`` (300); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
     bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
     ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
     """
@@ -85,7 +89,8 @@ def serve(
         keep = parse_duration(retention) if retention else None
         forwarder = Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS"))) if forward_to else None
         interval = retention_interval if retention_interval is not None else float(os.environ.get("LOOPSIGHT_RETENTION_INTERVAL", "300"))
-        admission = Admission.from_env()
+        budget = MemoryBudget.from_env(memory_budget)
+        admission = Admission.from_env(max_bytes=budget.inflight_bytes)
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
@@ -94,6 +99,7 @@ def serve(
         raise StartupError("alert rules inside the collector need the DuckDB store; with ClickHouse run "
                            "`loopsight alerts check --store URL --rules FILE` from cron instead")
     _check_port(host, http_port, "OTLP/HTTP")
+    use_system_allocator()
     if grpc_port:
         if grpc_port == http_port:
             raise StartupError(f"--http-port and --grpc-port are both {http_port}")
@@ -107,7 +113,7 @@ def serve(
             except StoreURLError as exc:
                 raise StartupError(str(exc)) from None
         else:
-            store = Store.open(db, memory_limit=memory_limit or os.environ.get("LOOPSIGHT_MEMORY_LIMIT", "128MB"),
+            store = Store.open(db, memory_limit=memory_limit or budget.duckdb_limit,
                            checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"))
     except StoreError as exc:
         raise StartupError(str(exc)) from None
@@ -116,6 +122,7 @@ def serve(
     try:
         metrics = Metrics()
         metrics.store = store
+        metrics.memory_budget = budget
         metrics.forwarder = forwarder
         evaluator = None
         if rules:
