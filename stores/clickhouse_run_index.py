@@ -117,7 +117,7 @@ SETTINGS join_use_nulls = 1"""
 
 
 def index_traces(con: ClickHouseConnection, trace_ids: Iterable[str]) -> int:
-    """Re-resolve ``run_id`` for every span of ``trace_ids`` and rewrite their ``loopsight_spans`` rows; returns how many traces.
+    """Re-resolve ``run_id`` for every span of ``trace_ids``, rewrite their ``loopsight_spans`` rows and their loops; returns how many traces.
 
     Example:
         >>> index_traces(con, ["4bf92f3577b34da6a3ce929d0e0e4736"])  # doctest: +SKIP
@@ -130,7 +130,26 @@ def index_traces(con: ClickHouseConnection, trace_ids: Iterable[str]) -> int:
         chunk = ids[start:start + 10_000]
         con.execute(_resolve_sql(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
         con.execute(typed_spans_insert(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
+        derive_runs(con, chunk)
     return len(ids)
+
+
+def derive_runs(con: ClickHouseConnection, trace_ids: list[str]) -> None:
+    """Store the per-run facts of ``trace_ids``: their loops (``loops_core.sql``) in
+    ``loopsight_run_loops`` and their tokens per step (``burn_steps.sql``) in ``loopsight_run_steps``.
+
+    The loop and burn questions then read these rows (``loops_derived.sql``,
+    ``burn_steps_derived.sql``) instead of deriving them over every run in scope, as the
+    DuckDB writer keeps ``run_loops`` and ``run_steps``.
+    """
+    from loopsight.analytics.sql import dialect_file
+
+    statements = [f"INSERT INTO {table} " + dialect_file("clickhouse", name)
+                  for table, name in (("loopsight_run_loops", "loops_derive"), ("loopsight_run_steps", "steps_derive"))]
+    for start in range(0, len(trace_ids), 10_000):
+        params = {"traces": trace_ids[start:start + 10_000], "since": None, "until": None, "agent": None, "service": None}
+        for sql in statements:
+            con.execute(sql, params)
 
 
 def watermark(con: ClickHouseConnection) -> Any:

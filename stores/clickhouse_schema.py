@@ -396,12 +396,50 @@ ORDER BY event_id""",
 )
 
 
+RUN_LOOPS_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_run_loops (
+    trace_id String,
+    run_id String,
+    agent Nullable(String),
+    service String,
+    started_at DateTime64(6, 'UTC'),
+    tool Nullable(String),
+    kind LowCardinality(String),
+    args_hash Nullable(String),
+    count Int64,
+    first_step Nullable(Int64),
+    first_at DateTime64(6, 'UTC'),
+    wasted_tokens Int64,
+    derived_at DateTime64(6)
+) ENGINE = MergeTree
+ORDER BY (trace_id, derived_at)"""
+
+
+RUN_STEPS_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_run_steps (
+    trace_id String,
+    run_id String,
+    agent Nullable(String),
+    service String,
+    started_at DateTime64(6, 'UTC'),
+    step Int64,
+    input_tokens Nullable(Int64),
+    derived_at DateTime64(6)
+) ENGINE = MergeTree
+ORDER BY (trace_id, derived_at)"""
+
+
 @dataclass(frozen=True)
 class Migration:
-    """One ordered step: its id and the statements it runs."""
+    """One ordered step: its id, the statements it runs, and an optional backfill run after them."""
 
     version: str
     statements: Callable[[SchemaOptions], list[str]]
+    backfill: Callable[[ClickHouseConnection], object] | None = None
+
+
+def _derive_all(con: ClickHouseConnection) -> None:
+    from loopsight.stores.clickhouse_run_index import derive_runs
+
+    derive_runs(con, [row[0] for row in con.execute("SELECT DISTINCT TraceId FROM loopsight_run_index").fetchall()])
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -418,6 +456,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # adds loopsight_args_sketch (the other typed columns exist: ADD COLUMN IF NOT EXISTS)
     Migration("0008_args_sketch", typed_columns_ddl),
     Migration("0009_typed_spans", typed_spans_ddl),
+    Migration("0010_run_loops_and_steps", lambda o: [RUN_LOOPS_TABLE, RUN_STEPS_TABLE], _derive_all),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
@@ -446,6 +485,8 @@ def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> 
             continue
         for statement in migration.statements(options):
             con.command(statement)
+        if migration.backfill is not None:
+            migration.backfill(con)
         con.execute("INSERT INTO loopsight_schema_migrations (version) VALUES ({v:String})", {"v": migration.version})
         now.append(migration.version)
     con.command(spans_view_sql(options.table))

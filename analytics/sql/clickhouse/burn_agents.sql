@@ -1,4 +1,4 @@
--- ctes: burn_steps=burn_steps
+-- ctes: burn_steps=burn_steps_derived
 -- ClickHouse variant of ../burn_agents.sql (same fit, same rule).
 WITH growth AS (
     SELECT trace_id, run_id, agent,

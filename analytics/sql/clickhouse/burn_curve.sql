@@ -1,4 +1,4 @@
--- ctes: burn_steps=burn_steps
+-- ctes: burn_steps=burn_steps_derived
 -- ClickHouse variant of ../burn_curve.sql.
 SELECT agent, step, count() AS runs,
        round(avg(input_tokens), 1) AS avg_input_tokens,

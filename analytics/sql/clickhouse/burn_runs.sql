@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../burn_runs.sql.
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at

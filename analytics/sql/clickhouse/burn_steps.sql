@@ -1,21 +1,23 @@
--- ClickHouse variant of ../burn_steps.sql: input tokens per step of every run in scope (the CTE burn_steps).
+-- ClickHouse variant of ../burn_steps.sql: input tokens per step of the runs of the traces {traces}
+-- (kept per trace in loopsight_run_steps by steps_derive.sql; questions read burn_steps_derived.sql).
 WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent
+    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at
     FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
+    WHERE span_type = 'agent' AND SpanId = run_id AND TraceId IN {traces:Array(String)}
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
       AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
       AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
 ),
 llm AS (
-    SELECT s.TraceId AS trace_id, r.run_id AS run_id, r.agent AS agent, s.input_tokens AS input_tokens,
+    SELECT s.TraceId AS trace_id, r.run_id AS run_id, r.agent AS agent, r.service AS service, r.started_at AS started_at,
+           s.input_tokens AS input_tokens,
            coalesce(s.step, toInt64(row_number() OVER (PARTITION BY s.TraceId, s.run_id ORDER BY s.Timestamp, s.SpanId)) - 1) AS step
     FROM typed_spans s
     JOIN runs r ON s.TraceId = r.trace_id AND s.run_id = r.run_id
-    WHERE s.span_type = 'llm'
+    WHERE s.span_type = 'llm' AND s.TraceId IN {traces:Array(String)}
 )
-SELECT trace_id, run_id, agent, step, max(l.input_tokens) AS input_tokens
+SELECT trace_id, run_id, agent, service, started_at, step, max(l.input_tokens) AS input_tokens
 FROM llm l
 WHERE l.input_tokens IS NOT NULL
-GROUP BY trace_id, run_id, agent, step
+GROUP BY trace_id, run_id, agent, service, started_at, step

@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../loops.sql.
 SELECT trace_id, run_id, tool, kind, count, first_step, wasted_tokens
 FROM loop_rows

@@ -1,11 +1,13 @@
--- ClickHouse variant of ../loops_core.sql: every loop of every run in scope, one row per loop.
+-- ClickHouse variant of ../loops_core.sql: every loop of every run in scope, one row per loop,
+-- for the runs of the traces {traces} (the run index keeps these rows per trace in
+-- loopsight_run_loops through loops_derive.sql; the questions read them with loops_derived.sql).
 -- The semantic test on args_sketch (loopsight.analytics.sketch.near) has its constants written
 -- in: 140737488355328 = SIMHASH_MODE (1 << 47), 17592186044415 = SET_MASK (2^44 - 1),
 -- 7 = NEAR_BITS_LONG (tests/scale/test_sketch.py checks them against the module).
 WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
+    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at
     FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
+    WHERE span_type = 'agent' AND SpanId = run_id AND TraceId IN {traces:Array(String)}
       AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
       AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
       AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
@@ -18,7 +20,7 @@ work AS (
            s.input_tokens AS input_tokens, s.output_tokens AS output_tokens,
            toInt64(sum(if(s.span_type = 'llm', 1, 0)) OVER (PARTITION BY rk ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING)) - 1 AS llm_seen
     FROM typed_spans s
-    WHERE s.span_type IN ('llm', 'tool') AND (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM runs)
+    WHERE s.span_type IN ('llm', 'tool') AND s.TraceId IN {traces:Array(String)} AND (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM runs)
 ),
 calls AS (
     SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, args_sketch, error_type, loop_kind,
@@ -141,11 +143,11 @@ found AS (
     UNION ALL SELECT * FROM repeated_error
     UNION ALL SELECT * FROM semantic
 )
-SELECT f.trace_id AS trace_id, f.run_id AS run_id, r.agent AS agent, r.started_at AS started_at, f.tool AS tool, f.kind AS kind,
+SELECT f.trace_id AS trace_id, f.run_id AS run_id, r.agent AS agent, r.service AS service, r.started_at AS started_at, f.tool AS tool, f.kind AS kind,
        f.args_hash AS args_hash, f.count AS count, f.first_step AS first_step, f.first_at AS first_at,
        toInt64(sumIf(ifNull(w.input_tokens, 0) + ifNull(w.output_tokens, 0), w.ts > f.first_at)) AS wasted_tokens
 FROM found f
 JOIN runs r ON r.trace_id = f.trace_id AND r.run_id = f.run_id
 LEFT JOIN (SELECT rk, ts, input_tokens, output_tokens FROM work WHERE span_type = 'llm') w
        ON w.rk = cityHash64(f.trace_id, f.run_id)
-GROUP BY f.trace_id, f.run_id, r.agent, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step, f.first_at
+GROUP BY f.trace_id, f.run_id, r.agent, r.service, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step, f.first_at

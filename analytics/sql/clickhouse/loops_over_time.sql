@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../loops_over_time.sql: buckets aligned to the Unix epoch.
 WITH scope AS (
     SELECT fromUnixTimestamp64Micro(

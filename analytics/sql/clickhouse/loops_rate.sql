@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../loops_rate.sql.
 SELECT (SELECT count()
         FROM typed_spans

@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../loops_top_args.sql.
 SELECT tool, args_hash, count() AS loops, uniqExact(trace_id, run_id) AS runs,
        sum(count) AS calls, sum(wasted_tokens) AS wasted_tokens

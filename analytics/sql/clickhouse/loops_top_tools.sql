@@ -1,4 +1,4 @@
--- ctes: loop_rows=loops_core
+-- ctes: loop_rows=loops_derived
 -- ClickHouse variant of ../loops_top_tools.sql.
 SELECT tool,
        count() AS loops,
