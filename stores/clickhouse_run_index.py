@@ -136,16 +136,18 @@ def index_traces(con: ClickHouseConnection, trace_ids: Iterable[str]) -> int:
 
 def derive_runs(con: ClickHouseConnection, trace_ids: list[str]) -> None:
     """Store the per-run facts of ``trace_ids``: their loops (``loops_core.sql``) in
-    ``loopsight_run_loops`` and their tokens per step (``burn_steps.sql``) in ``loopsight_run_steps``.
+    ``loopsight_run_loops``, their tokens per step (``burn_steps.sql``) in ``loopsight_run_steps``
+    and their run members (``stalls_members.sql``) in ``loopsight_run_members``.
 
-    The loop and burn questions then read these rows (``loops_derived.sql``,
-    ``burn_steps_derived.sql``) instead of deriving them over every run in scope, as the
-    DuckDB writer keeps ``run_loops`` and ``run_steps``.
+    The loop, burn and stall questions then read these rows (``loops_derived.sql``,
+    ``burn_steps_derived.sql``, ``stalls_members_derived.sql``) instead of deriving them over
+    every run in scope, as the DuckDB writer keeps its derived tables.
     """
     from loopsight.analytics.sql import dialect_file
 
     statements = [f"INSERT INTO {table} " + dialect_file("clickhouse", name)
-                  for table, name in (("loopsight_run_loops", "loops_derive"), ("loopsight_run_steps", "steps_derive"))]
+                  for table, name in (("loopsight_run_loops", "loops_derive"), ("loopsight_run_steps", "steps_derive"),
+                                      ("loopsight_run_members", "stalls_derive"))]
     for start in range(0, len(trace_ids), 10_000):
         params = {"traces": trace_ids[start:start + 10_000], "since": None, "until": None, "agent": None, "service": None}
         for sql in statements:

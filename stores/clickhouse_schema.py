@@ -427,6 +427,26 @@ RUN_STEPS_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_run_steps (
 ORDER BY (trace_id, derived_at)"""
 
 
+RUN_MEMBERS_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_run_members (
+    trace_id String,
+    run_id String,
+    span_id String,
+    span_type LowCardinality(String),
+    ts DateTime64(6, 'UTC'),
+    end_time DateTime64(6, 'UTC'),
+    duration_ms Float64,
+    agent Nullable(String),
+    service String,
+    started_at DateTime64(6, 'UTC'),
+    run_end DateTime64(6, 'UTC'),
+    backoff_ms Float64,
+    what Nullable(String),
+    covered_until Nullable(DateTime64(6, 'UTC')),
+    derived_at DateTime64(6)
+) ENGINE = MergeTree
+ORDER BY (trace_id, derived_at)"""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One ordered step: its id, the statements it runs, and an optional backfill run after them."""
@@ -456,7 +476,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # adds loopsight_args_sketch (the other typed columns exist: ADD COLUMN IF NOT EXISTS)
     Migration("0008_args_sketch", typed_columns_ddl),
     Migration("0009_typed_spans", typed_spans_ddl),
-    Migration("0010_run_loops_and_steps", lambda o: [RUN_LOOPS_TABLE, RUN_STEPS_TABLE], _derive_all),
+    Migration("0010_run_facts", lambda o: [RUN_LOOPS_TABLE, RUN_STEPS_TABLE, RUN_MEMBERS_TABLE], _derive_all),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

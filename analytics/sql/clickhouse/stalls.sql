@@ -1,24 +1,7 @@
--- ClickHouse variant of ../stalls.sql (same rules, same columns and order).
-WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at, end_time
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
-),
-members AS (
-    SELECT s.TraceId AS trace_id, r.run_id AS run_id, s.SpanId AS span_id, s.span_type AS span_type, s.Timestamp AS ts,
-           s.end_time AS end_time, s.Duration / 1e6 AS duration_ms, r.agent AS agent, r.started_at AS started_at,
-           arraySum(arrayMap((n, a) -> if(n = 'retry', toFloat64OrZero(a['loopsight.backoff_ms']), 0.),
-                             s.`Events.Name`, s.`Events.Attributes`)) AS backoff_ms,
-           multiIf(s.span_type = 'tool', s.tool, s.span_type = 'llm', toNullable(s.SpanName), NULL) AS what
-    FROM typed_spans s
-    JOIN runs r ON s.TraceId = r.trace_id AND s.run_id = r.run_id
-    WHERE s.SpanId != s.run_id
-),
-timed AS (
+-- ctes: members=stalls_members_derived
+-- ClickHouse variant of ../stalls.sql (same rules, same columns and order). The run members
+-- (with each one's covered_until and its run's end) are kept per trace in loopsight_run_members.
+WITH timed AS (
     -- a call is judged on its own time: the backoff between attempts is reported as backoff
     SELECT *,
            count() OVER (PARTITION BY agent, span_type, what) AS n_agent,
@@ -42,22 +25,16 @@ backoff AS (
     FROM members
     WHERE span_type = 'tool' AND backoff_ms >= {min_backoff_ms:Float64}
 ),
-covered AS (
-    SELECT *,
-           max(toNullable(end_time)) OVER (PARTITION BY trace_id, run_id ORDER BY ts, span_id
-                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-    FROM members
-),
 gaps AS (
     SELECT trace_id, toNullable(run_id) AS run_id, span_id, 'idle_gap' AS kind, what AS tool,
            dateDiff('microsecond', coalesce(covered_until, started_at), ts) / 1e3 AS duration_ms,
            toNullable({min_gap_ms:Float64}) AS expected_ms, started_at
-    FROM covered
+    FROM members
     UNION ALL
-    SELECT r.trace_id, toNullable(r.run_id), r.run_id, 'idle_gap', CAST(NULL AS Nullable(String)),
-           dateDiff('microsecond', max(m.end_time), r.end_time) / 1e3, toNullable({min_gap_ms:Float64}), r.started_at
-    FROM runs r JOIN members m ON m.trace_id = r.trace_id AND m.run_id = r.run_id
-    GROUP BY r.trace_id, r.run_id, r.end_time, r.started_at
+    SELECT trace_id, toNullable(run_id), run_id, 'idle_gap', CAST(NULL AS Nullable(String)),
+           dateDiff('microsecond', max(end_time), any(run_end)) / 1e3, toNullable({min_gap_ms:Float64}), any(started_at)
+    FROM members
+    GROUP BY trace_id, run_id
 ),
 in_flight AS (
     SELECT TraceId AS trace_id, max(end_time) AS last_end, argMax(SpanId, end_time) AS span_id,
