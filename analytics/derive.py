@@ -37,6 +37,13 @@ _COLUMNS = (
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
 
+# The runs in scope with the columns the per-run tables repeat (the values run_facts holds for
+# them): joined instead of run_facts, which would be scanned whole for a handful of runs.
+_SCOPE_RUNS = (
+    '(SELECT "TraceId" AS trace_id, "SpanId" AS run_id, agent, "ServiceName" AS service, "Timestamp" AS started_at '
+    "FROM derive_scope WHERE span_type = 'agent' AND \"SpanId\" = run_id)"
+)
+
 
 def _shadowed(name: str) -> str:
     """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
@@ -51,7 +58,7 @@ def refresh(
     With ``since`` the scope is the traces of the registered relation ``touched`` (a
     ``TraceId`` column), reading spans that started at or after ``since``; without it every
     stored span (the backfill). ``tables`` limits the work to some of :data:`TABLES` (a
-    migration fills the tables it creates; ``run_growth`` needs ``run_facts`` filled).
+    migration fills the tables it creates).
     """
     # Every rule reads only spans that belong to a run: children whose run span has not
     # arrived yet are skipped until it does (then the whole trace is in scope again).
@@ -81,7 +88,7 @@ def refresh(
             loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
             con.execute(
                 "INSERT INTO run_loops BY NAME SELECT l.* EXCLUDE (agent, started_at), f.agent, f.service, f.started_at "
-                f"FROM ({_shadowed('loops_core')}) l JOIN run_facts f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
+                f"FROM ({_shadowed('loops_core')}) l JOIN {_SCOPE_RUNS} f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
                 loops,
             )
         if "run_steps" in tables or "run_growth" in tables:
@@ -89,13 +96,13 @@ def refresh(
         if "run_steps" in tables:
             con.execute(
                 "INSERT INTO run_steps BY NAME SELECT s.trace_id, s.run_id, f.agent, f.service, f.started_at, s.step, s.input_tokens "
-                "FROM derive_steps s JOIN run_facts f ON f.trace_id = s.trace_id AND f.run_id = s.run_id"
+                f"FROM derive_steps s JOIN {_SCOPE_RUNS} f ON f.trace_id = s.trace_id AND f.run_id = s.run_id"
             )
         if "run_growth" in tables:
             growth = compose("burn_growth", burn_steps="derive_steps")
             con.execute(
                 "INSERT INTO run_growth BY NAME SELECT g.* EXCLUDE (agent), f.agent, f.service, f.started_at "
-                f"FROM ({growth}) g JOIN run_facts f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
+                f"FROM ({growth}) g JOIN {_SCOPE_RUNS} f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
             )
         if "run_members" in tables:
             con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)

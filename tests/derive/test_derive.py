@@ -44,6 +44,11 @@ BURN_KEYS = ["agent", "runs", "growth_exponent", "superlinear", "tokens_per_succ
 LOOP_PARAMS = {**FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
 
 
+def _sums(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """run_growth rows with their float sums to 9 significant digits (the summation order differs)."""
+    return [{**r, **{k: f"{r[k]:.9g}" for k in ("sxx", "sxy", "syy")}} for r in found]
+
+
 def _sorted(found: list[dict[str, Any]], keys: list[str]) -> list[tuple[Any, ...]]:
     return sorted((tuple(str(r[k]) for k in keys) for r in found))
 
@@ -60,7 +65,7 @@ def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) 
         "run_facts": _sorted(facts, list(facts[0]) if facts else []),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
-        "run_growth": _sorted(growth, GROWTH),
+        "run_growth": _sorted(_sums(growth), GROWTH),
         "run_members": _sorted(members, MEMBERS),
     }
     if questions:
@@ -82,7 +87,7 @@ def derived(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str,
         "run_facts": _sorted(facts, expected_keys),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
-        "run_growth": _sorted(growth, GROWTH),
+        "run_growth": _sorted(_sums(growth), GROWTH),
         "run_members": _sorted(members, MEMBERS),
     }
     if questions:
