@@ -4,6 +4,12 @@ writer's derivation (``loopsight.analytics.derive.refresh``) on and off, alterna
     .venv/bin/python bench/bench_derive.py --runs 2000 --rounds 5
     .venv/bin/python bench/bench_derive.py --queries /tmp/a.duckdb   # old vs new SQL, same store
 
+With ``--refresh DB`` it times the writer's derivation of one commit's scope (the newest
+``--traces`` runs of DB), ``--before``'s ``analytics/derive.py`` against the current one,
+interleaved and rolled back each time.
+
+    .venv/bin/python bench/bench_derive.py --refresh /tmp/a.duckdb --before f0dc733 --traces 10 50 500
+
 With ``--queries DB`` it instead times the questions that now read the derived tables against
 their previous text (from git revision ``--before``, reading the spans), interleaved on the same
 store and checked to give the same answer.
@@ -116,6 +122,43 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
     con.close()
 
 
+def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> None:
+    import subprocess
+    import time
+    import types
+    from datetime import timedelta
+
+    import duckdb
+    import pyarrow as pa
+
+    from loopsight.analytics import derive
+
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{before}:analytics/derive.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    old = types.ModuleType("derive_before")
+    exec(compile(source, f"{before}:analytics/derive.py", "exec"), old.__dict__)
+    if '"ParentSpanId"' not in old._COLUMNS:
+        old._COLUMNS += ', "ParentSpanId"'  # the current derive_runs.sql reads it (nested model spans)
+    con = duckdb.connect(path)
+    since = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] - timedelta(hours=6)
+    print(f"| scope | {before} | current | ratio |\n|---|---:|---:|---:|")
+    for n in traces:
+        ids = [r[0] for r in con.execute("SELECT trace_id FROM run_facts ORDER BY started_at DESC LIMIT $n", {"n": n}).fetchall()]
+        con.register("touched", pa.table({"TraceId": ids}))
+        times: dict[str, list[float]] = {"before": [], "after": []}
+        for _ in range(repeat):
+            for side, module in (("before", old), ("after", derive)):
+                con.begin()
+                started = time.perf_counter()
+                module.refresh(con, since=since)
+                times[side].append(time.perf_counter() - started)
+                con.rollback()
+        b, a = statistics.median(times["before"]), statistics.median(times["after"])
+        print(f"| {n} traces | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {a / b:.2f} |")
+    con.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
@@ -125,7 +168,12 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="with --queries: just these questions (names as printed)")
+    parser.add_argument("--refresh", metavar="DB", help="time --before's derivation of a commit's scope against the current one")
+    parser.add_argument("--traces", type=int, nargs="*", default=[10, 50, 500], help="with --refresh: scope sizes")
     args = parser.parse_args()
+    if args.refresh:
+        compare_refresh(args.refresh, args.before, args.traces, max(args.repeat, 9))
+        return
     if args.queries:
         compare_queries(args.queries, args.before, args.repeat, args.only)
         return
