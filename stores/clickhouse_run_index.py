@@ -85,7 +85,14 @@ ARRAY JOIN arrayEnumerate(ids) AS i, runs_at AS run_at"""
 
 
 def resolve_select(table: str, where: str) -> str:
-    """The SELECT behind the index: ``TraceId, SpanId, run_id, step`` of the spans of ``table`` matching ``where``."""
+    """The SELECT behind the index: ``TraceId, SpanId, run_id, step`` of the spans of ``table`` matching ``where``.
+
+    ``step`` is derived, as the DuckDB writer's ``DERIVE_STEPS_SQL`` does, only for model and
+    tool calls without one: a model call's step is its rank among the run's model calls, a
+    tool call's that of the last model call begun before it. An llm span under llm spans
+    (another instrumentation's chat span inside our model call) is part of that call: it takes
+    the step of its top-most llm ancestor and is not ranked itself.
+    """
     return f"""WITH picked AS (
     SELECT TraceId, SpanId, any(ParentSpanId) AS ParentSpanId, any(loopsight_span_type) AS span_type,
            any(loopsight_step) AS step, min(Timestamp) AS ts
@@ -94,25 +101,52 @@ def resolve_select(table: str, where: str) -> str:
 ),
 resolved AS (
 {runs_select("picked")}),
+tops AS (
+    -- each llm span's top-most llm ancestor through llm parents (itself when its parent is not an llm span)
+    SELECT TraceId, ids[i] AS SpanId, ids[top_at] AS top_id
+    FROM (
+        SELECT TraceId, ids, llm,
+               arrayMap(i -> arrayFold((acc, hop) -> if(parent_at[acc] != 0 AND llm[parent_at[acc]], parent_at[acc], acc),
+                                       range(64), toUInt64(i)), arrayEnumerate(ids)) AS tops_at
+        FROM (
+            SELECT TraceId, groupArray(SpanId) AS ids, groupArray(span_type = 'llm') AS llm,
+                   arrayMap(p -> toUInt64(indexOf(ids, p)), groupArray(ParentSpanId)) AS parent_at
+            FROM picked
+            WHERE TraceId IN (SELECT TraceId FROM picked WHERE span_type IN ('llm', 'tool') AND step IS NULL)
+            GROUP BY TraceId
+        )
+    )
+    ARRAY JOIN arrayEnumerate(ids) AS i, tops_at AS top_at
+    WHERE llm[i]
+),
 calls AS (
-    SELECT r.TraceId AS TraceId, r.SpanId AS SpanId, assumeNotNull(r.run_id) AS run_id, p.span_type AS span_type, p.ts AS ts
+    SELECT r.TraceId AS TraceId, r.SpanId AS SpanId, assumeNotNull(r.run_id) AS run_id, p.span_type AS span_type, p.ts AS ts,
+           p.step AS step
     FROM resolved r JOIN picked p ON p.TraceId = r.TraceId AND p.SpanId = r.SpanId
     WHERE p.span_type IN ('llm', 'tool') AND r.run_id IS NOT NULL
       AND r.TraceId IN (SELECT TraceId FROM picked WHERE span_type IN ('llm', 'tool') AND step IS NULL)
 ),
 llm AS (
-    SELECT TraceId, SpanId, run_id, ts, toInt64(row_number() OVER (PARTITION BY TraceId, run_id ORDER BY ts, SpanId) - 1) AS n
-    FROM calls WHERE span_type = 'llm'
+    SELECT c.TraceId AS TraceId, c.SpanId AS SpanId, c.run_id AS run_id, c.ts AS ts, c.step AS step,
+           toInt64(row_number() OVER (PARTITION BY c.TraceId, c.run_id ORDER BY c.ts, c.SpanId) - 1) AS n
+    FROM calls c JOIN tops t ON t.TraceId = c.TraceId AND t.SpanId = c.SpanId
+    WHERE c.span_type = 'llm' AND t.top_id = c.SpanId
 ),
 numbered AS (
     SELECT TraceId, SpanId, n AS step FROM llm
+    UNION ALL
+    SELECT t.TraceId, t.SpanId, coalesce(l.step, l.n)
+    FROM tops t JOIN llm l ON l.TraceId = t.TraceId AND l.SpanId = t.top_id
+    WHERE t.top_id != t.SpanId
     UNION ALL
     SELECT c.TraceId, c.SpanId, coalesce(l.n, toInt64(0))
     FROM (SELECT * FROM calls WHERE span_type = 'tool') c
     ASOF LEFT JOIN llm l ON c.TraceId = l.TraceId AND c.run_id = l.run_id AND c.ts >= l.ts
 )
-SELECT r.TraceId, r.SpanId, r.run_id, n.step
-FROM resolved r LEFT JOIN numbered n ON n.TraceId = r.TraceId AND n.SpanId = r.SpanId
+SELECT r.TraceId, r.SpanId, r.run_id, if(p.step IS NULL, n.step, NULL)
+FROM resolved r
+JOIN picked p ON p.TraceId = r.TraceId AND p.SpanId = r.SpanId
+LEFT JOIN numbered n ON n.TraceId = r.TraceId AND n.SpanId = r.SpanId
 SETTINGS join_use_nulls = 1"""
 
 

@@ -442,6 +442,7 @@ RUN_MEMBERS_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_run_members (
     backoff_ms Float64,
     what Nullable(String),
     covered_until Nullable(DateTime64(6, 'UTC')),
+    nested Bool,
     derived_at DateTime64(6)
 ) ENGINE = MergeTree
 ORDER BY (trace_id, derived_at)"""

@@ -1,4 +1,6 @@
--- ClickHouse variant of ../runs.sql (same columns, same order, same rules).
+-- ClickHouse variant of ../runs.sql (same columns, same order, same rules). An llm span whose
+-- parent is an llm span (another instrumentation's chat span inside our model call) is part of
+-- that call, not a call of its own.
 WITH picked AS (
     SELECT r.TraceId AS TraceId, r.SpanId AS SpanId, r.run_id AS run_id, r.agent AS agent, r.ServiceName AS ServiceName,
            r.Timestamp AS Timestamp, r.Duration AS Duration, r.StatusCode AS StatusCode, r.termination_reason AS termination_reason
@@ -28,7 +30,9 @@ WITH picked AS (
 agg AS (
     SELECT s.TraceId AS TraceId, s.run_id AS run_id,
            uniqExactIf(s.step, s.span_type IN ('llm', 'tool')) AS steps,
-           countIf(s.span_type = 'llm') AS llm_calls,
+           countIf(s.span_type = 'llm' AND (s.TraceId, s.ParentSpanId) NOT IN (
+               SELECT TraceId, SpanId FROM typed_spans
+               WHERE span_type = 'llm' AND (TraceId, run_id) IN (SELECT TraceId, run_id FROM picked))) AS llm_calls,
            countIf(s.span_type = 'tool') AS tool_calls,
            countIf(s.span_type = 'tool' AND s.StatusCode = 'Error') AS tool_errors,
            sumIf(greatest(ifNull(s.attempts, 1) - 1, 0), s.span_type = 'tool') AS retries,

@@ -8,7 +8,7 @@ WITH timed AS (
            quantileExactInclusive(0.95)(own_ms) OVER (PARTITION BY agent, span_type, what) AS p95_agent,
            count() OVER (PARTITION BY span_type, what) AS n_all,
            quantileExactInclusive(0.95)(own_ms) OVER (PARTITION BY span_type, what) AS p95_all
-    FROM (SELECT *, greatest(duration_ms - backoff_ms, 0.) AS own_ms FROM members WHERE span_type IN ('tool', 'llm'))
+    FROM (SELECT *, greatest(duration_ms - backoff_ms, 0.) AS own_ms FROM members WHERE span_type IN ('tool', 'llm') AND NOT nested)
 ),
 slow AS (
     SELECT trace_id, toNullable(run_id) AS run_id, span_id, 'slow_call' AS kind, what AS tool, own_ms AS duration_ms,

@@ -1,6 +1,8 @@
 -- The members of the runs of the traces {traces} (every span of a run but its run span), with
 -- what stalls.sql judges per run: own backoff, the end of everything begun before (covered_until)
--- and the run's end. Kept per trace in loopsight_run_members (stalls_derive.sql).
+-- and the run's end. Kept per trace in loopsight_run_members (stalls_derive.sql). An llm span whose
+-- parent is an llm span (another instrumentation's chat span inside our model call) is part of
+-- that call (nested): it is not judged as a call of its own.
 WITH runs AS (
     SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at, end_time
     FROM typed_spans
@@ -12,6 +14,8 @@ SELECT s.TraceId AS trace_id, r.run_id AS run_id, s.SpanId AS span_id, s.span_ty
        arraySum(arrayMap((n, a) -> if(n = 'retry', toFloat64OrZero(a['loopsight.backoff_ms']), 0.),
                          s.`Events.Name`, s.`Events.Attributes`)) AS backoff_ms,
        multiIf(s.span_type = 'tool', s.tool, s.span_type = 'llm', toNullable(s.SpanName), NULL) AS what,
+       s.span_type = 'llm' AND (s.TraceId, s.ParentSpanId) IN (
+           SELECT TraceId, SpanId FROM typed_spans WHERE span_type = 'llm' AND TraceId IN {traces:Array(String)}) AS nested,
        max(toNullable(s.end_time)) OVER (PARTITION BY s.TraceId, r.run_id ORDER BY s.Timestamp, s.SpanId
                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
 FROM typed_spans s

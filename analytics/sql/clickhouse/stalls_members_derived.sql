@@ -1,6 +1,6 @@
 -- The run members (columns of stalls_members.sql) of the runs in scope, from
 -- loopsight_run_members: each trace's newest derivation only.
-SELECT trace_id, run_id, span_id, span_type, ts, end_time, duration_ms, agent, started_at, run_end, backoff_ms, what, covered_until
+SELECT trace_id, run_id, span_id, span_type, ts, end_time, duration_ms, agent, started_at, run_end, backoff_ms, what, covered_until, nested
 FROM loopsight_run_members
 WHERE span_id != ''
   AND (trace_id, derived_at) IN (SELECT trace_id, max(derived_at) FROM loopsight_run_members GROUP BY trace_id)

@@ -1,9 +1,11 @@
--- ClickHouse variant of ../trace_steps.sql: per run and step of one trace.
+-- ClickHouse variant of ../trace_steps.sql: per run and step of one trace. An llm span whose
+-- parent is an llm span is part of that model call, not a call of its own.
 SELECT run_id,
        step,
        min(Timestamp) AS started_at,
        (toUnixTimestamp64Micro(max(end_time)) - toUnixTimestamp64Micro(min(Timestamp))) / 1e3 AS duration_ms,
-       countIf(span_type = 'llm') AS llm_calls,
+       countIf(span_type = 'llm' AND (TraceId, ParentSpanId) NOT IN (
+           SELECT TraceId, SpanId FROM typed_spans WHERE TraceId = {trace_id:String} AND span_type = 'llm')) AS llm_calls,
        countIf(span_type = 'tool') AS tool_calls,
        countIf(span_type = 'tool' AND StatusCode = 'Error') AS tool_errors,
        sumIf(greatest(ifNull(attempts, 1) - 1, 0), span_type = 'tool') AS retries,

@@ -1,0 +1,93 @@
+"""An llm span nested under an llm span counts and is numbered the same on ClickHouse as on DuckDB.
+
+The official openai-v2 instrumentor opens its ``chat`` span inside our ``@loopsight.llm``
+span: one model call per turn, the nested span takes its parent's step, stalls do not judge
+it. One run whose producer gives steps, one whose producer gives none (steps derived).
+Real OTel SDK spans; DuckDB through loopsight's ingest, ClickHouse as the exporter writes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from loopsight import analytics
+from loopsight.collector.pipeline import ingest_request, spans_to_request
+from loopsight.collector.store import Store
+from loopsight.stores.clickhouse_run_index import index_new_spans
+from loopsight.stores.otel_rows import request_to_otel_traces
+
+from .test_parity import _same
+
+T0 = 1_767_000_000_000_000_000
+MS = 1_000_000
+TURNS = 3
+
+
+def _spans() -> list[Any]:
+    """Two runs of invoke_agent > [our chat > their chat (tokens), execute_tool] x TURNS; the last turn nests twice."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("nested-test")
+    now = [T0]
+
+    def tick() -> int:
+        now[0] += 10 * MS
+        return now[0]
+
+    def span(name: str, attrs: dict[str, Any]) -> Any:
+        return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
+
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
+    for agent, numbered in (("helper", True), ("unnumbered", False)):
+        with span(f"invoke_agent {agent}", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}) as run:
+            for step in range(TURNS):
+                ours_attrs = {**chat, "loopsight.step": step} if numbered else chat
+                with span("chat gpt-4o-mini", ours_attrs) as ours:
+                    usage = {"gen_ai.usage.input_tokens": 100 * (step + 1), "gen_ai.usage.output_tokens": 7}
+                    with span("chat gpt-4o-mini", {**chat, **usage}) as theirs:
+                        if step == TURNS - 1:
+                            with span("chat gpt-4o-mini", chat) as deeper:
+                                deeper.end(end_time=tick())
+                        theirs.end(end_time=tick())
+                    ours.end(end_time=tick())
+                tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+                with span("execute_tool search", {**tool_attrs, "loopsight.step": step} if numbered else tool_attrs) as tool:
+                    tool.end(end_time=tick())
+            run.end(end_time=tick())
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def test_nested_model_calls_are_the_same_on_both_stores(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
+    request = spans_to_request(_spans())
+    store = Store.open(str(tmp_path / "nested.duckdb"))
+    try:
+        ingest_request(store, request)
+        duck = store.reader()
+        clickhouse = new_clickhouse()
+        clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
+        index_new_spans(clickhouse)
+
+        runs = analytics.list_runs(duck)
+        assert [(r["agent"], r["steps"], r["llm_calls"], r["tool_calls"]) for r in runs] == [
+            ("unnumbered", TURNS, TURNS, TURNS), ("helper", TURNS, TURNS, TURNS)]
+        assert _same(analytics.list_runs(clickhouse)) == _same(runs)
+        for run in runs:
+            expected = analytics.trace_detail(duck, run["trace_id"])["steps"]
+            assert [s["llm_calls"] for s in expected] == [1] * TURNS
+            assert _same(analytics.trace_detail(clickhouse, run["trace_id"])["steps"]) == _same(expected)
+        steps = "SELECT SpanId, step FROM spans WHERE span_type IN ('llm', 'tool') ORDER BY SpanId"
+        assert clickhouse.execute(steps).fetchall() == duck.execute(steps).fetchall()
+        now = datetime(2026, 1, 1)
+        judged = dict(min_samples=1, min_gap_ms=1, stuck_after_seconds=60, now=now)
+        assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(map(repr, _same(analytics.stalls(duck, **judged))))
+        duck.close()
+    finally:
+        store.close()
