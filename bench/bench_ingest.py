@@ -2,12 +2,15 @@
 latency with a million spans, and the same load into Arize Phoenix.
 
     .venv/bin/python bench/bench_ingest.py                      # throughput, 3 alternating rounds
+    .venv/bin/python bench/bench_ingest.py --workers 2 16       # end-to-end with 2 and with 16 senders
     .venv/bin/python bench/bench_ingest.py --million            # + RSS during 1M spans, API latency
     .venv/bin/python bench/bench_ingest.py --phoenix /tmp/phoenixvenv   # + Phoenix on the same load
 
 Load: ``/work/shared/tools/otlp_load.py`` (synthetic agent runs, ~512 spans per protobuf
-request, 2 sender threads, 503s retried). "Committed" means counted by the collector's
-``loopsight_spans_stored_total`` (spans in the DuckDB file), not acknowledged.
+request, closed-loop sender threads (``--workers``, one end-to-end figure per count: a
+sender waits for its answer before sending again, like an SDK exporter), 503s retried).
+"Committed" means counted by the collector's ``loopsight_spans_stored_total`` (spans in the
+DuckDB file), not acknowledged; spans per commit come from ``loopsight_commit_seconds_count``.
 In-process = decode + normalize + Arrow + the same Store (group commit, dedup, run
 resolution), no HTTP. Prints one JSON object with medians and ratios.
 """
@@ -97,9 +100,12 @@ class Collector:
                 time.sleep(0.1)
         raise RuntimeError("collector did not start")
 
-    def stored(self) -> int:
+    def metric(self, name: str) -> int:
         text = httpx.get(self.url + "/metrics", timeout=30).text
-        return int(next(line for line in text.splitlines() if line.startswith("loopsight_spans_stored_total")).split()[-1])
+        return int(float(next(line for line in text.splitlines() if line.startswith(name + " ")).split()[-1]))
+
+    def stored(self) -> int:
+        return self.metric("loopsight_spans_stored_total")
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -113,7 +119,8 @@ class Collector:
         self.log.close()
 
 
-def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: int) -> float:
+def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: int) -> tuple[float, float]:
+    """Committed spans per second through OTLP/HTTP, and the mean spans per commit."""
     collector = Collector(workdir)
     try:
         started = time.perf_counter()
@@ -122,7 +129,7 @@ def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: 
             time.sleep(0.02)
         elapsed = time.perf_counter() - started
         assert set(codes) <= {200, 503}, codes
-        return total / elapsed
+        return total / elapsed, total / max(collector.metric("loopsight_commit_seconds_count"), 1)
     finally:
         collector.stop()
 
@@ -236,7 +243,7 @@ def main() -> None:
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
     parser.add_argument("--runs", type=int, default=2000, help="agent runs per throughput round (~13 spans each)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="sender threads; one end-to-end figure per count")
     parser.add_argument("--million", action="store_true", help="also stream ~1M spans: RSS and API latency")
     parser.add_argument("--million-runs", type=int, default=77_000)
     parser.add_argument("--phoenix", metavar="VENV", help="also load Arize Phoenix installed in VENV")
@@ -248,20 +255,30 @@ def main() -> None:
     result: dict = {"spans_per_round": total, "requests_per_round": len(requests), "cpus": os.cpu_count(),
                     "loadavg_start": os.getloadavg()[0]}
     try:
-        inproc, e2e = [], []
+        inproc: list[float] = []
+        e2e: dict[int, list[float]] = {w: [] for w in args.workers}
+        per_commit: dict[int, list[float]] = {w: [] for w in args.workers}
         for _ in range(args.rounds):  # alternate so both see the same machine noise
             inproc.append(in_process(requests, total, workdir))
-            e2e.append(end_to_end(tool, requests, total, workdir, args.workers))
+            for workers in args.workers:
+                rate, spans_per_commit = end_to_end(tool, requests, total, workdir, workers)
+                e2e[workers].append(rate)
+                per_commit[workers].append(spans_per_commit)
         result["in_process_spans_per_s"] = [round(x) for x in inproc]
-        result["end_to_end_spans_per_s"] = [round(x) for x in e2e]
         result["in_process_median"] = round(statistics.median(inproc))
-        result["end_to_end_median"] = round(statistics.median(e2e))
-        result["ratio_end_to_end_over_in_process"] = round(statistics.median(e2e) / statistics.median(inproc), 2)
+        result["end_to_end"] = {
+            str(w): {"spans_per_s": [round(x) for x in e2e[w]], "median": round(statistics.median(e2e[w])),
+                     "spans_per_commit": round(statistics.median(per_commit[w])),
+                     "ratio_over_in_process": round(statistics.median(e2e[w]) / statistics.median(inproc), 2)}
+            for w in args.workers
+        }
+        result["end_to_end_median"] = result["end_to_end"][str(args.workers[0])]["median"]
+        result["ratio_end_to_end_over_in_process"] = result["end_to_end"][str(args.workers[0])]["ratio_over_in_process"]
         if args.phoenix:
-            result["phoenix"] = phoenix(args.phoenix, tool, requests, total, workdir, args.workers)
+            result["phoenix"] = phoenix(args.phoenix, tool, requests, total, workdir, args.workers[0])
             result["loopsight_over_phoenix_committed"] = round(result["end_to_end_median"] / max(result["phoenix"]["committed_spans_per_s"], 1), 1)
         if args.million:
-            result["million"] = million(tool, args.million_runs, workdir, args.workers)
+            result["million"] = million(tool, args.million_runs, workdir, args.workers[-1])
         result["loadavg_end"] = os.getloadavg()[0]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

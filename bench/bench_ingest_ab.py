@@ -36,11 +36,12 @@ def baseline_tree(revision: str, files: list[str]) -> Path:
     return tree
 
 
-def one_round(runs: int, pythonpath: str | None) -> dict:
+def one_round(runs: int, pythonpath: str | None, workers: int) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_ingest.py"), "--rounds", "1", "--runs", str(runs)],
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_ingest.py"), "--rounds", "1", "--runs", str(runs),
+                          "--workers", str(workers)],
                          cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -51,18 +52,20 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", default=["collector/normalize.py", "collector/batch.py"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2, help="closed-loop sender threads end to end")
     args = parser.parse_args()
     tree = baseline_tree(args.baseline, args.files)
     figures: dict[str, dict[str, list[int]]] = {side: {"in_process": [], "end_to_end": []} for side in ("before", "after")}
     try:
         for _ in range(args.rounds):
             for side, path in (("before", str(tree)), ("after", None)):
-                result = one_round(args.runs, path)
+                result = one_round(args.runs, path, args.workers)
                 figures[side]["in_process"].append(result["in_process_median"])
                 figures[side]["end_to_end"].append(result["end_to_end_median"])
     finally:
         shutil.rmtree(tree, ignore_errors=True)
-    summary: dict = {"baseline": args.baseline, "files": args.files, "rounds": args.rounds, "figures": figures}
+    summary: dict = {"baseline": args.baseline, "files": args.files, "rounds": args.rounds, "workers": args.workers,
+                     "figures": figures}
     for side in ("before", "after"):
         for kind in ("in_process", "end_to_end"):
             summary[f"{side}_{kind}_median"] = round(statistics.median(figures[side][kind]))
