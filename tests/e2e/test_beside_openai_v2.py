@@ -70,9 +70,13 @@ def test_official_chat_spans_nest_under_ours_and_tokens_count_once(collector_ser
     assert len(runs) == 1
     run = runs[0]
     assert (run["input_tokens"], run["output_tokens"]) == (42 + 61, 12 + 9)  # the fake server's usage, once
+    assert (run["llm_calls"], run["steps"]) == (2, 2)  # the nested chat span is not a model call of its own
     spans = httpx.get(f"{collector_server.url}/api/v1/runs/{run['trace_id']}").json()["spans"]
     ours = [s for s in spans if s["kind"] == "llm" and s["attributes"].get("loopsight.step") is not None]
     theirs = [s for s in spans if s["kind"] == "llm" and s["attributes"].get("loopsight.step") is None]
     assert len(ours) == 2 and len(theirs) == 2
     assert {s["parent_span_id"] for s in theirs} == {s["span_id"] for s in ours}
     assert all(s["attributes"].get("loopsight.usage.in_child") == "true" for s in ours)
+    step_of = {s["span_id"]: s["step"] for s in ours}
+    assert sorted(step_of.values()) == [0, 1]
+    assert all(s["step"] == step_of[s["parent_span_id"]] for s in theirs)
