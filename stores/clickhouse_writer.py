@@ -2,9 +2,10 @@
 
 Requests hand the normalized Arrow batch to :meth:`ClickHouseWriter.submit`; one writer
 thread groups queued batches and inserts them into ``otel_traces`` as one columnar Arrow
-insert, then resolves every future. The ``spans`` view derives the typed columns, so
+insert, resolves every future, then indexes the batch's traces (run index, typed spans,
+per-run tables). The ``spans`` view derives the typed columns, so
 spans written here and spans written by the OpenTelemetry Collector's exporter read the same;
-the writer resolves the run of every trace it wrote into the run index right after the insert.
+the writer indexes every trace it wrote right after acknowledging the insert.
 
 Example:
     >>> writer = ClickHouseWriter.open(parse_store_url("chdb:///tmp/loopsight-doc-ch"))  # doctest: +SKIP
@@ -100,11 +101,28 @@ class ClickHouseWriter:
         self._thread.join()
         self._con.close()
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every batch submitted so far is inserted and indexed; False on timeout.
+
+        Example:
+            >>> writer.submit(table).result(); writer.drain()  # doctest: +SKIP
+            True
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(left)
+        return True
+
     def _run(self) -> None:
         stop = False
         while not stop:
             first = self._queue.get()
             if first is None:
+                self._queue.task_done()
                 break
             batch = [first]
             rows = first.table.num_rows
@@ -114,11 +132,16 @@ class ClickHouseWriter:
                 except queue.Empty:
                     break
                 if item is None:
+                    self._queue.task_done()
                     stop = True
                     break
                 batch.append(item)
                 rows += item.table.num_rows
-            self._insert(batch)
+            try:
+                self._insert(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
 
     def _insert(self, batch: list[_Pending]) -> None:
         with self._rows_lock:
@@ -127,7 +150,6 @@ class ClickHouseWriter:
         try:
             incoming = batch_to_otel_traces(pa.concat_tables([p.table for p in batch]))
             self._con.insert_arrow(self._table, incoming)
-            index_traces(self._con, incoming.column("TraceId").unique().to_pylist())
         except Exception as exc:  # the batch fails as a whole; each request hears why
             log.error("insert of %d batches into ClickHouse failed: %s", len(batch), exc)
             for pending in batch:
@@ -139,3 +161,9 @@ class ClickHouseWriter:
         del self.stats.commit_seconds[:-1024]
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
+        # The spans are stored: acknowledge first, then index them (derived data; a failed pass
+        # is redone by the readers' indexer, which picks up spans missing from the index).
+        try:
+            index_traces(self._con, incoming.column("TraceId").unique().to_pylist())
+        except Exception as exc:
+            log.error("indexing %d new spans in ClickHouse failed (the indexer retries): %s", incoming.num_rows, exc)

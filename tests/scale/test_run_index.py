@@ -24,6 +24,7 @@ def test_writer_indexes_the_traces_it_writes(new_clickhouse: Callable[[], Any], 
     try:
         table = prepare(fixture_request).table
         assert writer.submit(table).result(timeout=60) == table.num_rows
+        assert writer.drain(timeout=120)  # acknowledged once stored; indexed right after
         assert _indexed(con) == table.num_rows
         runs = con.execute("SELECT count() FROM spans WHERE span_type = 'agent' AND SpanId = run_id").fetchall()[0][0]
         assert runs == 18

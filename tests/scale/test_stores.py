@@ -47,6 +47,7 @@ def test_collector_batches_written_to_clickhouse_read_like_duckdb(
         half = table.num_rows // 2
         futures = [writer.submit(table.slice(0, half)), writer.submit(table.slice(half))]
         assert sum(f.result(timeout=60) for f in futures) == table.num_rows
+        assert writer.drain(timeout=120)
         reader = writer.reader()
         assert reader.execute("SELECT count() FROM otel_traces").fetchall() == [(table.num_rows,)]
         assert list_runs(reader, limit=100) == list_runs(duck, limit=100)
