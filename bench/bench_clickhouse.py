@@ -5,13 +5,16 @@ fresh ids and times), once with only the exporter's DDL and once with loopsight'
 materialized columns, then measures insert rate per CPU-second, compressed bytes per
 span, each analytics question's time, and which indexes the queries use.
 
-Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 2400] [--before]`` (84 spans per copy);
-``--before`` also times the questions with ``run_id`` resolved inside the view (round one).
+Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 900] [--before]`` (111 spans per copy);
+``--before`` also times, interleaved with the current SQL, the same questions computed per
+query as before the per-run tables: every run's loops, steps and members derived in the query,
+from the ``spans`` view (``otel_traces`` joined with the run index), not ``typed_spans``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -36,8 +39,10 @@ from loopsight.analytics.terminations import terminations  # noqa: E402
 from loopsight.analytics.tools import tool_stats  # noqa: E402
 from loopsight.collector.pipeline import spans_to_request  # noqa: E402
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
-from loopsight.stores.clickhouse_run_index import index_new_spans, runs_select  # noqa: E402
-from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, spans_view_sql, upgrade  # noqa: E402
+from loopsight.stores import clickhouse_run_index  # noqa: E402
+from loopsight.stores.clickhouse_run_index import index_new_spans  # noqa: E402
+from loopsight.analytics import sql as analytics_sql  # noqa: E402
+from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade  # noqa: E402
 from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
 
 
@@ -86,11 +91,40 @@ def bytes_per_span(con: ClickHouseConnection, spans: int, like: str = "%") -> fl
     return total / spans
 
 
+_DERIVED = {"loops_derived": "loops_core", "burn_steps_derived": "burn_steps", "stalls_members_derived": "stalls_members"}
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class per_query:
+    """While active, the ClickHouse questions run as they did before the per-run tables."""
+
+    def __enter__(self) -> None:
+        self._file = analytics_sql.dialect_file
+
+        def before(dialect: str, name: str) -> str:
+            text = self._file(dialect, name)
+            for derived, source in _DERIVED.items():
+                text = text.replace(analytics_sql.load(f"clickhouse/{derived}"), analytics_sql.load(f"clickhouse/{source}"))
+            return re.sub(r"\b(\w+\.)?TraceId IN \{traces:Array\(String\)\}", "1", text.replace("FROM typed_spans", "FROM spans"))
+
+        analytics_sql.dialect_file = before
+
+    def __exit__(self, *exc: object) -> None:
+        analytics_sql.dialect_file = self._file
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, default=2400)
+    parser.add_argument("--copies", type=int, default=900)
     parser.add_argument("--batch-copies", type=int, default=240)
-    parser.add_argument("--before", action="store_true", help="also time the round-one view that resolves runs per query")
+    parser.add_argument("--before", action="store_true", help="also time the questions derived per query (before the per-run tables)")
     args = parser.parse_args()
     base = request_to_otel_traces(spans_to_request(build()))
     spans = base.num_rows * args.copies
@@ -122,6 +156,8 @@ def main() -> None:
     traces = index_new_spans(con)
     print(f"run index, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms")
     spans += extra.num_rows
+    # Time the questions alone: no indexer pass (analytics.sql refreshes at most every 5 s) while timing.
+    clickhouse_run_index._LAST[id(con._engine)] = time.monotonic() + 1e9
 
     since = datetime(2025, 3, 1, 9, 0)
     until = since + timedelta(seconds=args.copies + 3 * 2400)
@@ -139,26 +175,24 @@ def main() -> None:
         "count(*) FROM spans (view)": lambda: con.execute("SELECT count() FROM spans").fetchall(),
         "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute("SELECT sum(Duration) FROM otel_traces").fetchall(),
     }
-    indexed_view = spans_view_sql()
-    # Round one: the same parent walk, over the whole table, inside the view (no derived steps).
-    whole = "(SELECT TraceId, SpanId, ParentSpanId, loopsight_span_type AS span_type FROM otel_traces)"
-    inline_view = indexed_view.replace(
-        "SELECT TraceId, SpanId, run_id, step FROM loopsight_run_index FINAL",
-        f"SELECT *, CAST(NULL AS Nullable(Int64)) AS step FROM ({runs_select(whole)})",
-    )
-    variants = [("run index", indexed_view)] + ([("resolved in the view (round one)", inline_view)] if args.before else [])
-    for label, view in variants:
-        con.command(view)
-        for name, fn in questions.items():
-            print(f"[{label}] query {name}: {timed(fn) * 1000:,.0f} ms (median of 3)")
-    con.command(indexed_view)
+    timings: dict[tuple[str, str], list[float]] = {}
+    variants = [("current", lambda: None)] + ([("per query (before)", per_query)] if args.before else [])
+    for _ in range(3):
+        for label, switch in variants:
+            with switch() or _nothing():
+                for name, fn in questions.items():
+                    timings.setdefault((name, label), []).append(timed(fn, 1))
+    for (name, label), values in timings.items():
+        print(f"[{label}] query {name}: {statistics.median(values) * 1000:,.0f} ms (median of 3)")
 
-    explain = con.execute(
-        "EXPLAIN indexes = 1 SELECT count() FROM otel_traces WHERE TraceId = {t:String}", {"t": trace_id}
-    ).fetchall()
-    print("EXPLAIN indexes=1 (trace lookup on otel_traces):")
-    for (line,) in explain:
-        print("   ", line)
+    for label, sql in [
+        ("trace lookup on otel_traces", "SELECT count() FROM otel_traces WHERE TraceId = {t:String}"),
+        ("a trace's typed spans, as the per-run derivation reads them", "SELECT count() FROM typed_spans WHERE TraceId IN [{t:String}]"),
+        ("a trace's loop rows", "SELECT count() FROM loopsight_run_loops WHERE trace_id = {t:String}"),
+    ]:
+        print(f"EXPLAIN indexes=1 ({label}):")
+        for (line,) in con.execute("EXPLAIN indexes = 1 " + sql, {"t": trace_id}).fetchall():
+            print("   ", line)
 
 
 if __name__ == "__main__":
