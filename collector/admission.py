@@ -13,7 +13,7 @@ when nothing else is in flight, so a body larger than the byte budget still gets
 
 ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` (default 32) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` (memory
 held by requests in flight; default: the in-flight part of the collector's memory budget,
-:mod:`~loopsight.collector.memory`, 64 MiB of the default 384 MiB) set the budget.
+:mod:`~loopsight.collector.memory`, 32 MiB of the default 400 MiB) set the budget.
 
 Example:
     >>> budget = Admission(max_requests=2, max_bytes=1000, expansion=2)

@@ -1,25 +1,30 @@
 """One memory budget for the collector process, split between DuckDB and the requests in flight.
 
 The collector's resident memory is the process itself (interpreter, pyarrow, DuckDB, gRPC and
-the open database: about 190 MiB idle, :data:`PROCESS_RESERVE` with the slack measured under
-load), DuckDB's buffer pool (its ``memory_limit``) and the export requests in flight (bodies,
-their decoded protobuf and Arrow tables waiting for the writer, bounded by
-:class:`~loopsight.collector.admission.Admission`). ``--memory-budget`` /
-``LOOPSIGHT_MEMORY_BUDGET`` (default :data:`DEFAULT_BUDGET`) gives the whole figure; what is left
-after the reserve goes 60 % to DuckDB and 40 % to requests in flight. ``LOOPSIGHT_MEMORY_LIMIT``
-(DuckDB) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` still set their part directly when given.
+the open database: about 190 MiB idle, 267 MiB at the peak of a 2x overload besides DuckDB's
+pool and the requests in flight, hence :data:`PROCESS_RESERVE`), DuckDB's buffer pool (its
+``memory_limit``) and the export requests in flight (bodies, their decoded protobuf and Arrow
+tables waiting for the writer, bounded by :class:`~loopsight.collector.admission.Admission`).
+``--memory-budget`` / ``LOOPSIGHT_MEMORY_BUDGET`` (default :data:`DEFAULT_BUDGET`) gives the
+whole figure; what is left after the reserve goes 75 % to DuckDB and 25 % to requests in
+flight. DuckDB needs at least :data:`MIN_DUCKDB`: with 61–67 MiB its group commits failed with
+"Out of Memory" under a 2x overload (answered 503 and retried, but catch-up took 3x longer),
+with 96 MiB they did not. ``LOOPSIGHT_MEMORY_LIMIT`` (DuckDB) and
+``LOOPSIGHT_MAX_INFLIGHT_BYTES`` still set their part directly when given.
 
 Sizes take ``B``, ``KB``/``KiB``, ``MB``/``MiB``, ``GB``/``GiB``, all binary (1 MB = 2**20 bytes,
 the unit ``ps`` and ``/proc`` report RSS in).
 
 Example:
-    >>> budget = MemoryBudget.parse("384MB")
+    >>> budget = MemoryBudget.parse("400MB")
     >>> budget.duckdb_limit, budget.inflight_bytes // 2**20
-    ('96MiB', 64)
-    >>> MemoryBudget.parse("200MB")
+    ('96MiB', 32)
+    >>> MemoryBudget.parse("512MB").duckdb_limit
+    '180MiB'
+    >>> MemoryBudget.parse("300MB")
     Traceback (most recent call last):
     ...
-    ValueError: 200MB is too small: the collector needs 224 MiB for itself plus at least 64 MiB
+    ValueError: 300MB is too small: the collector needs 272 MiB for itself and 96 MiB for DuckDB (at least 400MB in all)
 """
 
 from __future__ import annotations
@@ -30,10 +35,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 MIB = 2**20
-DEFAULT_BUDGET = "384MB"
-PROCESS_RESERVE = 224 * MIB
-MIN_WORKING = 64 * MIB
-DUCKDB_SHARE = 0.6
+DEFAULT_BUDGET = "400MB"
+PROCESS_RESERVE = 272 * MIB
+MIN_DUCKDB = 96 * MIB
+DUCKDB_SHARE = 0.75
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": MIB, "mb": MIB, "mib": MIB,
           "g": 2**30, "gb": 2**30, "gib": 2**30}
@@ -66,10 +71,11 @@ class MemoryBudget:
     def parse(cls, text: str) -> MemoryBudget:
         total = parse_size(text)
         working = total - PROCESS_RESERVE
-        if working < MIN_WORKING:
-            raise ValueError(f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB "
-                             f"for itself plus at least {MIN_WORKING // MIB} MiB")
-        duckdb_bytes = int(working * DUCKDB_SHARE) // MIB * MIB
+        duckdb_bytes = max(0, int(working * DUCKDB_SHARE)) // MIB * MIB
+        if duckdb_bytes < MIN_DUCKDB:
+            least = PROCESS_RESERVE + int(MIN_DUCKDB / DUCKDB_SHARE)
+            raise ValueError(f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB for itself and "
+                             f"{MIN_DUCKDB // MIB} MiB for DuckDB (at least {least // MIB}MB in all)")
         return cls(total, duckdb_bytes, working - duckdb_bytes)
 
     @classmethod

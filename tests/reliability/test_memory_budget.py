@@ -44,11 +44,11 @@ def test_unusable_budget_is_a_clear_startup_error(start_collector, budget, messa
 
 @pytest.mark.timeout(120)
 def test_budget_is_split_and_decompressed_bodies_are_charged(start_collector):
-    collector = start_collector("--memory-budget", "320MB", env={"LOOPSIGHT_MAX_INFLIGHT_BYTES": str(24 * MIB)})
+    collector = start_collector("--memory-budget", "512MB", env={"LOOPSIGHT_MAX_INFLIGHT_BYTES": str(24 * MIB)})
     metrics = httpx.get(f"{collector.url}/metrics").text
     parts = dict(re.findall(r'loopsight_memory_budget_bytes\{part="(\w+)"\} (\d+)', metrics))
-    assert int(parts["total"]) == 320 * MIB
-    assert int(parts["duckdb"]) + int(parts["inflight"]) == (320 - 224) * MIB, parts
+    assert int(parts["total"]) == 512 * MIB
+    assert int(parts["duckdb"]) + int(parts["inflight"]) == (512 - 272) * MIB, parts
     assert 'loopsight_duckdb_memory_bytes{tag="' in metrics
 
     body, spans_each = _gzip_body()
