@@ -77,7 +77,7 @@ def serve(
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
     ``grpc_port=0`` leaves OTLP/gRPC off. ``memory_budget`` (``--memory-budget``, default
-    ``LOOPSIGHT_MEMORY_BUDGET`` or 384MB) is split between DuckDB's ``memory_limit`` and the
+    ``LOOPSIGHT_MEMORY_BUDGET`` or 400MB) is split between DuckDB's ``memory_limit`` and the
     in-flight byte budget (:mod:`~loopsight.collector.memory`); ``memory_limit`` overrides
     DuckDB's part. ``retention_interval`` (seconds between retention passes) defaults to
     ``LOOPSIGHT_RETENTION_INTERVAL`` (300); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)

@@ -78,7 +78,7 @@ def collector(
     alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations.")] = 30.0,
     capture_content: Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")] = False,
     max_body_bytes: Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")] = 16 * 1024 * 1024,
-    memory_budget: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_MEMORY_BUDGET", help="Memory for the whole process, split between DuckDB and requests in flight (default 384MB).")] = None,
+    memory_budget: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_MEMORY_BUDGET", help="Memory for the whole process, split between DuckDB and requests in flight (default 400MB, the least it runs in).")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
