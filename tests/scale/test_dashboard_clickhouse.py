@@ -57,3 +57,30 @@ def test_an_unreachable_store_shows_the_error_state(monkeypatch: pytest.MonkeyPa
     assert not app.exception
     assert any("Cannot read ClickHouse store" in str(e.value) for e in app.error)
     st.cache_data.clear()
+
+
+def test_the_alerts_page_reads_alert_state_from_clickhouse(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, new_clickhouse: Any, fixture_request: Any
+) -> None:
+    from datetime import datetime
+
+    from loopsight.alerts import Evaluator, Notifier
+    from loopsight.stores.clickhouse_run_index import index_new_spans
+    from loopsight.stores.otel_rows import request_to_otel_traces
+
+    con = new_clickhouse()
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    index_new_spans(con)
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "1d"\nthreshold = 0.1\nnotify = ["log"]\n')
+    evaluator = Evaluator(con.cursor, str(rules), notifier=Notifier())
+    (result,) = evaluator.evaluate_once(datetime(2025, 3, 1, 12, 0))
+    assert result.state.state == "firing"
+
+    app = _app(monkeypatch, con.url.redacted(), "alerts")
+    assert not app.exception and not app.error, [e.value for e in [*app.exception, *app.error]]
+    assert not [i.value for i in app.info if "not available" in str(i.value)]
+    assert {m.label: m.value for m in app.metric} == {"Rules": "1", "Firing": "1", "Failed notifications": "0"}
+    (rules_table, history) = [t.value for t in app.dataframe][:2]
+    assert list(rules_table["name"]) == ["loops"] and list(history["to_state"]) == ["firing"]
+    st.cache_data.clear()
