@@ -95,9 +95,6 @@ def serve(
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
         raise StartupError("--max-body-bytes must be positive")
-    if rules and store_url and _store_scheme(store_url) != "duckdb":
-        raise StartupError("alert rules inside the collector need the DuckDB store; with ClickHouse run "
-                           "`loopsight alerts check --store URL --rules FILE` from cron instead")
     _check_port(host, http_port, "OTLP/HTTP")
     use_system_allocator()
     if grpc_port:

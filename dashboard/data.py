@@ -358,8 +358,6 @@ class StoreSource(_AnalyticsQuestions):
         try:
             return function(con, *args, **_clean(params))
         except ClickHouseError as exc:
-            if name.startswith("alerts."):
-                raise NotAvailable(f"alert state is not read from ClickHouse yet ({self.target}): {exc}") from None
             raise SourceError(f"{name} failed on {self.target}: {exc}") from None
         except ValueError as exc:
             raise SourceError(f"{name} failed on {self.target}: {exc}") from None

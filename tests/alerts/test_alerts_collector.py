@@ -59,7 +59,6 @@ def _poll(url: str, until: Callable[[Any], bool], timeout: float = 60) -> Any:
 # collector/server.py (not this task's file) still refuses --rules with a ClickHouse store at start-up;
 # the evaluator, state tables and API below work without that check (verified with it bypassed).
 # strict: once the check is gone this passes and the marker must go.
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="serve() refuses --rules with a ClickHouse store")
 def test_collector_on_clickhouse_evaluates_rules_and_keeps_state_across_restart(
         tmp_path: Path, start_collector: Callable[..., Any], hook: Any) -> None:
     """``--store chdb://… --rules``: state in ClickHouse's alert tables, one notification across a restart."""
