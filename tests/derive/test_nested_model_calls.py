@@ -8,60 +8,17 @@ the stall rules must not judge the nested span as a call. Real OTel SDK spans, r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
 
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from nested_model_spans import TURNS, nested_model_spans
 
 from loopsight import analytics
 from loopsight.analytics.sql import load, rows
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
 
-T0 = 1_767_000_000_000_000_000
-MS = 1_000_000
-TURNS = 3
 
-
-@pytest.fixture
-def spans() -> Iterator[list[Any]]:
-    """invoke_agent > [our chat > their chat (tokens), execute_tool] x TURNS; the last turn nests twice."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("nested-test")
-    now = [T0]
-
-    def tick() -> int:
-        now[0] += 10 * MS
-        return now[0]
-
-    def span(name: str, attrs: dict[str, Any]) -> Any:
-        return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
-
-    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
-    with span("invoke_agent helper", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper",
-                                      "loopsight.termination_reason": "completed"}) as run:
-        for step in range(TURNS):
-            with span("chat gpt-4o-mini", {**chat, "loopsight.step": step, "loopsight.usage.in_child": True}) as ours:
-                usage = {"gen_ai.usage.input_tokens": 100 * (step + 1), "gen_ai.usage.output_tokens": 7}
-                with span("chat gpt-4o-mini", {**chat, **usage}) as theirs:
-                    if step == TURNS - 1:
-                        with span("chat gpt-4o-mini", chat) as deeper:
-                            deeper.end(end_time=tick())
-                    theirs.end(end_time=tick())
-                ours.end(end_time=tick())
-            with span("execute_tool search", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-                                              "loopsight.step": step}) as tool:
-                tool.end(end_time=tick())
-        run.end(end_time=tick())
-    yield list(exporter.get_finished_spans())
-    provider.shutdown()
-
-
-def test_nested_model_spans_are_one_call_per_turn(tmp_path: Path, spans: list[Any]) -> None:
+def test_nested_model_spans_are_one_call_per_turn(tmp_path: Path) -> None:
+    spans = nested_model_spans()
     store = Store.open(str(tmp_path / "s.duckdb"))
     try:
         ingest_request(store, spans_to_request(spans))

@@ -12,9 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from nested_model_spans import TURNS, nested_model_spans
 
 from loopsight import analytics
 from loopsight.collector.pipeline import ingest_request, spans_to_request
@@ -24,49 +22,9 @@ from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .test_parity import _same
 
-T0 = 1_767_000_000_000_000_000
-MS = 1_000_000
-TURNS = 3
-
-
-def _spans() -> list[Any]:
-    """Two runs of invoke_agent > [our chat > their chat (tokens), execute_tool] x TURNS; the last turn nests twice."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("nested-test")
-    now = [T0]
-
-    def tick() -> int:
-        now[0] += 10 * MS
-        return now[0]
-
-    def span(name: str, attrs: dict[str, Any]) -> Any:
-        return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
-
-    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
-    for agent, numbered in (("helper", True), ("unnumbered", False)):
-        with span(f"invoke_agent {agent}", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}) as run:
-            for step in range(TURNS):
-                ours_attrs = {**chat, "loopsight.step": step} if numbered else chat
-                with span("chat gpt-4o-mini", ours_attrs) as ours:
-                    usage = {"gen_ai.usage.input_tokens": 100 * (step + 1), "gen_ai.usage.output_tokens": 7}
-                    with span("chat gpt-4o-mini", {**chat, **usage}) as theirs:
-                        if step == TURNS - 1:
-                            with span("chat gpt-4o-mini", chat) as deeper:
-                                deeper.end(end_time=tick())
-                        theirs.end(end_time=tick())
-                    ours.end(end_time=tick())
-                tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
-                with span("execute_tool search", {**tool_attrs, "loopsight.step": step} if numbered else tool_attrs) as tool:
-                    tool.end(end_time=tick())
-            run.end(end_time=tick())
-    provider.shutdown()
-    return list(exporter.get_finished_spans())
-
 
 def test_nested_model_calls_are_the_same_on_both_stores(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
-    request = spans_to_request(_spans())
+    request = spans_to_request(nested_model_spans((("helper", True), ("unnumbered", False))))
     store = Store.open(str(tmp_path / "nested.duckdb"))
     try:
         ingest_request(store, request)
