@@ -50,7 +50,7 @@ class Receiver:
             raise
         return prepared, future
 
-    def committed(self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest, body: bytes | None = None) -> None:
+    def committed(self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest | None, body: bytes | None = None) -> None:
         """Count the acknowledged spans and forward the request upstream (never blocks)."""
         self.metrics.spans_accepted(transport, prepared.accepted)
         self.metrics.request(transport, "partial" if prepared.rejected else "ok")
