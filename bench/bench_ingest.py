@@ -87,8 +87,9 @@ class Collector:
         self.db = workdir / f"collector-{self.port}.duckdb"
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(workdir / f"collector-{self.port}.log", "wb")
+        # -P: the working directory's loopsight/ must not shadow a --baseline tree on PYTHONPATH
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "loopsight", "collector", "--db", str(self.db), "--http-port", str(self.port), "--grpc-port", "0"],
+            [sys.executable, "-P", "-m", "loopsight", "collector", "--db", str(self.db), "--http-port", str(self.port), "--grpc-port", "0"],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
