@@ -5,7 +5,7 @@ Only the collector process opens the file read-write. Requests hand Arrow tables
 only after the transaction holding their spans has committed. Queued batches are merged
 into one transaction (group commit), so a busy collector makes fewer, larger commits.
 
-In each transaction the writer
+In each commit's transaction the writer
 
 1. skips spans already stored (a re-delivered span has the same ids *and* start time, so
    the anti-join only reads the incoming batch's time range; zone maps skip the rest),
@@ -15,8 +15,17 @@ In each transaction the writer
    stored earlier are updated when their run arrives. Only spans that started at most
    ``run_lookback`` before the batch are read (a run longer than that keeps older
    children unresolved),
-4. recomputes the derived per-run tables (``run_facts``, ``run_loops``, ``run_steps``) of
-   the touched traces (:mod:`loopsight.analytics.derive`), so they are current on ack.
+4. records the touched traces in ``derive_pending`` (with the earliest span start the
+   commit may have changed), and commits: the requests are answered here.
+
+The derived per-run tables (:mod:`loopsight.analytics.derive`) are recomputed in a separate
+pass over every pending trace at once, which deletes the ``derive_pending`` rows it covered
+in the same transaction. The writer runs it when no batch arrived for ``derive_idle``
+seconds, at most every ``derive_interval`` seconds while busy, when a reader asks for it,
+on close, and on open if a crash left pending rows. One pass costs about as much for one
+commit's traces as for many, so under load it no longer bounds the acknowledgement rate.
+:meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
+query made after an acknowledgement sees current derived tables ("current once read").
 
 Maintenance work (retention deletes) runs on the same thread between commits via
 :meth:`Store.run_job`, so it never races the writer.
@@ -73,6 +82,9 @@ class WriterStats:
     commit_seconds: list[float] = field(default_factory=list)
     commit_bucket_counts: list[int] = field(default_factory=lambda: [0] * (len(COMMIT_BUCKETS) + 1))
     commit_seconds_sum: float = 0.0
+    derive_passes: int = 0
+    failed_derives: int = 0
+    derive_seconds_sum: float = 0.0
 
     def record_commit(self, inserted: int, duplicates: int, seconds: float) -> None:
         self.commits += 1
@@ -82,6 +94,10 @@ class WriterStats:
         del self.commit_seconds[:-1024]
         self.commit_seconds_sum += seconds
         self.commit_bucket_counts[bisect_left(COMMIT_BUCKETS, seconds)] += 1
+
+    def record_derive(self, seconds: float) -> None:
+        self.derive_passes += 1
+        self.derive_seconds_sum += seconds
 
 
 @dataclass
@@ -97,6 +113,7 @@ class _Job:
 
 
 _STOP = object()
+_WAKE = object()  # a reader is waiting for a derive pass
 
 _MAP_COLUMNS = ("ResourceAttributes", "SpanAttributes")
 
@@ -233,6 +250,9 @@ class Store:
         max_queue_rows: int = 200_000,
         max_batch_rows: int = 50_000,
         run_lookback: timedelta = timedelta(hours=6),
+        derive_interval: float = 1.0,
+        derive_idle: float = 0.05,
+        barrier_timeout: float = 5.0,
     ) -> None:
         self.path = path
         self._con = con
@@ -244,9 +264,21 @@ class Store:
         self._queued_batches = 0
         self._queued_rows = 0
         self._unnumbered: set[str] = set()
+        self._derive_interval = derive_interval
+        self._derive_idle = derive_idle
+        self._barrier_timeout = barrier_timeout
+        self._barriers: list[Future[None]] = []
         self._lock = threading.Lock()
         self.stats = WriterStats()
         self._closed = False
+        # Commits whose traces are not derived yet (rows a crash left count as one).
+        self._pending_commits = int(bool(con.execute("SELECT count(*) FROM derive_pending").fetchone()[0]))
+        self._pending_since = time.monotonic()
+        if self._pending_commits:
+            log.info("deriving the traces left pending by the last run of %s", path)
+            recovery = con.cursor()
+            self._derive(recovery)
+            recovery.close()
         self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._thread.start()
 
@@ -319,8 +351,39 @@ class Store:
         return self._queued_rows
 
     def reader(self) -> duckdb.DuckDBPyConnection:
-        """A new connection to the same database for one reader (thread-safe to use alone)."""
+        """A new connection to the same database for one reader (thread-safe to use alone).
+
+        Its derived tables include every acknowledged span: when commits are waiting for
+        their derive pass, this asks the writer for it and waits (at most ``barrier_timeout``
+        seconds, then reads anyway). A connection kept open sees later commits, but only a
+        new ``reader()`` call waits for their derivation.
+
+        Example:
+            >>> store.submit(table).result()  # doctest: +SKIP
+            >>> store.reader().execute("SELECT count(*) FROM run_facts").fetchone()  # doctest: +SKIP
+            (3,)
+        """
+        self.wait_derived()
         return self._con.cursor()
+
+    def wait_derived(self) -> bool:
+        """Wait until the derived tables cover every commit acknowledged so far.
+
+        Returns ``False`` if the pass did not finish within ``barrier_timeout`` seconds.
+        Costs nothing when no commit is pending.
+        """
+        if not self._pending_commits or self._closed or threading.current_thread() is self._thread:
+            return True
+        barrier: Future[None] = Future()
+        with self._lock:
+            self._barriers.append(barrier)
+        self._queue.put(_WAKE)
+        try:
+            barrier.result(timeout=self._barrier_timeout)
+        except TimeoutError:
+            log.warning("derived tables not current after %.1f s; reading them as they are", self._barrier_timeout)
+            return False
+        return True
 
     def size_bytes(self) -> int:
         """Size of the database file plus its write-ahead log."""
@@ -349,10 +412,13 @@ class Store:
         con = self._con.cursor()
         held: Any = None
         while True:
-            first = held if held is not None else self._queue.get()
-            held = None
+            first, held = (held, None) if held is not None else (self._next(con), None)
             if first is _STOP:
                 break
+            if first is _WAKE:
+                if self._barriers:
+                    self._derive(con)
+                continue
             if isinstance(first, _Job):
                 self._run_job(con, first)
                 continue
@@ -363,6 +429,8 @@ class Store:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if item is _WAKE:  # answered by the pass after this commit
+                    continue
                 if not isinstance(item, _Pending):
                     held = item
                     break
@@ -372,7 +440,57 @@ class Store:
                 self._queued_batches -= len(batch)
                 self._queued_rows -= rows
             self._commit(con, batch)
+            if self._barriers or (self._pending_commits and time.monotonic() - self._pending_since >= self._derive_interval):
+                self._derive(con)
+        self._derive(con)
         con.close()
+
+    def _next(self, con: duckdb.DuckDBPyConnection) -> Any:
+        """The next queue item; derives pending commits first if none comes for ``derive_idle`` s."""
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        if self._pending_commits:
+            try:
+                # A closed-loop sender's next request is usually a few ms away: do not start a
+                # pass in that gap, or every commit would wait for one again.
+                return self._queue.get(timeout=self._derive_idle)
+            except queue.Empty:
+                self._derive(con)
+        return self._queue.get()
+
+    def _derive(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Recompute the derived tables of every pending trace in one transaction, then
+        release the readers waiting for it (also when it failed: they read what is there)."""
+        if self._pending_commits:
+            started = time.perf_counter()
+            try:
+                con.begin()
+                pending = con.sql(
+                    'SELECT trace_id AS "TraceId", min(since) AS since FROM derive_pending GROUP BY trace_id'
+                ).to_arrow_table()
+                if pending.num_rows:
+                    con.register("touched", pending.select(["TraceId"]))
+                    refresh_derived(con, since=pc.min(pending.column("since")).as_py())
+                    con.execute("DELETE FROM derive_pending")
+                con.commit()
+            except Exception as exc:  # the rows stay pending; the next pass tries again
+                _rollback(con)
+                self.stats.failed_derives += 1
+                log.error("deriving the per-run tables failed: %s", exc)
+            else:
+                self._pending_commits = 0
+                self.stats.record_derive(time.perf_counter() - started)
+            finally:
+                try:
+                    con.unregister("touched")
+                except duckdb.Error:
+                    pass
+        with self._lock:
+            barriers, self._barriers = self._barriers, []
+        for barrier in barriers:
+            barrier.set_result(None)
 
     def _run_job(self, con: duckdb.DuckDBPyConnection, job: _Job) -> None:
         try:
@@ -404,7 +522,7 @@ class Store:
                     con.execute(DERIVE_STEPS_SQL, {"since": since})
                     with_runs = incoming.filter(pc.equal(incoming.column("span_type"), "agent")).column("TraceId")
                     self._unnumbered.difference_update(with_runs.to_pylist())
-                refresh_derived(con, since=since)
+                con.execute('INSERT INTO derive_pending SELECT DISTINCT "TraceId", $since FROM touched', {"since": since})
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)
@@ -423,6 +541,10 @@ class Store:
         if len(self._unnumbered) > 100_000:  # forget the oldest-looking half; they are re-added if spans come
             self._unnumbered = set(list(self._unnumbered)[50_000:])
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
+        if inserted:
+            if not self._pending_commits:
+                self._pending_since = time.monotonic()
+            self._pending_commits += 1
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
 
