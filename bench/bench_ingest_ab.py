@@ -36,12 +36,12 @@ def baseline_tree(revision: str, files: list[str]) -> Path:
     return tree
 
 
-def one_round(runs: int, pythonpath: str | None, workers: int) -> dict:
+def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_ingest.py"), "--rounds", "1", "--runs", str(runs),
-                          "--workers", str(workers)],
+                          "--workers", *map(str, workers)],
                          cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -52,26 +52,30 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", default=["collector/normalize.py", "collector/batch.py"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=2, help="closed-loop sender threads end to end")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2],
+                        help="closed-loop sender threads end to end; one figure per count")
     args = parser.parse_args()
     tree = baseline_tree(args.baseline, args.files)
-    figures: dict[str, dict[str, list[int]]] = {side: {"in_process": [], "end_to_end": []} for side in ("before", "after")}
+    kinds = ["in_process", *(f"end_to_end_{w}" for w in args.workers)]
+    figures: dict[str, dict[str, list[int]]] = {side: {kind: [] for kind in kinds} for side in ("before", "after")}
     try:
         for _ in range(args.rounds):
             for side, path in (("before", str(tree)), ("after", None)):
                 result = one_round(args.runs, path, args.workers)
                 figures[side]["in_process"].append(result["in_process_median"])
-                figures[side]["end_to_end"].append(result["end_to_end_median"])
+                for w in args.workers:
+                    figures[side][f"end_to_end_{w}"].append(result["end_to_end"][str(w)]["median"])
     finally:
         shutil.rmtree(tree, ignore_errors=True)
     summary: dict = {"baseline": args.baseline, "files": args.files, "rounds": args.rounds, "workers": args.workers,
                      "figures": figures}
     for side in ("before", "after"):
-        for kind in ("in_process", "end_to_end"):
+        for kind in kinds:
             summary[f"{side}_{kind}_median"] = round(statistics.median(figures[side][kind]))
-        summary[f"{side}_ratio_end_to_end_over_in_process"] = round(
-            summary[f"{side}_end_to_end_median"] / summary[f"{side}_in_process_median"], 2)
-    for kind in ("in_process", "end_to_end"):
+        for w in args.workers:
+            summary[f"{side}_ratio_end_to_end_{w}_over_in_process"] = round(
+                summary[f"{side}_end_to_end_{w}_median"] / summary[f"{side}_in_process_median"], 2)
+    for kind in kinds:
         summary[f"after_over_before_{kind}"] = round(summary[f"after_{kind}_median"] / summary[f"before_{kind}_median"], 2)
     summary["loadavg_end"] = os.getloadavg()[0]
     print(json.dumps(summary))
