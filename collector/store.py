@@ -350,20 +350,22 @@ class Store:
         """Spans waiting for the writer."""
         return self._queued_rows
 
-    def reader(self) -> duckdb.DuckDBPyConnection:
+    def reader(self, *, derived: bool = True) -> duckdb.DuckDBPyConnection:
         """A new connection to the same database for one reader (thread-safe to use alone).
 
         Its derived tables include every acknowledged span: when commits are waiting for
         their derive pass, this asks the writer for it and waits (at most ``barrier_timeout``
         seconds, then reads anyway). A connection kept open sees later commits, but only a
-        new ``reader()`` call waits for their derivation.
+        new ``reader()`` call waits for their derivation. ``derived=False`` skips the wait,
+        for readers of anything but the derived tables (e.g. ``duckdb_memory()``).
 
         Example:
             >>> store.submit(table).result()  # doctest: +SKIP
             >>> store.reader().execute("SELECT count(*) FROM run_facts").fetchone()  # doctest: +SKIP
             (3,)
         """
-        self.wait_derived()
+        if derived:
+            self.wait_derived()
         return self._con.cursor()
 
     def wait_derived(self) -> bool:
