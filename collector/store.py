@@ -405,6 +405,7 @@ class Store:
             self._closed = True
         self._queue.put(_STOP)
         self._thread.join()
+        self._release_barriers()  # readers that asked while the writer was finishing its last pass
         try:
             self._con.close()
         except duckdb.Error as exc:
@@ -480,6 +481,7 @@ class Store:
             except Exception as exc:  # the rows stay pending; the next pass tries again
                 _rollback(con)
                 self.stats.failed_derives += 1
+                self._pending_since = time.monotonic()  # not after every commit while it keeps failing
                 log.error("deriving the per-run tables failed: %s", exc)
             else:
                 self._pending_commits = 0
@@ -489,6 +491,9 @@ class Store:
                     con.unregister("touched")
                 except duckdb.Error:
                     pass
+        self._release_barriers()
+
+    def _release_barriers(self) -> None:
         with self._lock:
             barriers, self._barriers = self._barriers, []
         for barrier in barriers:
