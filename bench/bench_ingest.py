@@ -164,6 +164,7 @@ def million(tool, n_runs: int, workdir: Path, workers: int) -> dict:
         total += count
     while collector.stored() < total:
         time.sleep(0.05)
+    httpx.get(collector.url + "/api/v1/runs?limit=1", timeout=60).raise_for_status()  # queryable: derived tables current
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
