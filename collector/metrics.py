@@ -159,7 +159,7 @@ def _duckdb_memory(store: Any) -> list[tuple[str, int]] | None:
     if not isinstance(store, Store):
         return None
     try:
-        con = store.reader()
+        con = store.reader(derived=False)  # the derived tables are not read here: no derive pass
         try:
             rows = con.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0").fetchall()
         finally:
