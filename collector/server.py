@@ -156,7 +156,8 @@ def serve(
         server = _Server(config)
         stop_signals = _stop_on_signals(server)
         log.info("collector started", extra={"event": "started", "http": f"http://{host}:{http_port}",
-                                             "grpc": f"{host}:{grpc_port}" if grpc_port else None, "db": db,
+                                             "grpc": f"{host}:{grpc_port}" if grpc_port else None,
+                                             "store": _store_label(db, store_url),
                                              "retention": retention, "forward_to": forwarder.url if forwarder else None})
         try:
             server.run()
@@ -178,13 +179,13 @@ def serve(
                                              "stored_total": store.stats.rows_committed})
 
 
-def _store_scheme(url: str) -> str:
-    from loopsight.stores import StoreURLError, parse_store_url
+def _store_label(db: str, store_url: str | None) -> str:
+    """What the start-up log names as the store: the DuckDB path, or ``--store`` with its password hidden."""
+    if not store_url:
+        return db
+    from loopsight.stores import parse_store_url
 
-    try:
-        return parse_store_url(url).scheme
-    except StoreURLError as exc:
-        raise StartupError(str(exc)) from None
+    return parse_store_url(store_url).redacted()
 
 
 def _stop_on_signals(server: uvicorn.Server) -> Any:
