@@ -1,11 +1,12 @@
-"""Decode + normalize + Arrow (no store): this checkout against an earlier ``normalize.py`` + ``batch.py``.
+"""Decode + normalize + Arrow (no store): this checkout against an earlier ``normalize.py``, ``otlp.py`` and ``batch.py``.
 
     .venv/bin/python bench/bench_normalize.py --baseline 6cad44b --rounds 7
 
-Loads ``collector/normalize.py`` and ``collector/batch.py`` as they were at ``--baseline``
-(``git show``) next to the current modules, checks both give the same rows and the same
-Arrow table for every request of the load, then times them
-in alternating rounds (same machine noise for both) and prints medians and the ratio.
+Loads ``collector/normalize.py``, ``collector/otlp.py`` and ``collector/batch.py`` as they
+were at ``--baseline`` (``git show``; the old ``otlp.py`` and ``batch.py`` import the old
+``normalize.py``) next to the current modules, checks both give the same rows and the same
+Arrow table for every request of the load, then times parse + ``otlp.iter_rows`` +
+``batch.to_arrow`` in alternating rounds (same machine noise for both) and prints medians and the ratio.
 Load: ``/work/shared/tools/otlp_load.py`` requests (~512 spans each).
 """
 
@@ -27,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from loopsight.collector import normalize as current
 from loopsight.collector import batch as current_batch
+from loopsight.collector import otlp as current_otlp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,26 +41,18 @@ def load_module(name: str, path: str) -> ModuleType:
     return module
 
 
-def rows(module: ModuleType, request: ExportTraceServiceRequest) -> list[Any]:
-    """``otlp.iter_rows`` with the normalizer of ``module`` (id checks omitted: the load is valid)."""
-    limits = module.Limits()
-    out = []
-    for resource_spans in request.resource_spans:
-        resource = module.attributes_to_dict(resource_spans.resource.attributes, limits)
-        for scope_spans in resource_spans.scope_spans:
-            scope = scope_spans.scope
-            for span in scope_spans.spans:
-                out.append(module.normalize_span(span, resource, scope.name, scope.version, limits))
-    return out
+def rows(otlp: ModuleType, request: ExportTraceServiceRequest) -> list[Any]:
+    """The rows ``otlp.iter_rows`` accepts (the load has no rejected spans)."""
+    return [row for row in otlp.iter_rows(request, otlp.Limits()) if not isinstance(row, str)]
 
 
-def one_round(module: ModuleType, batch: ModuleType, bodies: list[bytes]) -> float:
+def one_round(otlp: ModuleType, batch: ModuleType, bodies: list[bytes]) -> float:
     started = time.perf_counter()
     n = 0
     for body in bodies:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        n += batch.to_arrow(rows(module, request)).num_rows
+        n += batch.to_arrow(rows(otlp, request)).num_rows
     return n / (time.perf_counter() - started)
 
 
@@ -78,21 +72,26 @@ def main() -> None:
         return load_module(name, handle.name)
 
     baseline = at_baseline("collector/normalize.py", "normalize_baseline")
-    baseline_batch = at_baseline("collector/batch.py", "batch_baseline")
+    sys.modules["loopsight.collector.normalize"] = baseline  # what the old otlp.py and batch.py import
+    try:
+        baseline_otlp = at_baseline("collector/otlp.py", "otlp_baseline")
+        baseline_batch = at_baseline("collector/batch.py", "batch_baseline")
+    finally:
+        sys.modules["loopsight.collector.normalize"] = current
     bodies, total = load_module("otlp_load", args.load_tool).build_requests(args.runs)
 
     for body in bodies:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        old_rows, new_rows = rows(baseline, request), rows(current, request)
+        old_rows, new_rows = rows(baseline_otlp, request), rows(current_otlp, request)
         assert [tuple(r) for r in old_rows] == [tuple(r) for r in new_rows], "rows differ"
         assert baseline_batch.to_arrow(old_rows).equals(current_batch.to_arrow(new_rows)), "Arrow tables differ"
 
     results: dict[str, list[float]] = {"baseline": [], "current": []}
-    one_round(current, current_batch, bodies)  # warm-up
+    one_round(current_otlp, current_batch, bodies)  # warm-up
     for _ in range(args.rounds):
-        for name, module, batch in (("baseline", baseline, baseline_batch), ("current", current, current_batch)):
-            results[name].append(one_round(module, batch, bodies))
+        for name, otlp, batch in (("baseline", baseline_otlp, baseline_batch), ("current", current_otlp, current_batch)):
+            results[name].append(one_round(otlp, batch, bodies))
     medians = {name: statistics.median(values) for name, values in results.items()}
     print(json.dumps({
         "spans": total, "rounds": args.rounds, "baseline": args.baseline,

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -46,6 +47,12 @@ _GENAI_OPERATIONS = {
     "execute_tool": "tool",
 }
 
+_KIND_ATTRIBUTES = (  # span_type's priority order
+    ("langfuse.observation.type", _LANGFUSE_TYPES),
+    ("openinference.span.kind", _OPENINFERENCE_KINDS),
+    ("traceloop.span.kind", _TRACELOOP_KINDS),
+    (A.OPERATION_NAME, _GENAI_OPERATIONS),
+)
 _TOOL_NAME_KEYS = (A.TOOL_NAME, "tool.name")
 _TOOL_ARGS_KEYS = (A.TOOL_CALL_ARGUMENTS, "tool_arguments", "tool.parameters", "traceloop.entity.input", "input.value", "langfuse.observation.input")
 _MODEL_KEYS = (A.REQUEST_MODEL, "llm.model_name", "langfuse.observation.model.name", A.RESPONSE_MODEL)
@@ -138,15 +145,9 @@ def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
         if bounded and len(out) >= most:
             break
         value = kv.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            text = value.string_value
-        elif which == "int_value":
-            text = str(value.int_value)
-        elif which == "bool_value":
-            text = "true" if value.bool_value else "false"
-        else:
-            text = any_value_to_str(value)
+        text = value.string_value  # one upb read for the common case; "" also when unset or not a string
+        if not text:
+            text = str(value.int_value) if value.WhichOneof("value") == "int_value" else any_value_to_str(value)
         if len(text) > cap:
             text = text[:cap] + TRUNCATION_MARKER
         out[kv.key] = text
@@ -177,12 +178,7 @@ def _int(value: str | None, bound: int = 2**63) -> int | None:
 
 def span_type(attrs: dict[str, str], name: str) -> str:
     """Decide agent / llm / tool / other in the spec's priority order."""
-    for key, table in (
-        ("langfuse.observation.type", _LANGFUSE_TYPES),
-        ("openinference.span.kind", _OPENINFERENCE_KINDS),
-        ("traceloop.span.kind", _TRACELOOP_KINDS),
-        (A.OPERATION_NAME, _GENAI_OPERATIONS),
-    ):
+    for key, table in _KIND_ATTRIBUTES:
         value = attrs.get(key)
         if value:
             return table.get(value, "other")
@@ -226,6 +222,11 @@ def error_class_for(error_type: str) -> str:
         if pattern.search(error_type):
             return cls
     return "permanent"
+
+
+# Producers repeat a handful of error types: classify each once (long messages are not kept).
+_KNOWN_ERROR_LENGTH = 256
+_known_error_class = functools.lru_cache(maxsize=4096)(error_class_for)
 
 
 def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None]:
@@ -292,39 +293,69 @@ def normalize_span(
     limits: Limits,
 ) -> SpanRow:
     """Turn one OTLP span into a stored row."""
+    return span_row(span, span.trace_id, span.span_id, span.parent_span_id, span.start_time_unix_nano,
+                    resource, scope_name, scope_version, limits)
+
+
+def span_row(
+    span: trace_pb2.Span,
+    trace_id: bytes,
+    span_id: bytes,
+    parent_span_id: bytes,
+    start_ns: int,
+    resource: dict[str, str],
+    scope_name: str,
+    scope_version: str,
+    limits: Limits,
+) -> SpanRow:
+    """:func:`normalize_span` for a caller that already read the span's ids and start time
+    (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
+
+    Example:
+        >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="chat gpt-4o")
+        >>> span_row(span, span.trace_id, span.span_id, b"", 0, {}, "", "", Limits()) == normalize_span(span, {}, "", "", Limits())
+        True
+    """
     attrs = attributes_to_dict(span.attributes, limits)
+    get = attrs.get
     name = span.name
     kind = span_type(attrs, name)
-    span_status = span.status
-    status_code = span_status.code
+    if span.HasField("status"):
+        span_status = span.status
+        status_code = span_status.code
+        status_message = span_status.message
+    else:
+        status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
-    status_message = span_status.message
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
-    if span.events:
-        for event in span.events[: limits.max_events]:
+    span_events = span.events
+    if span_events:
+        for event in span_events[: limits.max_events]:
+            event_name = event.name
             event_attrs = attributes_to_dict(event.attributes, limits)
-            if event.name == "exception" and exception_type is None:
+            if event_name == "exception" and exception_type is None:
                 exception_type = event_attrs.get("exception.type")
             guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
-            events.append((min(event.time_unix_nano, MAX_NANOS), event.name, event_attrs))
+            events.append((min(event.time_unix_nano, MAX_NANOS), event_name, event_attrs))
+    span_links = span.links
     links = (
         [
             (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
-            for link in span.links
+            for link in span_links
         ]
-        if span.links
+        if span_links
         else []
     )
 
-    tool = agent = args_hash = args_sketch = model = None
+    tool = args_hash = args_sketch = model = None
     input_tokens = output_tokens = None
     if kind == "tool":
-        tool = _first(attrs, _TOOL_NAME_KEYS) or attrs.get("traceloop.entity.name") or (
+        tool = _first(attrs, _TOOL_NAME_KEYS) or get("traceloop.entity.name") or (
             name[len("execute_tool ") :] if name.startswith("execute_tool ") else name
         )
-        args_hash = attrs.get(A.TOOL_ARGS_HASH)
+        args_hash = get(A.TOOL_ARGS_HASH)
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
         if raw_args is not None:
             if not args_hash:
@@ -336,39 +367,40 @@ def normalize_span(
         output_tokens = _int(_first(attrs, _OUTPUT_TOKEN_KEYS))
         if input_tokens is None and output_tokens is None:
             input_tokens, output_tokens = _langfuse_usage(attrs)
-    get = attrs.get
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
     if kind == "agent" and not agent:
-        agent = attrs.get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
+        agent = get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
     guard_content(attrs, limits.capture_content)
 
-    is_error = status == "Error" or attrs.get("langfuse.observation.level") == "ERROR"
-    error_type = error_class = None
+    is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
+    error_type = None
     if is_error:
-        error_type = (attrs.get(A.ERROR_TYPE) or exception_type or status_message
-                      or attrs.get("langfuse.observation.status_message") or "error")
-        error_class = attrs.get(A.ERROR_CLASS) or error_class_for(error_type)
+        error_type = (get(A.ERROR_TYPE) or exception_type or status_message
+                      or get("langfuse.observation.status_message") or "error")
+        error_class = get(A.ERROR_CLASS) or (
+            _known_error_class(error_type) if len(error_type) <= _KNOWN_ERROR_LENGTH else error_class_for(error_type))
     else:
-        error_class = attrs.get(A.ERROR_CLASS)
+        error_class = get(A.ERROR_CLASS)
 
     termination = None
     if kind == "agent":
-        termination = attrs.get(A.TERMINATION_REASON) or ("error" if is_error else "completed")
+        termination = get(A.TERMINATION_REASON) or ("error" if is_error else "completed")
 
     span_kind = span.kind
-    start_ns = span.start_time_unix_nano
-    end_ns = min(span.end_time_unix_nano, MAX_NANOS)
+    end_ns = span.end_time_unix_nano
+    if end_ns > MAX_NANOS:
+        end_ns = MAX_NANOS
     if end_ns < start_ns:
         end_ns = start_ns
-    step = attrs.get(A.STEP)
-    attempts = attrs.get(A.TOOL_ATTEMPTS)
+    step = get(A.STEP)
+    attempts = get(A.TOOL_ATTEMPTS)
     return _new_row(
         SpanRow,
         (
             start_ns,
-            span.trace_id.hex(),
-            span.span_id.hex(),
-            span.parent_span_id.hex(),
+            trace_id.hex(),
+            span_id.hex(),
+            parent_span_id.hex(),
             span.trace_state,
             name,
             SPAN_KINDS[span_kind] if 0 <= span_kind < 6 else "Unspecified",
@@ -383,7 +415,7 @@ def normalize_span(
             events,
             links,
             kind,
-            attrs.get(A.OPERATION_NAME),
+            get(A.OPERATION_NAME),
             agent,
             None,
             _int(step, 2**31) if step is not None else None,
@@ -396,8 +428,8 @@ def normalize_span(
             input_tokens,
             output_tokens,
             termination,
-            attrs.get(A.FALLBACK),
-            attrs.get(A.LOOP_KIND),
+            get(A.FALLBACK),
+            get(A.LOOP_KIND),
             _int(attempts, 2**31) if attempts is not None else None,
             end_ns,
         ),

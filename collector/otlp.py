@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, normalize_span
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -119,14 +119,17 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
         resource = attributes_to_dict(resource_spans.resource.attributes, limits)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
+            scope_name, scope_version = scope.name, scope.version
             for span in scope_spans.spans:
-                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                trace_id, span_id, parent_span_id = span.trace_id, span.span_id, span.parent_span_id
+                if len(trace_id) != 16 or len(span_id) != 8:
                     yield "invalid trace_id or span_id length"
                     continue
-                if span.parent_span_id and len(span.parent_span_id) != 8:
+                if parent_span_id and len(parent_span_id) != 8:
                     yield "invalid parent_span_id length"
                     continue
-                if span.start_time_unix_nano > MAX_NANOS:
+                start_ns = span.start_time_unix_nano
+                if start_ns > MAX_NANOS:
                     yield "start time out of range"
                     continue
-                yield normalize_span(span, resource, scope.name, scope.version, limits)
+                yield span_row(span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits)
