@@ -21,8 +21,43 @@ import duckdb
 
 @cache
 def load(name: str) -> str:
-    """The text of ``sql/<name>.sql``."""
-    return resources.files("loopsight.analytics").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
+    """The text of ``sql/<name>.sql``, preceded by the CTEs its first line names.
+
+    A first line ``-- ctes: runs=run_spans, loop_rows=loops_derived`` makes ``runs`` the CTE
+    holding ``run_spans.sql`` of the same folder (itself loaded so), and so on, ahead of the
+    file's own ``WITH`` list (:func:`with_ctes`).
+
+    Example:
+        >>> load("clickhouse/top_runs").startswith("WITH runs AS (")
+        True
+    """
+    text = resources.files("loopsight.analytics").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
+    first = text.split("\n", 1)[0]
+    if not first.startswith("-- ctes:"):
+        return text
+    folder = name.rpartition("/")[0]
+    pairs = (item.strip().split("=") for item in first[len("-- ctes:"):].split(","))
+    return with_ctes(text, {cte: load(f"{folder}/{file}" if folder else file) for cte, file in pairs})
+
+
+def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
+    """``body`` preceded by the named CTEs ``ctes`` (name: SQL text).
+
+    A body that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs are
+    ``NOT MATERIALIZED`` (DuckDB): each use reads only the columns and rows it needs.
+
+    Example:
+        >>> with_ctes("WITH b AS (SELECT 2) SELECT * FROM a, b", {"a": "SELECT 1"})
+        'WITH a AS (\\nSELECT 1\\n)\\n, b AS (SELECT 2) SELECT * FROM a, b'
+    """
+    how = "AS NOT MATERIALIZED" if inline else "AS"
+    head = ",\n".join(f"{name} {how} (\n{sql}\n)" for name, sql in ctes.items())
+    lines = body.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
+    if lines and lines[first].lstrip().upper().startswith("WITH "):
+        lines[first] = "," + lines[first].lstrip()[4:]
+        return f"WITH {head}\n" + "\n".join(lines)
+    return f"WITH {head}\n{body}"
 
 
 def jsonable(value: Any) -> Any:
@@ -77,19 +112,13 @@ def dialect_sql(con: Any, name: str, sql: str | None = None) -> str:
 
 
 def dialect_file(dialect: str, name: str) -> str:
-    """``sql/<dialect>/<name>.sql``, preceded by the CTEs its first line names.
+    """``sql/<dialect>/<name>.sql`` with the CTEs its first line names (see :func:`load`).
 
-    A first line ``-- ctes: loop_rows=loops_core`` makes ``loop_rows`` the CTE holding
-    ``sql/<dialect>/loops_core.sql`` (as :func:`loopsight.analytics.loops.compose` does).
+    Example:
+        >>> dialect_file("clickhouse", "loops").startswith("WITH loop_rows AS (")
+        True
     """
-    text = load(f"{dialect}/{name}")
-    first = text.split("\n", 1)[0]
-    if not first.startswith("-- ctes:"):
-        return text
-    from loopsight.analytics.loops import compose
-
-    ctes = dict(item.strip().split("=") for item in first[len("-- ctes:"):].split(","))
-    return compose(f"{dialect}/{name}", **{cte: f"{dialect}/{file}" for cte, file in ctes.items()})
+    return load(f"{dialect}/{name}")
 
 
 def run(con: Any, name: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
