@@ -1,16 +1,8 @@
+-- ctes: runs=run_spans
 -- Input tokens per step of every run in scope (shared by the burn questions as the CTE burn_steps).
 -- A step's input is the largest model input of that step; producers that give no step are numbered
 -- by the start order of their model calls.
-WITH runs AS (
-    SELECT "TraceId" AS trace_id, run_id, agent
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-),
-llm AS (
+WITH llm AS (
     SELECT s."TraceId" AS trace_id, s.run_id, r.agent, s.input_tokens,
            coalesce(s.step, row_number() OVER (PARTITION BY s."TraceId", s.run_id ORDER BY s."Timestamp", s."SpanId") - 1) AS step
     FROM spans s

@@ -1,17 +1,9 @@
+-- ctes: runs=run_spans
 -- Every loop of every run in scope (the definitions are docs/detection.md), one row per loop,
 -- with the extra columns the other loop questions need (agent, started_at, args_hash, first_at).
 -- Parameters: since, until, agent, service (run filters); near_bits_long, simhash_mode, set_mask
 -- (the semantic test of loopsight.analytics.sketch.near, on the stored args_sketch).
-WITH runs AS (
-    SELECT "TraceId" AS trace_id, run_id, agent, "Timestamp" AS started_at
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-),
-work AS MATERIALIZED (
+WITH work AS MATERIALIZED (
     -- 64-bit hashes of the run / tool / call keys: window partitions and groups sort integers, not strings
     SELECT hash(s."TraceId", s.run_id) AS rk, s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts, s.span_type,
            s.step, s.tool, s.args_hash, s.args_sketch, s.error_type, s.loop_kind,

@@ -1,3 +1,4 @@
+-- ctes: runs=run_spans
 -- The stall facts of every member span of the runs in scope, one row each (the table run_members:
 -- analytics/derive.py runs this over the traces a commit touched): the call's own time (duration
 -- minus its retry backoff; tool and model calls only), its retry backoff, the idle gap before it
@@ -6,16 +7,7 @@
 -- the last member. stalls.sql judges these rows against the cross-run p95s of the window. An llm
 -- span whose parent is an llm span (another instrumentation's chat span inside our model call)
 -- is part of that call: no call time of its own.
-WITH runs AS (
-    SELECT "TraceId" AS trace_id, run_id, agent, "ServiceName" AS service, "Timestamp" AS started_at, end_time
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND ($since::TIMESTAMP IS NULL OR "Timestamp" >= $since)
-      AND ($until::TIMESTAMP IS NULL OR "Timestamp" < $until)
-),
-members AS MATERIALIZED (
+WITH members AS MATERIALIZED (
     SELECT s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."ParentSpanId" AS parent_id, s.span_type,
            s."Timestamp" AS ts, s.end_time,
            s."Duration" / 1e6 AS duration_ms, r.agent, r.service, r.started_at,
