@@ -1,4 +1,4 @@
--- ctes: burn_steps=burn_steps_derived
+-- ctes: burn_steps=burn_steps_derived, runs=run_spans
 -- ClickHouse variant of ../burn_agents.sql (same fit, same rule).
 WITH growth AS (
     SELECT trace_id, run_id, agent,
@@ -32,22 +32,13 @@ fit_se AS (
     WHERE f.k IS NOT NULL
     GROUP BY f.agent, f.k, f.n, f.fit_runs, f.sxx
 ),
-runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent,
-           termination_reason = 'completed' AND StatusCode != 'Error' AS ok
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
-),
 tokens AS (
-    SELECT r.agent AS agent, r.ok AS ok, toInt64(ifNull(sum(ifNull(s.input_tokens, 0) + ifNull(s.output_tokens, 0)), 0)) AS tokens
+    SELECT r.agent AS agent, r.termination_reason = 'completed' AND r.status_code != 'Error' AS ok,
+           toInt64(ifNull(sum(ifNull(s.input_tokens, 0) + ifNull(s.output_tokens, 0)), 0)) AS tokens
     FROM runs r
     LEFT JOIN (SELECT TraceId, run_id, input_tokens, output_tokens FROM typed_spans WHERE span_type = 'llm') s
            ON s.TraceId = r.trace_id AND s.run_id = r.run_id
-    GROUP BY r.trace_id, r.run_id, r.agent, r.ok
+    GROUP BY r.trace_id, r.run_id, r.agent, ok
 ),
 totals AS (
     SELECT agent, count() AS runs,

@@ -1,15 +1,6 @@
--- ctes: loop_rows=loops_derived
+-- ctes: loop_rows=loops_derived, runs=run_spans
 -- ClickHouse variant of ../burn_runs.sql.
-WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
-),
-totals AS (
+WITH totals AS (
     SELECT r.trace_id AS trace_id, r.run_id AS run_id, r.agent AS agent, r.started_at AS started_at,
            toInt64(ifNull(sum(s.input_tokens), 0)) AS input_tokens, toInt64(ifNull(sum(s.output_tokens), 0)) AS output_tokens
     FROM runs r

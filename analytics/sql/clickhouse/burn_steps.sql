@@ -1,13 +1,8 @@
+-- ctes: run_spans=run_spans
 -- ClickHouse variant of ../burn_steps.sql: input tokens per step of the runs of the traces {traces}
 -- (kept per trace in loopsight_run_steps by steps_derive.sql; questions read burn_steps_derived.sql).
 WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id AND TraceId IN {traces:Array(String)}
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
+    SELECT * FROM run_spans WHERE trace_id IN {traces:Array(String)}
 ),
 llm AS (
     SELECT s.TraceId AS trace_id, r.run_id AS run_id, r.agent AS agent, r.service AS service, r.started_at AS started_at,

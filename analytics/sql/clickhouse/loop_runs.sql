@@ -1,8 +1,5 @@
--- ClickHouse variant of ../loop_runs.sql.
+-- ctes: run_spans=run_spans
+-- ClickHouse variant of ../loop_runs.sql (since and until are always given).
 SELECT count() AS runs
-FROM typed_spans r
-WHERE r.span_type = 'agent' AND r.SpanId = r.run_id
-  AND r.Timestamp >= {since:DateTime64(6, 'UTC')} AND r.Timestamp < {until:DateTime64(6, 'UTC')}
-  AND ({agent:Nullable(String)} IS NULL OR r.agent = {agent:Nullable(String)})
-  AND ({service:Nullable(String)} IS NULL OR r.ServiceName = {service:Nullable(String)})
-  AND (r.TraceId, r.SpanId) IN (SELECT s.TraceId, s.run_id FROM typed_spans s WHERE s.loop_kind IS NOT NULL AND s.run_id IS NOT NULL)
+FROM run_spans r
+WHERE (r.trace_id, r.run_id) IN (SELECT s.TraceId, s.run_id FROM typed_spans s WHERE s.loop_kind IS NOT NULL AND s.run_id IS NOT NULL)

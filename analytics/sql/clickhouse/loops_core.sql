@@ -1,3 +1,4 @@
+-- ctes: run_spans=run_spans
 -- ClickHouse variant of ../loops_core.sql: every loop of every run in scope, one row per loop,
 -- for the runs of the traces {traces} (the run index keeps these rows per trace in
 -- loopsight_run_loops through loops_derive.sql; the questions read them with loops_derived.sql).
@@ -5,13 +6,7 @@
 -- in: 140737488355328 = SIMHASH_MODE (1 << 47), 17592186044415 = SET_MASK (2^44 - 1),
 -- 7 = NEAR_BITS_LONG (tests/scale/test_sketch.py checks them against the module).
 WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id AND TraceId IN {traces:Array(String)}
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
+    SELECT * FROM run_spans WHERE trace_id IN {traces:Array(String)}
 ),
 work AS (
     SELECT cityHash64(s.TraceId, assumeNotNull(s.run_id)) AS rk, s.TraceId AS trace_id, assumeNotNull(s.run_id) AS run_id,

@@ -1,15 +1,10 @@
--- ctes: loop_rows=loops_derived
+-- ctes: loop_rows=loops_derived, run_spans=run_spans
 -- ClickHouse variant of ../loops_over_time.sql: buckets aligned to the Unix epoch.
 WITH scope AS (
     SELECT fromUnixTimestamp64Micro(
-               intDiv(toUnixTimestamp64Micro(Timestamp), {bucket_seconds:Int64} * 1000000) * {bucket_seconds:Int64} * 1000000, 'UTC') AS bucket,
+               intDiv(toUnixTimestamp64Micro(r.started_at), {bucket_seconds:Int64} * 1000000) * {bucket_seconds:Int64} * 1000000, 'UTC') AS bucket,
            count() AS runs
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
+    FROM run_spans r
     GROUP BY bucket
 ),
 looped AS (

@@ -1,14 +1,6 @@
+-- ctes: runs=run_spans
 -- ClickHouse variant of ../stalls_first_tool.sql.
-WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, Timestamp AS started_at
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id
-      AND ({agent:Nullable(String)} IS NULL OR agent = {agent:Nullable(String)})
-      AND ({service:Nullable(String)} IS NULL OR ServiceName = {service:Nullable(String)})
-      AND ({since:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp >= {since:Nullable(DateTime64(6, 'UTC'))})
-      AND ({until:Nullable(DateTime64(6, 'UTC'))} IS NULL OR Timestamp < {until:Nullable(DateTime64(6, 'UTC'))})
-),
-first_tool AS (
+WITH first_tool AS (
     SELECT r.agent AS agent, dateDiff('microsecond', r.started_at, min(s.Timestamp)) / 1e3 AS ms
     FROM runs r
     JOIN (SELECT TraceId, run_id, Timestamp FROM typed_spans WHERE span_type = 'tool') s ON s.TraceId = r.trace_id AND s.run_id = r.run_id

@@ -1,12 +1,11 @@
+-- ctes: run_spans=run_spans
 -- The members of the runs of the traces {traces} (every span of a run but its run span), with
 -- what stalls.sql judges per run: own backoff, the end of everything begun before (covered_until)
 -- and the run's end. Kept per trace in loopsight_run_members (stalls_derive.sql). An llm span whose
 -- parent is an llm span (another instrumentation's chat span inside our model call) is part of
 -- that call (nested): it is not judged as a call of its own.
 WITH runs AS (
-    SELECT TraceId AS trace_id, assumeNotNull(run_id) AS run_id, agent, ServiceName AS service, Timestamp AS started_at, end_time
-    FROM typed_spans
-    WHERE span_type = 'agent' AND SpanId = run_id AND TraceId IN {traces:Array(String)}
+    SELECT * FROM run_spans WHERE trace_id IN {traces:Array(String)}
 )
 SELECT s.TraceId AS trace_id, r.run_id AS run_id, s.SpanId AS span_id, s.span_type AS span_type, s.Timestamp AS ts,
        s.end_time AS end_time, s.Duration / 1e6 AS duration_ms, r.agent AS agent, r.service AS service, r.started_at AS started_at,
