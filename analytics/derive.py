@@ -1,7 +1,7 @@
 """Per-run facts derived from the spans: ``run_facts``, ``run_loops``, ``run_steps``, ``run_growth``, ``run_members``.
 
 The collector's writer calls :func:`refresh` in a derive pass of its own, after the commits
-that stored the spans and resolved run ids and steps, for every trace those commits touched
+that stored the spans and after resolving their run ids and steps, for every trace those commits touched
 (listed in ``derive_pending``, registered as the relation ``touched``). The pass runs when the
 writer is idle, about once a second while busy, and before a query (``Store.reader`` waits
 for it), so a run's rollups, detected loops, per-step input tokens, growth-fit sums and

@@ -10,22 +10,27 @@ In each commit's transaction the writer
 1. skips spans already stored (a re-delivered span has the same ids *and* start time, so
    the anti-join only reads the incoming batch's time range; zone maps skip the rest),
 2. inserts the rest from Arrow (``INSERT ... SELECT``),
-3. resolves ``run_id`` for every span of the traces it touched: the top-most
-   ``invoke_agent`` ancestor. Run spans usually arrive after their children, so spans
-   stored earlier are updated when their run arrives. Only spans that started at most
-   ``run_lookback`` before the batch are read (a run longer than that keeps older
-   children unresolved),
-4. records the touched traces in ``derive_pending`` (with the earliest span start the
+3. records the touched traces in ``derive_pending`` (with the earliest span start the
    commit may have changed), and commits: the requests are answered here.
 
-The derived per-run tables (:mod:`loopsight.analytics.derive`) are recomputed in a separate
-pass over every pending trace at once, which deletes the ``derive_pending`` rows it covered
-in the same transaction. The writer runs it when no batch arrived for ``derive_idle``
-seconds, at most every ``derive_interval`` seconds while busy, when a reader asks for it,
-on close, and on open if a crash left pending rows. One pass costs about as much for one
-commit's traces as for many, so under load it no longer bounds the acknowledgement rate.
+Everything computed from more than one span happens in a separate derive pass over every
+pending trace at once, in one transaction that also deletes the ``derive_pending`` rows it
+covered:
+
+- ``run_id`` of every span of those traces: the top-most ``invoke_agent`` ancestor. Run
+  spans usually arrive after their children, so spans stored earlier are updated when
+  their run arrives. Only spans that started at most ``run_lookback`` before their batch
+  are read (a run longer than that keeps older children unresolved),
+- ``step`` where the producer gave none,
+- the derived per-run tables (:mod:`loopsight.analytics.derive`).
+
+The writer runs it when no batch arrived for ``derive_idle`` seconds, at most every
+``derive_interval`` seconds while busy, when a reader asks for it, on close, and on open if
+a crash left pending rows. One pass costs about as much for one commit's traces as for
+many, so under load it bounds neither the acknowledgement rate nor the commit's latency.
 :meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
-query made after an acknowledgement sees current derived tables ("current once read").
+query made after an acknowledgement sees resolved runs and current derived tables
+("current once read").
 
 Maintenance work (retention deletes) runs on the same thread between commits via
 :meth:`Store.run_job`, so it never races the writer.
@@ -205,15 +210,6 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 """
 
 
-def _unnumbered_traces(table: pa.Table) -> set[str]:
-    """Traces in ``table`` holding llm/tool spans without a step."""
-    kinds = table.column("span_type")
-    unnumbered = pc.and_(pc.is_in(kinds, pa.array(["llm", "tool"])), pc.is_null(table.column("step")))
-    if not pc.any(unnumbered).as_py():
-        return set()
-    return set(pc.unique(table.column("TraceId").filter(unnumbered)).to_pylist())
-
-
 def _maps_as_entries(table: pa.Table) -> pa.Table:
     for name in _MAP_COLUMNS:
         index = table.schema.get_field_index(name)
@@ -263,7 +259,6 @@ class Store:
         self._run_lookback = run_lookback
         self._queued_batches = 0
         self._queued_rows = 0
-        self._unnumbered: set[str] = set()
         self._derive_interval = derive_interval
         self._derive_idle = derive_idle
         self._barrier_timeout = barrier_timeout
@@ -475,7 +470,11 @@ class Store:
                 ).to_arrow_table()
                 if pending.num_rows:
                     con.register("touched", pending.select(["TraceId"]))
-                    refresh_derived(con, since=pc.min(pending.column("since")).as_py())
+                    since = pc.min(pending.column("since")).as_py()
+                    con.execute(RESOLVE_RUNS_SQL, {"since": since})
+                    # Steps can be derived once a trace's run is known, which may be a later commit.
+                    con.execute(DERIVE_STEPS_SQL, {"since": since})
+                    refresh_derived(con, since=since)
                     con.execute("DELETE FROM derive_pending")
                 con.commit()
             except Exception as exc:  # the rows stay pending; the next pass tries again
@@ -521,15 +520,8 @@ class Store:
             con.register("touched", incoming.select(["TraceId"]))
             inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
             if inserted:
-                since = lo - self._run_lookback
-                con.execute(RESOLVE_RUNS_SQL, {"since": since})
-                # Steps can be derived once a trace's run is known, which may be a later batch.
-                self._unnumbered.update(_unnumbered_traces(incoming))
-                if self._unnumbered and not self._unnumbered.isdisjoint(incoming.column("TraceId").to_pylist()):
-                    con.execute(DERIVE_STEPS_SQL, {"since": since})
-                    with_runs = incoming.filter(pc.equal(incoming.column("span_type"), "agent")).column("TraceId")
-                    self._unnumbered.difference_update(with_runs.to_pylist())
-                con.execute('INSERT INTO derive_pending SELECT DISTINCT "TraceId", $since FROM touched', {"since": since})
+                con.execute('INSERT INTO derive_pending SELECT DISTINCT "TraceId", $since FROM touched',
+                            {"since": lo - self._run_lookback})
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)
@@ -545,8 +537,6 @@ class Store:
                     con.unregister(name)
                 except duckdb.Error:
                     pass
-        if len(self._unnumbered) > 100_000:  # forget the oldest-looking half; they are re-added if spans come
-            self._unnumbered = set(list(self._unnumbered)[50_000:])
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         if inserted:
             if not self._pending_commits:
