@@ -185,9 +185,9 @@ def main() -> None:
     try:
         for _ in range(args.rounds):
             store_module.refresh_derived = lambda con, since: None
-            off.append(bench_ingest.in_process(requests, total, workdir))
+            off.append(bench_ingest.in_process(requests, total, workdir)[0])
             store_module.refresh_derived = derive
-            on.append(bench_ingest.in_process(requests, total, workdir))
+            on.append(bench_ingest.in_process(requests, total, workdir)[0])
     finally:
         store_module.refresh_derived = derive
         shutil.rmtree(workdir, ignore_errors=True)

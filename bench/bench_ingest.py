@@ -14,13 +14,16 @@ DuckDB file), not acknowledged, and queryable: the clock stops after one ``/api/
 answer, which waits for the derived tables to cover every span (``Store.reader``); spans per
 commit come from ``loopsight_commit_seconds_count``. In-process = decode + normalize + Arrow
 + the same Store (group commit, dedup, run resolution, derivation, read once at the end), no
-HTTP. Prints one JSON object with medians and ratios.
+HTTP. Beside each rate, the CPU time (user + system, every thread) it cost per span: the
+collector process end to end, this process in-process; on a shared machine it moves less
+than the rates do. Prints one JSON object with medians and ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import json
 import os
 import shutil
@@ -57,10 +60,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def in_process(requests: list[bytes], total: int, workdir: Path) -> float:
-    """Spans per second through decode + normalize + Arrow + Store commit, no HTTP."""
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def in_process(requests: list[bytes], total: int, workdir: Path) -> tuple[float, float]:
+    """Spans per second through decode + normalize + Arrow + Store commit, no HTTP, and the
+    CPU microseconds per span it took."""
     db = workdir / f"inproc-{time.monotonic_ns()}.duckdb"
     store = Store.open(str(db))
+    cpu = own_cpu_seconds()
     started = time.perf_counter()
     futures = []
     for body in requests:
@@ -78,10 +88,11 @@ def in_process(requests: list[bytes], total: int, workdir: Path) -> float:
         future.result()
     store.reader().close()  # the derived tables are current once read: include that wait
     elapsed = time.perf_counter() - started
+    cpu = own_cpu_seconds() - cpu
     stored = store.stats.rows_committed
     store.close()
     assert stored == total, (stored, total)
-    return total / elapsed
+    return total / elapsed, cpu / total * 1e6
 
 
 class Collector:
@@ -111,6 +122,11 @@ class Collector:
     def stored(self) -> int:
         return self.metric("loopsight_spans_stored_total")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the collector process so far, all threads."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -123,18 +139,21 @@ class Collector:
         self.log.close()
 
 
-def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: int) -> tuple[float, float]:
-    """Committed spans per second through OTLP/HTTP, and the mean spans per commit."""
+def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: int) -> tuple[float, float, float]:
+    """Committed spans per second through OTLP/HTTP, the mean spans per commit and the
+    collector's CPU microseconds per span."""
     collector = Collector(workdir)
     try:
+        cpu = collector.cpu_seconds()
         started = time.perf_counter()
         codes = tool.send(collector.url + "/v1/traces", requests, workers=workers)
         while collector.stored() < total:
             time.sleep(0.02)
         httpx.get(collector.url + "/api/v1/runs?limit=1", timeout=60).raise_for_status()  # queryable: derived tables current
         elapsed = time.perf_counter() - started
+        cpu = collector.cpu_seconds() - cpu
         assert set(codes) <= {200, 503}, codes
-        return total / elapsed, total / max(collector.metric("loopsight_commit_seconds_count"), 1)
+        return total / elapsed, total / max(collector.metric("loopsight_commit_seconds_count"), 1), cpu / total * 1e6
     finally:
         collector.stop()
 
@@ -262,19 +281,26 @@ def main() -> None:
                     "loadavg_start": os.getloadavg()[0]}
     try:
         inproc: list[float] = []
+        inproc_cpu: list[float] = []
         e2e: dict[int, list[float]] = {w: [] for w in args.workers}
         per_commit: dict[int, list[float]] = {w: [] for w in args.workers}
+        e2e_cpu: dict[int, list[float]] = {w: [] for w in args.workers}
         for _ in range(args.rounds):  # alternate so both see the same machine noise
-            inproc.append(in_process(requests, total, workdir))
+            rate, cpu = in_process(requests, total, workdir)
+            inproc.append(rate)
+            inproc_cpu.append(cpu)
             for workers in args.workers:
-                rate, spans_per_commit = end_to_end(tool, requests, total, workdir, workers)
+                rate, spans_per_commit, cpu = end_to_end(tool, requests, total, workdir, workers)
                 e2e[workers].append(rate)
                 per_commit[workers].append(spans_per_commit)
+                e2e_cpu[workers].append(cpu)
         result["in_process_spans_per_s"] = [round(x) for x in inproc]
         result["in_process_median"] = round(statistics.median(inproc))
+        result["in_process_cpu_us_per_span"] = round(statistics.median(inproc_cpu), 1)
         result["end_to_end"] = {
             str(w): {"spans_per_s": [round(x) for x in e2e[w]], "median": round(statistics.median(e2e[w])),
                      "spans_per_commit": round(statistics.median(per_commit[w])),
+                     "collector_cpu_us_per_span": round(statistics.median(e2e_cpu[w]), 1),
                      "ratio_over_in_process": round(statistics.median(e2e[w]) / statistics.median(inproc), 2)}
             for w in args.workers
         }

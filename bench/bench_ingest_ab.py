@@ -56,22 +56,25 @@ def main() -> None:
                         help="closed-loop sender threads end to end; one figure per count")
     args = parser.parse_args()
     tree = baseline_tree(args.baseline, args.files)
-    kinds = ["in_process", *(f"end_to_end_{w}" for w in args.workers)]
+    kinds = ["in_process", *(f"end_to_end_{w}" for w in args.workers), "in_process_cpu_us",
+             *(f"end_to_end_{w}_cpu_us" for w in args.workers)]
     figures: dict[str, dict[str, list[int]]] = {side: {kind: [] for kind in kinds} for side in ("before", "after")}
     try:
         for _ in range(args.rounds):
             for side, path in (("before", str(tree)), ("after", None)):
                 result = one_round(args.runs, path, args.workers)
                 figures[side]["in_process"].append(result["in_process_median"])
+                figures[side]["in_process_cpu_us"].append(result["in_process_cpu_us_per_span"])
                 for w in args.workers:
                     figures[side][f"end_to_end_{w}"].append(result["end_to_end"][str(w)]["median"])
+                    figures[side][f"end_to_end_{w}_cpu_us"].append(result["end_to_end"][str(w)]["collector_cpu_us_per_span"])
     finally:
         shutil.rmtree(tree, ignore_errors=True)
     summary: dict = {"baseline": args.baseline, "files": args.files, "rounds": args.rounds, "workers": args.workers,
                      "figures": figures}
     for side in ("before", "after"):
         for kind in kinds:
-            summary[f"{side}_{kind}_median"] = round(statistics.median(figures[side][kind]))
+            summary[f"{side}_{kind}_median"] = round(statistics.median(figures[side][kind]), 1)
         for w in args.workers:
             summary[f"{side}_ratio_end_to_end_{w}_over_in_process"] = round(
                 summary[f"{side}_end_to_end_{w}_median"] / summary[f"{side}_in_process_median"], 2)
