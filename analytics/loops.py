@@ -22,13 +22,14 @@ from typing import Any
 import duckdb
 
 from loopsight import attributes as A
-from loopsight.analytics.sql import load, run
+from loopsight.analytics.sql import load, run, with_ctes
 
 MAX_LIMIT = 100_000
 
 
 def compose(question: str, *, inline: bool = False, **ctes: str) -> str:
-    """The SQL of ``question`` preceded by named CTEs, each the text of another SQL file.
+    """The SQL of ``question`` preceded by named CTEs, each the text of another SQL file
+    (:func:`loopsight.analytics.sql.with_ctes`).
 
     A question that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs
     are ``NOT MATERIALIZED``: each use reads only the columns and rows it needs.
@@ -39,15 +40,7 @@ def compose(question: str, *, inline: bool = False, **ctes: str) -> str:
         >>> compose("stalls", inline=True, members="stalls_derived").startswith("WITH members AS NOT MATERIALIZED (")
         True
     """
-    how = "AS NOT MATERIALIZED" if inline else "AS"
-    head = ",\n".join(f"{name} {how} (\n{load(file)}\n)" for name, file in ctes.items())
-    body = load(question)
-    lines = body.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
-    if lines and lines[first].lstrip().upper().startswith("WITH "):
-        lines[first] = "," + lines[first].lstrip()[4:]
-        return f"WITH {head}\n" + "\n".join(lines)
-    return f"WITH {head}\n{body}"
+    return with_ctes(load(question), {name: load(file) for name, file in ctes.items()}, inline=inline)
 
 
 def _with_loops(name: str) -> str:
