@@ -112,7 +112,7 @@ class per_query:
             text = self._file(dialect, name)
             for derived, source in _DERIVED.items():
                 text = text.replace(analytics_sql.load(f"clickhouse/{derived}"), analytics_sql.load(f"clickhouse/{source}"))
-            return re.sub(r"\b(\w+\.)?TraceId IN \{traces:Array\(String\)\}", "1", text.replace("FROM typed_spans", "FROM spans"))
+            return re.sub(r"\b(\w+\.)?(TraceId|trace_id) IN \{traces:Array\(String\)\}", "1", text.replace("FROM typed_spans", "FROM spans"))
 
         analytics_sql.dialect_file = before
 
