@@ -74,7 +74,16 @@ def _times(nanos: Sequence[int]) -> pa.Array:
     return pc.divide(pa.array(nanos, pa.int64()), 1000).cast(TS)
 
 
+def _zeros(n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(0, pa.int32()), n)
+
+
+_EMPTY = {EVENT: pa.array([], EVENT), LINK: pa.array([], LINK)}
+
+
 def _maps(dicts: Sequence[dict[str, str]]) -> pa.Array:
+    if len(dicts) > 1 and dicts[0] is dicts[-1] and len(set(map(id, dicts))) == 1:  # one resource for every span
+        return _maps(dicts[:1]).take(_zeros(len(dicts)))
     offsets = [0, *accumulate(map(len, dicts))]
     keys = list(chain.from_iterable(dicts))
     values = list(chain.from_iterable(map(dict.values, dicts)))
@@ -82,12 +91,10 @@ def _maps(dicts: Sequence[dict[str, str]]) -> pa.Array:
 
 
 def _nested(lists: Sequence[list[tuple[Any, ...]]], struct: pa.StructType) -> pa.Array:
+    if not any(lists):  # most spans have no events and no links
+        return pa.ListArray.from_arrays(_zeros(len(lists) + 1), _EMPTY[struct])
     offsets = [0, *accumulate(map(len, lists))]
-    if not offsets[-1]:
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array([], struct))
     items: list[tuple[Any, ...]] = list(chain.from_iterable(lists))
-    if not items:
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array([], struct))
     columns = list(zip(*items))
     children = []
     for field, values in zip(struct, columns):

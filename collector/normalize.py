@@ -20,9 +20,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
@@ -105,17 +108,18 @@ class Limits:
 
 def any_value_to_str(value: common_pb2.AnyValue) -> str:
     """Render an OTLP ``AnyValue`` as the ClickHouse exporter does: scalars as text, the rest as JSON."""
+    text = value.string_value  # one upb read for the common case; "" also when unset or not a string
+    if text:
+        return text
     which = value.WhichOneof("value")
-    if which == "string_value":
-        return value.string_value
-    if which == "bool_value":
-        return "true" if value.bool_value else "false"
     if which == "int_value":
         return str(value.int_value)
+    if which == "string_value" or which is None:
+        return ""
+    if which == "bool_value":
+        return "true" if value.bool_value else "false"
     if which == "double_value":
         return repr(value.double_value)
-    if which is None:
-        return ""
     return json.dumps(_any_value_to_py(value), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -137,21 +141,114 @@ def _any_value_to_py(value: common_pb2.AnyValue, depth: int = 0) -> Any:
 def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
     """OTLP key-values to a string map: values longer than the limit end with the marker,
     keys beyond ``max_attributes`` are dropped."""
-    out: dict[str, str] = {}
+    return attributes_from_wire([kv.SerializeToString() for kv in kvs], limits)
+
+
+def attributes_from_wire(raw: Sequence[bytes], limits: Limits) -> dict[str, str]:
+    """:func:`attributes_to_dict` of serialized ``KeyValue`` messages (the collector's hot path).
+
+    Example:
+        >>> kv = common_pb2.KeyValue(key="n", value=common_pb2.AnyValue(int_value=3))
+        >>> attributes_from_wire([kv.SerializeToString()], Limits())
+        {'n': '3'}
+    """
     cap = limits.max_attribute_length
+    texts = _wire_texts.get(cap)
+    if texts is None:
+        texts = _wire_texts[cap] = {}
+    raw = raw[:]  # a list in one call: iterating a upb container ends in a costly IndexError
+    pairs = list(map(texts.get, raw))
+    if None in pairs:
+        pairs = [pair or _wire_pair(data, cap, texts) for pair, data in zip(pairs, raw)]
     most = limits.max_attributes
-    bounded = len(kvs) > most  # otherwise the count check can never trigger
-    for kv in kvs:
-        if bounded and len(out) >= most:
+    if len(pairs) <= most:
+        return dict(pairs)
+    out: dict[str, str] = {}
+    for key, text in pairs:
+        if len(out) >= most:  # distinct keys count, as in a map
             break
-        value = kv.value
-        text = value.string_value  # one upb read for the common case; "" also when unset or not a string
-        if not text:
-            text = str(value.int_value) if value.WhichOneof("value") == "int_value" else any_value_to_str(value)
-        if len(text) > cap:
-            text = text[:cap] + TRUNCATION_MARKER
-        out[kv.key] = text
+        out[key] = text
     return out
+
+
+# Serialized KeyValue -> (key, text) per length limit. Producers repeat most attributes (operation,
+# model, tool, step, ...): each distinct short one is decoded once, not through four upb reads per span.
+_wire_texts: dict[int, dict[bytes, tuple[str, str]]] = {}
+_WIRE_CACHE_ITEMS = 16384
+_WIRE_CACHE_BYTES = 200  # longer values (content, arguments) rarely repeat; this bounds the cache to a few MB
+
+
+def _wire_pair(data: bytes, cap: int, texts: dict[bytes, tuple[str, str]]) -> tuple[str, str]:
+    kv = common_pb2.KeyValue.FromString(data)
+    text = any_value_to_str(kv.value)
+    if len(text) > cap:
+        text = text[:cap] + TRUNCATION_MARKER
+    pair = (kv.key, text)
+    if len(data) <= _WIRE_CACHE_BYTES:
+        if len(texts) >= _WIRE_CACHE_ITEMS:
+            texts.clear()
+        texts[data] = pair
+    return pair
+
+
+_wire_statuses: dict[bytes, tuple[str, str]] = {b"": ("Unset", "")}
+
+
+def _status_of(data: bytes) -> tuple[str, str]:
+    """Serialized ``Status`` -> (StatusCode, StatusMessage)."""
+    status = _wire_statuses.get(data)
+    if status is None:
+        message = trace_pb2.Status.FromString(data)
+        code = message.code
+        status = (STATUS_CODES[code] if 0 <= code < 3 else "Unset", message.message)
+        if len(data) <= _WIRE_CACHE_BYTES:
+            if len(_wire_statuses) >= _WIRE_CACHE_ITEMS:
+                _wire_statuses.clear()
+                _wire_statuses[b""] = ("Unset", "")
+            _wire_statuses[data] = status
+    return status
+
+
+def _wire_classes() -> tuple[Any, Any]:
+    """Message classes wire-compatible with ``ExportTraceServiceRequest`` and ``Span`` in which every
+    ``KeyValue`` and the span ``Status`` stay serialized, for :func:`attributes_from_wire` and
+    :func:`_status_of`. Fields are copied from the OTLP descriptors."""
+    F = descriptor_pb2.FieldDescriptorProto
+    package = "loopsight.otlp_wire"
+    serialized = {common_pb2.KeyValue.DESCRIPTOR.full_name, trace_pb2.Status.DESCRIPTOR.full_name}
+    real = {message.full_name: message for message in (
+        trace_service_pb2.ExportTraceServiceRequest.DESCRIPTOR, trace_pb2.ResourceSpans.DESCRIPTOR, resource_pb2.Resource.DESCRIPTOR,
+        trace_pb2.ScopeSpans.DESCRIPTOR, common_pb2.InstrumentationScope.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR,
+        trace_pb2.Span.Event.DESCRIPTOR, trace_pb2.Span.Link.DESCRIPTOR)}
+    file = descriptor_pb2.FileDescriptorProto(name="loopsight/otlp_wire.proto", package=package, syntax="proto3")
+    for descriptor in real.values():
+        message = file.message_type.add(name=descriptor.full_name.replace(".", "_"))
+        for field in descriptor.fields:
+            target = field.message_type.full_name if field.message_type is not None else None
+            if target is not None and target not in real and target not in serialized:
+                continue  # never read: stays an unknown field
+            copy = message.field.add(name=field.name, number=field.number,
+                                     label=F.LABEL_REPEATED if _repeated(field) else F.LABEL_OPTIONAL)
+            if target in serialized:
+                copy.type = F.TYPE_BYTES
+            elif target is not None:
+                copy.type, copy.type_name = F.TYPE_MESSAGE, f".{package}.{target.replace('.', '_')}"
+            else:
+                copy.type = F.TYPE_INT32 if field.type == F.TYPE_ENUM else field.type  # proto3 enums are open int32s
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    request, span = (message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{d.full_name.replace('.', '_')}"))
+                     for d in (trace_service_pb2.ExportTraceServiceRequest.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR))
+    return request, span
+
+
+def _repeated(field: Any) -> bool:
+    if hasattr(field, "is_repeated"):  # protobuf >= 5.28; ``label`` is gone in 7
+        return bool(field.is_repeated)
+    return bool(field.label == field.LABEL_REPEATED)
+
+
+WireRequest, WireSpan = _wire_classes()
 
 
 def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
@@ -293,12 +390,13 @@ def normalize_span(
     limits: Limits,
 ) -> SpanRow:
     """Turn one OTLP span into a stored row."""
-    return span_row(span, span.trace_id, span.span_id, span.parent_span_id, span.start_time_unix_nano,
+    wire = WireSpan.FromString(span.SerializeToString())
+    return span_row(wire, wire.trace_id, wire.span_id, wire.parent_span_id, wire.start_time_unix_nano,
                     resource, scope_name, scope_version, limits)
 
 
 def span_row(
-    span: trace_pb2.Span,
+    span: Any,
     trace_id: bytes,
     span_id: bytes,
     parent_span_id: bytes,
@@ -308,25 +406,20 @@ def span_row(
     scope_version: str,
     limits: Limits,
 ) -> SpanRow:
-    """:func:`normalize_span` for a caller that already read the span's ids and start time
-    (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
+    """:func:`normalize_span` of a :data:`WireSpan` whose ids and start time the caller already
+    read (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
 
     Example:
         >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="chat gpt-4o")
-        >>> span_row(span, span.trace_id, span.span_id, b"", 0, {}, "", "", Limits()) == normalize_span(span, {}, "", "", Limits())
+        >>> wire = WireSpan.FromString(span.SerializeToString())
+        >>> span_row(wire, wire.trace_id, wire.span_id, b"", 0, {}, "", "", Limits()) == normalize_span(span, {}, "", "", Limits())
         True
     """
-    attrs = attributes_to_dict(span.attributes, limits)
+    attrs = attributes_from_wire(span.attributes, limits)
     get = attrs.get
     name = span.name
     kind = span_type(attrs, name)
-    if span.HasField("status"):
-        span_status = span.status
-        status_code = span_status.code
-        status_message = span_status.message
-    else:
-        status_code, status_message = 0, ""
-    status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
+    status, status_message = _status_of(span.status)
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
@@ -334,7 +427,7 @@ def span_row(
     if span_events:
         for event in span_events[: limits.max_events]:
             event_name = event.name
-            event_attrs = attributes_to_dict(event.attributes, limits)
+            event_attrs = attributes_from_wire(event.attributes, limits)
             if event_name == "exception" and exception_type is None:
                 exception_type = event_attrs.get("exception.type")
             guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
@@ -342,7 +435,7 @@ def span_row(
     span_links = span.links
     links = (
         [
-            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
+            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_from_wire(link.attributes, limits))
             for link in span_links
         ]
         if span_links

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, WireRequest, attributes_from_wire, span_row
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -115,8 +115,9 @@ def decode_request(body: bytes, content_type: str, encoding: str | None, max_byt
 
 def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[SpanRow | str]:
     """Normalized rows of every span; a rejected span yields the reason (a str) instead."""
-    for resource_spans in request.resource_spans:
-        resource = attributes_to_dict(resource_spans.resource.attributes, limits)
+    wire = WireRequest.FromString(request.SerializeToString())  # KeyValues and Status stay serialized: see WireRequest
+    for resource_spans in wire.resource_spans:
+        resource = attributes_from_wire(resource_spans.resource.attributes, limits)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
             scope_name, scope_version = scope.name, scope.version

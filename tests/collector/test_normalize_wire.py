@@ -1,0 +1,119 @@
+"""The collector's hot path reads spans through wire-compatible messages whose ``KeyValue`` s and
+``Status`` stay serialized (decoded once per distinct value): it must give the rows the OTLP
+messages themselves give."""
+
+from __future__ import annotations
+
+import math
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from loopsight.collector.batch import to_arrow
+from loopsight.collector.normalize import (
+    TRUNCATION_MARKER,
+    Limits,
+    WireRequest,
+    attributes_from_wire,
+    attributes_to_dict,
+    normalize_span,
+)
+from loopsight.collector.otlp import iter_rows
+
+VALUES = [
+    ("s", AnyValue(string_value="text"), "text"),
+    ("empty", AnyValue(string_value=""), ""),
+    ("unset", AnyValue(), ""),
+    ("i", AnyValue(int_value=-42), "-42"),
+    ("zero", AnyValue(int_value=0), "0"),
+    ("b", AnyValue(bool_value=False), "false"),
+    ("d", AnyValue(double_value=1.5), "1.5"),
+    ("nan", AnyValue(double_value=math.nan), "nan"),
+    ("bytes", AnyValue(bytes_value=b"\x01\xff"), '"01ff"'),
+    ("array", AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1), AnyValue(string_value="")])), '[1,""]'),
+    ("kvlist", AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key="a", value=AnyValue(bool_value=True))])), '{"a":true}'),
+]
+
+
+def serialized(kvs: list[KeyValue]) -> list[bytes]:
+    return [kv.SerializeToString() for kv in kvs]
+
+
+def test_every_value_kind_reads_the_same_from_the_wire_twice():
+    kvs = [KeyValue(key=key, value=value) for key, value, _ in VALUES]
+    expected = {key: text for key, _, text in VALUES}
+    assert attributes_to_dict(kvs, Limits()) == expected
+    assert attributes_from_wire(serialized(kvs), Limits()) == expected
+    assert attributes_from_wire(serialized(kvs), Limits()) == expected  # decoded values come back the same
+
+
+def test_truncation_follows_each_limit_and_duplicates_count_once():
+    kvs = [KeyValue(key="k", value=AnyValue(string_value="x" * 10)), KeyValue(key="k", value=AnyValue(string_value="y" * 10)),
+           KeyValue(key="j", value=AnyValue(int_value=123456)), KeyValue(key="z", value=AnyValue(string_value="z"))]
+    raw = serialized(kvs)
+    assert attributes_from_wire(raw, Limits(max_attribute_length=4)) == {"k": "yyyy" + TRUNCATION_MARKER, "j": "1234" + TRUNCATION_MARKER, "z": "z"}
+    assert attributes_from_wire(raw, Limits(max_attribute_length=8)) == {"k": "y" * 8 + TRUNCATION_MARKER, "j": "123456", "z": "z"}
+    assert attributes_from_wire(raw, Limits()) == {"k": "y" * 10, "j": "123456", "z": "z"}
+    # four key-values, three keys: the bound counts keys, the last value of a key wins
+    assert list(attributes_from_wire(raw, Limits(max_attributes=2)).items()) == [("k", "y" * 10), ("j", "123456")]
+    assert attributes_from_wire(raw, Limits(max_attributes=0)) == {}
+    assert attributes_from_wire(raw, Limits(max_attributes=3)) == attributes_from_wire(raw, Limits())
+
+
+def test_long_values_are_read_whole():
+    text = "é" * 5000
+    raw = serialized([KeyValue(key="long", value=AnyValue(string_value=text))])
+    assert attributes_from_wire(raw, Limits()) == {"long": text}
+    assert attributes_from_wire(raw, Limits(max_attribute_length=3)) == {"long": "ééé" + TRUNCATION_MARKER}
+
+
+def test_wire_request_reads_the_otlp_fields():
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, parent_span_id=b"\x03" * 8, trace_state="a=b", name="n",
+                kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=2**64 - 1, end_time_unix_nano=7, flags=3,
+                attributes=[KeyValue(key="k", value=AnyValue(string_value="v"))], status=Status(code=2, message="m"),
+                events=[Span.Event(time_unix_nano=5, name="e", attributes=[KeyValue(key="ek", value=AnyValue(int_value=1))])],
+                links=[Span.Link(trace_id=b"\x04" * 16, span_id=b"\x05" * 8, trace_state="x", attributes=[])])
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
+        resource=Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="svc"))]),
+        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="sc", version="1"), spans=[span])])])
+    wire = WireRequest.FromString(request.SerializeToString())
+    scope_spans = wire.resource_spans[0].scope_spans[0]
+    got = scope_spans.spans[0]
+    assert (scope_spans.scope.name, scope_spans.scope.version) == ("sc", "1")
+    assert list(wire.resource_spans[0].resource.attributes) == serialized(list(request.resource_spans[0].resource.attributes))
+    assert (got.trace_id, got.span_id, got.parent_span_id, got.trace_state, got.name, got.kind) == (
+        span.trace_id, span.span_id, span.parent_span_id, span.trace_state, span.name, span.kind)
+    assert (got.start_time_unix_nano, got.end_time_unix_nano) == (2**64 - 1, 7)
+    assert list(got.attributes) == serialized(list(span.attributes))
+    assert Status.FromString(got.status) == span.status
+    assert (got.events[0].time_unix_nano, got.events[0].name, list(got.events[0].attributes)) == (5, "e", serialized(list(span.events[0].attributes)))
+    assert (got.links[0].trace_id, got.links[0].span_id, got.links[0].trace_state) == (b"\x04" * 16, b"\x05" * 8, "x")
+
+
+def test_iter_rows_gives_normalize_span_rows():
+    kv = lambda key, **value: KeyValue(key=key, value=AnyValue(**value))  # noqa: E731
+    spans = [
+        Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search", status=Status(code=2, message="HTTP 503"),
+             attributes=[kv("gen_ai.operation.name", string_value="execute_tool"), kv("gen_ai.tool.call.arguments", string_value='{"q": 1}'),
+                         kv("loopsight.step", int_value=3)],
+             events=[Span.Event(name="exception", attributes=[kv("exception.type", string_value="TimeoutError"), kv("content", string_value="c")])]),
+        Span(trace_id=b"\x01" * 16, span_id=b"\x03" * 8, name="chat m", status=Status(code=7),
+             attributes=[kv("gen_ai.usage.input_tokens", int_value=10), kv("llm.input_messages.0.message.content", string_value="hi")],
+             links=[Span.Link(trace_id=b"\x09" * 16, span_id=b"\x08" * 8, attributes=[kv("l", bool_value=True)])]),
+        Span(trace_id=b"\x01" * 16, span_id=b"\x04" * 8, name="invoke_agent a", status=Status(message="only a message")),
+    ]
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
+        resource=Resource(attributes=[kv("service.name", string_value="svc")]),
+        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="sc", version="2"), spans=spans)])])
+    for limits in (Limits(), Limits(capture_content=True, max_attribute_length=5, max_events=0)):
+        rows = list(iter_rows(request, limits))
+        assert rows == [normalize_span(span, {"service.name": "svc"}, "sc", "2", limits) for span in spans]
+        assert to_arrow(rows).num_rows == 3
+    first, second, third = list(iter_rows(request, Limits()))
+    assert (first.StatusCode, first.StatusMessage, first.error_type, first.error_class) == ("Error", "HTTP 503", "TimeoutError", "transient")
+    assert first.Events[0][2] == {"exception.type": "TimeoutError"} and first.step == 3 and first.args_hash
+    assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == ("Unset", 10, {"gen_ai.usage.input_tokens": "10"})
+    assert second.Links == [("09" * 16, "08" * 8, "", {"l": "true"})]
+    assert (third.StatusCode, third.StatusMessage, third.termination_reason) == ("Unset", "only a message", "completed")
