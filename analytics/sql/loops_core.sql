@@ -4,40 +4,57 @@
 -- Parameters: since, until, agent, service (run filters); near_bits_long, simhash_mode, set_mask
 -- (the semantic test of loopsight.analytics.sketch.near, on the stored args_sketch).
 WITH work AS MATERIALIZED (
-    -- 64-bit hashes of the run / tool / call keys: window partitions and groups sort integers, not strings
+    -- 64-bit hashes of the run / tool / call keys: windows and groups sort integers, not strings
     SELECT hash(s."TraceId", s.run_id) AS rk, s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts, s.span_type,
            s.step, s.tool, s.args_hash, s.args_sketch, s.error_type, s.loop_kind,
-           s.input_tokens, s.output_tokens,
-           -- producers that give no step: the step is the number of model calls begun before
-           sum(CASE WHEN s.span_type = 'llm' THEN 1 ELSE 0 END)
-               OVER (PARTITION BY hash(s."TraceId", s.run_id) ORDER BY s."Timestamp", s."SpanId" ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
+           s.input_tokens, s.output_tokens
     FROM spans s
     SEMI JOIN runs r ON s."TraceId" = r.trace_id AND s.run_id = r.run_id
     WHERE s.span_type IN ('llm', 'tool')
 ),
-calls AS MATERIALIZED (
-    SELECT rk, trace_id, run_id, span_id, ts, tool, args_hash, args_sketch, error_type, loop_kind,
-           hash(tool) AS tk,
-           coalesce(step, greatest(llm_seen, 0)) AS step,
-           -- a call without an args hash never equals another call
-           hash(tool, coalesce(args_hash, '#' || span_id)) AS call_key,
-           row_number() OVER (PARTITION BY rk ORDER BY ts, span_id) AS seq
+unnumbered AS (
+    -- producers that give no step: the step is the number of model calls begun before (only
+    -- the runs with such calls are numbered)
+    SELECT rk, span_id, ts,
+           sum(CASE WHEN span_type = 'llm' THEN 1 ELSE 0 END)
+               OVER (PARTITION BY rk ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
     FROM work
-    WHERE span_type = 'tool'
+    WHERE rk IN (SELECT rk FROM work WHERE span_type = 'tool' AND step IS NULL)
+),
+-- The windows below run over one ordering of all runs (a window partitioned by run sorts each
+-- of thousands of tiny partitions on its own, about twice as slow): seq numbers the calls run
+-- after run, and a lag counts only when the row it reads has the same run (and tool) key.
+calls AS MATERIALIZED (
+    SELECT w.rk, trace_id, run_id, w.span_id, w.ts, tool, args_hash, args_sketch, error_type, loop_kind,
+           hash(tool) AS tk,
+           coalesce(w.step, greatest(u.llm_seen, 0)) AS step,
+           -- a call without an args hash never equals another call
+           hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key,
+           row_number() OVER (ORDER BY w.rk, w.ts, w.span_id) AS seq
+    FROM work w
+    LEFT JOIN unnumbered u ON u.rk = w.rk AND u.span_id = w.span_id AND u.ts = w.ts
+    WHERE w.span_type = 'tool'
 ),
 lagged AS MATERIALIZED (
     SELECT *,
-           lag(call_key, 1) OVER r AS k1, lag(call_key, 2) OVER r AS k2, lag(call_key, 3) OVER r AS k3,
-           lag(call_key, 4) OVER r AS k4, lag(call_key, 5) OVER r AS k5,
-           lag(tool, 1) OVER r AS t1, lag(tool, 2) OVER r AS t2,
-           row_number() OVER t AS tool_seq,
-           row_number() OVER t - row_number() OVER (PARTITION BY rk, tk, hash(error_type) ORDER BY seq) AS error_island,
-           lag(args_sketch) OVER t AS prev_sketch, lag(args_hash) OVER t AS prev_hash,
-           lag(args_sketch, 2) OVER t AS prev2_sketch, lag(args_hash, 2) OVER t AS prev2_hash,
-           lag(ts) OVER t AS prev_ts, lag(step) OVER t AS prev_step
+           CASE WHEN lag(rk, 1) OVER r = rk THEN lag(call_key, 1) OVER r END AS k1,
+           CASE WHEN lag(rk, 2) OVER r = rk THEN lag(call_key, 2) OVER r END AS k2,
+           CASE WHEN lag(rk, 3) OVER r = rk THEN lag(call_key, 3) OVER r END AS k3,
+           CASE WHEN lag(rk, 4) OVER r = rk THEN lag(call_key, 4) OVER r END AS k4,
+           CASE WHEN lag(rk, 5) OVER r = rk THEN lag(call_key, 5) OVER r END AS k5,
+           CASE WHEN lag(rk, 1) OVER r = rk THEN lag(tool, 1) OVER r END AS t1,
+           CASE WHEN lag(rk, 2) OVER r = rk THEN lag(tool, 2) OVER r END AS t2,
+           -- constant along a tool's unbroken run of one error type (offset by the error type's place)
+           row_number() OVER t - row_number() OVER (ORDER BY rk, tk, hash(error_type), seq) AS error_island,
+           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(args_sketch) OVER t END AS prev_sketch,
+           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(args_hash) OVER t END AS prev_hash,
+           CASE WHEN lag(rk, 2) OVER t = rk AND lag(tk, 2) OVER t = tk THEN lag(args_sketch, 2) OVER t END AS prev2_sketch,
+           CASE WHEN lag(rk, 2) OVER t = rk AND lag(tk, 2) OVER t = tk THEN lag(args_hash, 2) OVER t END AS prev2_hash,
+           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(ts) OVER t END AS prev_ts,
+           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(step) OVER t END AS prev_step
     FROM calls
-    WINDOW r AS (PARTITION BY rk ORDER BY seq),
-           t AS (PARTITION BY rk, tk ORDER BY seq)
+    WINDOW r AS (ORDER BY seq),
+           t AS (ORDER BY rk, tk, seq)
 ),
 exact AS (
     SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'exact' AS kind,
@@ -103,7 +120,7 @@ sketched AS (
         FROM lagged
         WHERE args_sketch IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
     )
-    WINDOW t AS (PARTITION BY rk, tk ORDER BY seq ROWS UNBOUNDED PRECEDING)
+    WINDOW t AS (ORDER BY rk, tk, seq ROWS UNBOUNDED PRECEDING)
 ),
 semantic_sketch AS (
     SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'semantic' AS kind,
