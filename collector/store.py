@@ -10,8 +10,8 @@ In each commit's transaction the writer
 1. skips spans already stored (a re-delivered span has the same ids *and* start time, so
    the anti-join only reads the incoming batch's time range; zone maps skip the rest),
 2. inserts the rest from Arrow (``INSERT ... SELECT``),
-3. records the touched traces in ``derive_pending`` (with the earliest span start the
-   commit may have changed), and commits: the requests are answered here.
+3. records the touched traces in ``derive_pending`` (with the earliest start among the
+   trace's incoming spans), and commits: the requests are answered here.
 
 Everything computed from more than one span happens in a separate derive pass over every
 pending trace at once, in one transaction that also deletes the ``derive_pending`` rows it
@@ -19,8 +19,11 @@ covered:
 
 - ``run_id`` of every span of those traces: the top-most ``invoke_agent`` ancestor. Run
   spans usually arrive after their children, so spans stored earlier are updated when
-  their run arrives. Only spans that started at most ``run_lookback`` before their batch
-  are read (a run longer than that keeps older children unresolved),
+  their run arrives. A trace's spans are read from ``run_skew`` before the earliest of its
+  new spans or of its known runs (a run starts before its children; the margin is for
+  clocks of other services), never more than ``run_lookback`` before its new spans (a run
+  longer than that keeps older children unresolved). So a pass reads the spans of the last
+  few minutes, not of the last hours, however many are stored,
 - ``step`` where the producer gave none,
 - the derived per-run tables (:mod:`loopsight.analytics.derive`).
 
@@ -135,6 +138,17 @@ WHERE NOT EXISTS (
 )
 """
 
+# Per pending trace, the earliest start a pass must read from: its new spans or its known
+# runs (a run span starts before its children), less the skew margin, bounded by the look-back.
+_PENDING_SQL = """
+SELECT p.trace_id AS "TraceId",
+       greatest(least(min(p.since), min(f.started_at)) - $skew, min(p.since) - $lookback) AS since
+FROM derive_pending p
+LEFT JOIN run_facts f
+       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - $lookback
+GROUP BY p.trace_id
+"""
+
 RESOLVE_RUNS_SQL = """
 WITH RECURSIVE t AS (
     SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, span_type = 'agent' AS is_agent
@@ -246,6 +260,7 @@ class Store:
         max_queue_rows: int = 200_000,
         max_batch_rows: int = 50_000,
         run_lookback: timedelta = timedelta(hours=6),
+        run_skew: timedelta = timedelta(minutes=5),
         derive_interval: float = 1.0,
         derive_idle: float = 0.05,
         barrier_timeout: float = 5.0,
@@ -257,6 +272,7 @@ class Store:
         self._max_queue_rows = max_queue_rows
         self._max_batch_rows = max_batch_rows
         self._run_lookback = run_lookback
+        self._run_skew = run_skew
         self._queued_batches = 0
         self._queued_rows = 0
         self._derive_interval = derive_interval
@@ -466,7 +482,7 @@ class Store:
             try:
                 con.begin()
                 pending = con.sql(
-                    'SELECT trace_id AS "TraceId", min(since) AS since FROM derive_pending GROUP BY trace_id'
+                    _PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}
                 ).to_arrow_table()
                 if pending.num_rows:
                     con.register("touched", pending.select(["TraceId"]))
@@ -520,8 +536,7 @@ class Store:
             con.register("touched", incoming.select(["TraceId"]))
             inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
             if inserted:
-                con.execute('INSERT INTO derive_pending SELECT DISTINCT "TraceId", $since FROM touched',
-                            {"since": lo - self._run_lookback})
+                con.execute('INSERT INTO derive_pending SELECT "TraceId", min("Timestamp") FROM incoming GROUP BY "TraceId"')
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)

@@ -191,6 +191,29 @@ def test_late_spans_of_a_run_update_its_facts(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_late_call_of_a_long_run_gets_its_run(tmp_path: Path) -> None:
+    """A pass reads a trace's spans from its known run's start, not only from the late span's
+    (which started 40 minutes into the run, beyond the writer's 5-minute skew margin)."""
+    recorder = Recorder()
+    slow = Call("search", "x", duration_ms=40 * 60 * 1000.0)
+    info = recorder.run(agent="a", start=T0, steps=[Step(10, 1, [slow]), Step(20, 2, [Call("search", "y")])])
+    spans = list(recorder.exporter.get_finished_spans())
+    late = [s for s in spans if s.name == "execute_tool search"][-1]
+    assert (late.start_time - spans[-1].start_time) / 60e9 > 40  # the run span is the last one ended
+    store = Store.open(str(tmp_path / "s.duckdb"))
+    try:
+        ingest_request(store, spans_to_request([s for s in spans if s is not late]))
+        assert store.reader().execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+        ingest_request(store, spans_to_request([late]))
+        con = store.reader()
+        run_of_late = con.execute("SELECT run_id, step FROM spans WHERE \"SpanId\" = $s", {"s": format(late.context.span_id, "016x")}).fetchone()
+        assert run_of_late == (info.run_id, 1)
+        assert analytics.list_runs(con)[0]["tool_calls"] == 2
+        assert derived(con) == expected_from_spans(con)
+    finally:
+        store.close()
+
+
 def test_upgrading_an_existing_file_backfills_the_derived_tables(tmp_path: Path, corpus_spans: list[Any]) -> None:
     source = str(tmp_path / "source.duckdb")
     store = Store.open(source)
