@@ -49,7 +49,7 @@ _SCOPE_RUNS = (
 
 def _shadowed(name: str) -> str:
     """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
-    return compose(name, spans="derive_scope")
+    return compose(name, inline=True, spans="derive_scope")
 
 
 def refresh(
