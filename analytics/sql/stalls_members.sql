@@ -8,7 +8,7 @@
 -- span whose parent is an llm span (another instrumentation's chat span inside our model call)
 -- is part of that call: no call time of its own.
 WITH members AS MATERIALIZED (
-    SELECT s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."ParentSpanId" AS parent_id, s.span_type,
+    SELECT s."TraceId" AS trace_id, s.run_id, hash(s."TraceId", s.run_id) AS rk, s."SpanId" AS span_id, s."ParentSpanId" AS parent_id, s.span_type,
            s."Timestamp" AS ts, s.end_time,
            s."Duration" / 1e6 AS duration_ms, r.agent, r.service, r.started_at,
            CASE WHEN len(s."Events") > 0 THEN coalesce(list_sum(list_transform(
@@ -26,7 +26,7 @@ nested AS (
 ),
 covered AS (
     SELECT *,
-           max(end_time) OVER (PARTITION BY trace_id, run_id ORDER BY ts, span_id
+           max(end_time) OVER (PARTITION BY rk ORDER BY ts, span_id
                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
     FROM members
 )
@@ -40,6 +40,7 @@ FROM covered c
 LEFT JOIN nested n ON n.trace_id = c.trace_id AND n.span_id = c.span_id
 UNION ALL
 SELECT r.trace_id, r.run_id, r.run_id, r.agent, r.service, r.started_at, 'agent', NULL, NULL, 0,
-       date_diff('microsecond', max(m.end_time), r.end_time) / 1e3, 0
-FROM runs r JOIN members m ON m.trace_id = r.trace_id AND m.run_id = r.run_id
-GROUP BY r.trace_id, r.run_id, r.agent, r.service, r.started_at, r.end_time
+       date_diff('microsecond', m.last_end, r.end_time) / 1e3, 0
+FROM runs r
+JOIN (SELECT trace_id, run_id, max(end_time) AS last_end FROM members GROUP BY trace_id, run_id) m
+  ON m.trace_id = r.trace_id AND m.run_id = r.run_id
