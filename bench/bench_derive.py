@@ -4,9 +4,10 @@ writer's derivation (``loopsight.analytics.derive.refresh``) on and off, alterna
     .venv/bin/python bench/bench_derive.py --runs 2000 --rounds 5
     .venv/bin/python bench/bench_derive.py --queries /tmp/a.duckdb   # old vs new SQL, same store
 
-With ``--refresh DB`` it times the writer's derivation of one commit's scope (the newest
-``--traces`` runs of DB), ``--before``'s ``analytics/derive.py`` against the current one,
-interleaved and rolled back each time.
+With ``--refresh DB`` it times the writer's derivation of one pass's scope (the newest
+``--traces`` runs of DB), ``--before``'s ``analytics/derive.py`` and SQL files against the current
+ones, interleaved and rolled back each time: medians of wall and CPU time (every thread) and
+whether both sides derived the same rows.
 
     .venv/bin/python bench/bench_derive.py --refresh /tmp/a.duckdb --before f0dc733 --traces 10 50 500
 
@@ -122,40 +123,82 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
     con.close()
 
 
-def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> None:
+def _before_derive(root: Path, before: str):
+    """``analytics/derive.py`` of ``before`` as a module, composing the SQL files of ``before``."""
+    import functools
     import subprocess
-    import time
     import types
-    from datetime import timedelta
+
+    from loopsight.analytics.sql import with_ctes
+
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{before}:{path}"], cwd=root, check=True, capture_output=True, text=True).stdout
+
+    @functools.cache
+    def load(name: str) -> str:
+        text = show(f"analytics/sql/{name}.sql")
+        first = text.split("\n", 1)[0]
+        if not first.startswith("-- ctes:"):
+            return text
+        return with_ctes(text, {cte: load(file) for cte, file in (p.strip().split("=") for p in first[len("-- ctes:"):].split(","))})
+
+    old = types.ModuleType("derive_before")
+    exec(compile(show("analytics/derive.py"), f"{before}:analytics/derive.py", "exec"), old.__dict__)
+    old.load = load
+    old.compose = lambda question, *, inline=False, **ctes: with_ctes(load(question), {n: load(f) for n, f in ctes.items()}, inline=inline)
+    if '"ParentSpanId"' not in old._COLUMNS:
+        old._COLUMNS += ', "ParentSpanId"'  # the current derive_runs.sql reads it (nested model spans)
+    return old
+
+
+def _derived_rows(con, tables: tuple[str, ...]) -> dict[str, list[tuple]]:
+    """The derived rows of the traces in ``touched``, sorted, floats to 9 significant digits
+    (a sum's order may differ)."""
+    found = {}
+    for table in tables:
+        rows = con.execute(f'SELECT * FROM {table} WHERE trace_id IN (SELECT "TraceId" FROM touched) ORDER BY ALL').fetchall()
+        found[table] = sorted(tuple(f"{v:.9g}" if isinstance(v, float) else v for v in r) for r in rows)
+    return found
+
+
+def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> None:
+    import time
 
     import duckdb
     import pyarrow as pa
 
     from loopsight.analytics import derive
 
-    root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{before}:analytics/derive.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    old = types.ModuleType("derive_before")
-    exec(compile(source, f"{before}:analytics/derive.py", "exec"), old.__dict__)
-    if '"ParentSpanId"' not in old._COLUMNS:
-        old._COLUMNS += ', "ParentSpanId"'  # the current derive_runs.sql reads it (nested model spans)
+    old = _before_derive(Path(__file__).resolve().parent.parent, before)
     con = duckdb.connect(path)
-    since = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] - timedelta(hours=6)
-    print(f"| scope | {before} | current | ratio |\n|---|---:|---:|---:|")
+    print(f"| scope | spans | {before} | current | ratio | {before} CPU | current CPU | CPU ratio | same rows |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in traces:
         ids = [r[0] for r in con.execute("SELECT trace_id FROM run_facts ORDER BY started_at DESC LIMIT $n", {"n": n}).fetchall()]
         con.register("touched", pa.table({"TraceId": ids}))
-        times: dict[str, list[float]] = {"before": [], "after": []}
-        for _ in range(repeat):
-            for side, module in (("before", old), ("after", derive)):
+        # the pass reads from the earliest run start of its traces (the writer's look-back bound)
+        since = con.execute('SELECT min(started_at) FROM run_facts WHERE trace_id IN (SELECT "TraceId" FROM touched)').fetchone()[0]
+        spans = con.execute('SELECT count(*) FROM spans WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
+                            {"since": since}).fetchone()[0]
+        wall: dict[str, list[float]] = {"before": [], "after": []}
+        cpu: dict[str, list[float]] = {"before": [], "after": []}
+        rows: dict[str, dict[str, list[tuple]]] = {}
+        for i in range(repeat):
+            # alternate which side goes first: a pass right after another finds warmer caches
+            for side, module in ((("before", old), ("after", derive)) if i % 2 == 0 else (("after", derive), ("before", old))):
                 con.begin()
-                started = time.perf_counter()
+                started, used = time.perf_counter(), bench_ingest.own_cpu_seconds()
                 module.refresh(con, since=since)
-                times[side].append(time.perf_counter() - started)
+                wall[side].append(time.perf_counter() - started)
+                cpu[side].append(bench_ingest.own_cpu_seconds() - used)
+                if side not in rows:
+                    rows[side] = _derived_rows(con, derive.TABLES)
                 con.rollback()
-        b, a = statistics.median(times["before"]), statistics.median(times["after"])
-        print(f"| {n} traces | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {a / b:.2f} |")
+        b, a = statistics.median(wall["before"]), statistics.median(wall["after"])
+        bc, ac = statistics.median(cpu["before"]), statistics.median(cpu["after"])
+        same = "yes" if rows["before"] == rows["after"] else "NO: " + ", ".join(t for t in derive.TABLES if rows["before"][t] != rows["after"][t])
+        print(f"| {n} traces | {spans} | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {b / a:.2f}x | {bc * 1e3:.0f} ms | {ac * 1e3:.0f} ms | {bc / ac:.2f}x | {same} |",
+              flush=True)
     con.close()
 
 
