@@ -158,7 +158,7 @@ def attributes_from_wire(raw: Sequence[bytes], limits: Limits) -> dict[str, str]
         texts = _wire_texts[cap] = {}
     raw = raw[:]  # a list in one call: iterating a upb container ends in a costly IndexError
     pairs = list(map(texts.get, raw))
-    if None in pairs:
+    if not all(pairs):  # a miss (None); cheaper than ``None in pairs``, which compares every tuple
         pairs = [pair or _wire_pair(data, cap, texts) for pair, data in zip(pairs, raw)]
     most = limits.max_attributes
     if len(pairs) <= most:
@@ -191,46 +191,48 @@ def _wire_pair(data: bytes, cap: int, texts: dict[bytes, tuple[str, str]]) -> tu
     return pair
 
 
-_wire_statuses: dict[bytes, tuple[str, str]] = {b"": ("Unset", "")}
+_wire_statuses: dict[bytes, tuple[str, str]] = {}
 
 
 def _status_of(data: bytes) -> tuple[str, str]:
-    """Serialized ``Status`` -> (StatusCode, StatusMessage)."""
-    status = _wire_statuses.get(data)
-    if status is None:
-        message = trace_pb2.Status.FromString(data)
-        code = message.code
-        status = (STATUS_CODES[code] if 0 <= code < 3 else "Unset", message.message)
-        if len(data) <= _WIRE_CACHE_BYTES:
-            if len(_wire_statuses) >= _WIRE_CACHE_ITEMS:
-                _wire_statuses.clear()
-                _wire_statuses[b""] = ("Unset", "")
-            _wire_statuses[data] = status
+    """Serialized ``Status`` -> (StatusCode, StatusMessage), remembered when short."""
+    message = trace_pb2.Status.FromString(data)
+    code = message.code
+    status = (STATUS_CODES[code] if 0 <= code < 3 else "Unset", message.message)
+    if len(data) <= _WIRE_CACHE_BYTES:
+        if len(_wire_statuses) >= _WIRE_CACHE_ITEMS:
+            _wire_statuses.clear()
+        _wire_statuses[data] = status
     return status
 
 
 def _wire_classes() -> tuple[Any, Any]:
-    """Message classes wire-compatible with ``ExportTraceServiceRequest`` and ``Span`` in which every
-    ``KeyValue`` and the span ``Status`` stay serialized, for :func:`attributes_from_wire` and
-    :func:`_status_of`. Fields are copied from the OTLP descriptors."""
+    """Message classes wire-compatible with ``ExportTraceServiceRequest`` and ``Span`` that cost
+    fewer upb reads: every ``KeyValue`` and the span ``Status`` stay serialized (for
+    :func:`attributes_from_wire` and :func:`_status_of`), and a span's events and links are only
+    marked present (``HasField``; reading an empty repeated field builds a container). Fields are
+    copied from the OTLP descriptors."""
     F = descriptor_pb2.FieldDescriptorProto
     package = "loopsight.otlp_wire"
     serialized = {common_pb2.KeyValue.DESCRIPTOR.full_name, trace_pb2.Status.DESCRIPTOR.full_name}
+    marked = {trace_pb2.Span.Event.DESCRIPTOR.full_name, trace_pb2.Span.Link.DESCRIPTOR.full_name}
     real = {message.full_name: message for message in (
         trace_service_pb2.ExportTraceServiceRequest.DESCRIPTOR, trace_pb2.ResourceSpans.DESCRIPTOR, resource_pb2.Resource.DESCRIPTOR,
-        trace_pb2.ScopeSpans.DESCRIPTOR, common_pb2.InstrumentationScope.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR,
-        trace_pb2.Span.Event.DESCRIPTOR, trace_pb2.Span.Link.DESCRIPTOR)}
+        trace_pb2.ScopeSpans.DESCRIPTOR, common_pb2.InstrumentationScope.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR)}
     file = descriptor_pb2.FileDescriptorProto(name="loopsight/otlp_wire.proto", package=package, syntax="proto3")
+    file.message_type.add(name="Present")  # occurrences merge into one message: only its presence is read
     for descriptor in real.values():
         message = file.message_type.add(name=descriptor.full_name.replace(".", "_"))
         for field in descriptor.fields:
             target = field.message_type.full_name if field.message_type is not None else None
-            if target is not None and target not in real and target not in serialized:
+            if target is not None and target not in real and target not in serialized and target not in marked:
                 continue  # never read: stays an unknown field
             copy = message.field.add(name=field.name, number=field.number,
-                                     label=F.LABEL_REPEATED if _repeated(field) else F.LABEL_OPTIONAL)
+                                     label=F.LABEL_REPEATED if _repeated(field) and target not in marked else F.LABEL_OPTIONAL)
             if target in serialized:
                 copy.type = F.TYPE_BYTES
+            elif target in marked:
+                copy.type, copy.type_name = F.TYPE_MESSAGE, f".{package}.Present"
             elif target is not None:
                 copy.type, copy.type_name = F.TYPE_MESSAGE, f".{package}.{target.replace('.', '_')}"
             else:
@@ -392,7 +394,7 @@ def normalize_span(
     """Turn one OTLP span into a stored row."""
     wire = WireSpan.FromString(span.SerializeToString())
     return span_row(wire, wire.trace_id, wire.span_id, wire.parent_span_id, wire.start_time_unix_nano,
-                    resource, scope_name, scope_version, limits)
+                    resource, scope_name, scope_version, limits, span)
 
 
 def span_row(
@@ -405,40 +407,42 @@ def span_row(
     scope_name: str,
     scope_version: str,
     limits: Limits,
+    original: trace_pb2.Span | None,
 ) -> SpanRow:
     """:func:`normalize_span` of a :data:`WireSpan` whose ids and start time the caller already
     read (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
+    ``original`` is the ``trace_pb2.Span`` it was encoded from, read only for events and links;
+    ``None`` when the wire span marks neither present.
 
     Example:
         >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="chat gpt-4o")
         >>> wire = WireSpan.FromString(span.SerializeToString())
-        >>> span_row(wire, wire.trace_id, wire.span_id, b"", 0, {}, "", "", Limits()) == normalize_span(span, {}, "", "", Limits())
+        >>> span_row(wire, wire.trace_id, wire.span_id, b"", 0, {}, "", "", Limits(), None) == normalize_span(span, {}, "", "", Limits())
         True
     """
     attrs = attributes_from_wire(span.attributes, limits)
     get = attrs.get
     name = span.name
     kind = span_type(attrs, name)
-    status, status_message = _status_of(span.status)
+    raw_status = span.status
+    status, status_message = _wire_statuses.get(raw_status) or _status_of(raw_status)
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
-    span_events = span.events
-    if span_events:
-        for event in span_events[: limits.max_events]:
+    if original is not None and span.HasField("events"):
+        for event in original.events[: limits.max_events]:
             event_name = event.name
-            event_attrs = attributes_from_wire(event.attributes, limits)
+            event_attrs = attributes_to_dict(event.attributes, limits)
             if event_name == "exception" and exception_type is None:
                 exception_type = event_attrs.get("exception.type")
             guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
             events.append((min(event.time_unix_nano, MAX_NANOS), event_name, event_attrs))
-    span_links = span.links
     links = (
         [
-            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_from_wire(link.attributes, limits))
-            for link in span_links
+            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
+            for link in original.links
         ]
-        if span_links
+        if original is not None and span.HasField("links")
         else []
     )
 
@@ -465,7 +469,8 @@ def span_row(
         agent = get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
     guard_content(attrs, limits.capture_content)
 
-    is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
+    level = get("langfuse.observation.level")
+    is_error = status == "Error" or (level is not None and level == "ERROR")
     error_type = None
     if is_error:
         error_type = (get(A.ERROR_TYPE) or exception_type or status_message

@@ -88,8 +88,18 @@ def test_wire_request_reads_the_otlp_fields():
     assert (got.start_time_unix_nano, got.end_time_unix_nano) == (2**64 - 1, 7)
     assert list(got.attributes) == serialized(list(span.attributes))
     assert Status.FromString(got.status) == span.status
-    assert (got.events[0].time_unix_nano, got.events[0].name, list(got.events[0].attributes)) == (5, "e", serialized(list(span.events[0].attributes)))
-    assert (got.links[0].trace_id, got.links[0].span_id, got.links[0].trace_state) == (b"\x04" * 16, b"\x05" * 8, "x")
+    assert got.HasField("events") and got.HasField("links")  # read from the original span
+    bare = WireRequest.FromString(ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[
+        Span(name="bare")])])]).SerializeToString()).resource_spans[0].scope_spans[0].spans[0]
+    assert not bare.HasField("events") and not bare.HasField("links")
+
+
+def test_an_empty_event_or_link_is_still_one():
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, events=[Span.Event()], links=[Span.Link()])
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
+    (row,) = iter_rows(request, Limits())
+    assert row.Events == [(0, "", {})] and row.Links == [("", "", "", {})]
+    assert row == normalize_span(span, {}, "", "", Limits())
 
 
 def test_iter_rows_gives_normalize_span_rows():
