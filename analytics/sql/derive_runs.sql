@@ -10,7 +10,8 @@ WITH nested AS (
 ),
 calls AS (
     SELECT "TraceId" AS trace_id, run_id,
-           count(DISTINCT step) FILTER (WHERE span_type IN ('llm', 'tool')) AS steps,
+           -- distinct steps counted in the list: count(DISTINCT ...) adds a second aggregation pass
+           list_unique(list(step) FILTER (WHERE span_type IN ('llm', 'tool')))::BIGINT AS steps,
            count(*) FILTER (WHERE span_type = 'llm' AND n.span_id IS NULL) AS llm_calls,
            count(*) FILTER (WHERE span_type = 'tool') AS tool_calls,
            count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,

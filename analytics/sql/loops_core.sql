@@ -23,29 +23,37 @@ unnumbered AS (
 ),
 -- The windows below run over one ordering of all runs (a window partitioned by run sorts each
 -- of thousands of tiny partitions on its own, about twice as slow): seq numbers the calls run
--- after run, and a lag counts only when the row it reads has the same run (and tool) key.
+-- after run, and a lag (or lead) counts only when the row it reads has the same run (and tool) key.
 calls AS MATERIALIZED (
-    SELECT w.rk, trace_id, run_id, w.span_id, w.ts, tool, args_hash, args_sketch, error_type, loop_kind,
-           hash(tool) AS tk,
-           coalesce(w.step, greatest(u.llm_seen, 0)) AS step,
-           -- a call without an args hash never equals another call
-           hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key,
-           row_number() OVER (ORDER BY w.rk, w.ts, w.span_id) AS seq
-    FROM work w
-    LEFT JOIN unnumbered u ON u.rk = w.rk AND u.span_id = w.span_id AND u.ts = w.ts
-    WHERE w.span_type = 'tool'
-),
-lagged AS MATERIALIZED (
     SELECT *,
+           row_number() OVER r AS seq,
            CASE WHEN lag(rk, 1) OVER r = rk THEN lag(call_key, 1) OVER r END AS k1,
            CASE WHEN lag(rk, 2) OVER r = rk THEN lag(call_key, 2) OVER r END AS k2,
            CASE WHEN lag(rk, 3) OVER r = rk THEN lag(call_key, 3) OVER r END AS k3,
            CASE WHEN lag(rk, 4) OVER r = rk THEN lag(call_key, 4) OVER r END AS k4,
            CASE WHEN lag(rk, 5) OVER r = rk THEN lag(call_key, 5) OVER r END AS k5,
            CASE WHEN lag(rk, 1) OVER r = rk THEN lag(tool, 1) OVER r END AS t1,
-           CASE WHEN lag(rk, 2) OVER r = rk THEN lag(tool, 2) OVER r END AS t2,
-           -- constant along a tool's unbroken run of one error type (offset by the error type's place)
-           row_number() OVER t - row_number() OVER (ORDER BY rk, tk, hash(error_type), seq) AS error_island,
+           CASE WHEN lag(rk, 2) OVER r = rk THEN lag(tool, 2) OVER r END AS t2
+    FROM (
+        SELECT w.rk, trace_id, run_id, w.span_id, w.ts, tool, args_hash, args_sketch, error_type, loop_kind,
+               hash(tool) AS tk,
+               coalesce(w.step, greatest(u.llm_seen, 0)) AS step,
+               -- a call without an args hash never equals another call
+               hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key
+        FROM work w
+        LEFT JOIN unnumbered u ON u.rk = w.rk AND u.span_id = w.span_id AND u.ts = w.ts
+        WHERE w.span_type = 'tool'
+    )
+    WINDOW r AS (ORDER BY rk, ts, span_id)
+),
+lagged AS MATERIALIZED (
+    SELECT *,
+           row_number() OVER t AS tool_seq,
+           -- where a tool's unbroken run of one error type begins and ends
+           error_type IS NOT NULL AND (lag(rk) OVER t IS DISTINCT FROM rk OR lag(tk) OVER t IS DISTINCT FROM tk
+                                       OR lag(error_type) OVER t IS DISTINCT FROM error_type) AS error_begins,
+           error_type IS NOT NULL AND (lead(rk) OVER t IS DISTINCT FROM rk OR lead(tk) OVER t IS DISTINCT FROM tk
+                                       OR lead(error_type) OVER t IS DISTINCT FROM error_type) AS error_ends,
            CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(args_sketch) OVER t END AS prev_sketch,
            CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(args_hash) OVER t END AS prev_hash,
            CASE WHEN lag(rk, 2) OVER t = rk AND lag(tk, 2) OVER t = tk THEN lag(args_sketch, 2) OVER t END AS prev2_sketch,
@@ -53,8 +61,7 @@ lagged AS MATERIALIZED (
            CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(ts) OVER t END AS prev_ts,
            CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(step) OVER t END AS prev_step
     FROM calls
-    WINDOW r AS (ORDER BY seq),
-           t AS (ORDER BY rk, tk, seq)
+    WINDOW t AS (ORDER BY rk, tk, seq)
 ),
 exact AS (
     SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'exact' AS kind,
@@ -86,12 +93,18 @@ oscillation AS (
     GROUP BY h.rk, h.cycle
 ),
 repeated_error AS (
-    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'repeated_error' AS kind,
-           NULL::VARCHAR AS args_hash, count(*) AS count, arg_min(step, seq) AS first_step, min(ts) AS first_at
-    FROM lagged
-    WHERE error_type IS NOT NULL
-    GROUP BY rk, tk, error_type, error_island
-    HAVING count(*) >= 3
+    -- an error run's first and last calls: the run's count, first step and start
+    SELECT trace_id, run_id, tool, 'repeated_error' AS kind, NULL::VARCHAR AS args_hash, count, first_step, first_at
+    FROM (
+        SELECT trace_id, run_id, tool, error_ends,
+               CASE WHEN error_begins THEN 1 ELSE tool_seq - lag(tool_seq) OVER e + 1 END AS count,
+               CASE WHEN error_begins THEN step ELSE lag(step) OVER e END AS first_step,
+               CASE WHEN error_begins THEN ts ELSE lag(ts) OVER e END AS first_at
+        FROM lagged
+        WHERE error_begins OR error_ends
+        WINDOW e AS (ORDER BY tool_seq)
+    )
+    WHERE error_ends AND count >= 3
 ),
 sketched AS (
     SELECT *,
