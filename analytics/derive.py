@@ -39,8 +39,8 @@ _COLUMNS = (
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
 
-# The runs in scope with the columns the per-run tables repeat (the values run_facts holds for
-# them): joined instead of run_facts, which would be scanned whole for a handful of runs.
+# The runs in scope with the columns run_growth repeats (the values run_facts holds for them):
+# joined instead of run_facts, which would be scanned whole for a handful of runs.
 _SCOPE_RUNS = (
     '(SELECT "TraceId" AS trace_id, "SpanId" AS run_id, agent, "ServiceName" AS service, "Timestamp" AS started_at '
     "FROM derive_scope WHERE span_type = 'agent' AND \"SpanId\" = run_id)"
@@ -88,18 +88,11 @@ def refresh(
             con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
         if "run_loops" in tables:
             loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-            con.execute(
-                "INSERT INTO run_loops BY NAME SELECT l.* EXCLUDE (agent, started_at), f.agent, f.service, f.started_at "
-                f"FROM ({_shadowed('loops_core')}) l JOIN {_SCOPE_RUNS} f ON f.trace_id = l.trace_id AND f.run_id = l.run_id",
-                loops,
-            )
+            con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
         if "run_steps" in tables or "run_growth" in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS)
         if "run_steps" in tables:
-            con.execute(
-                "INSERT INTO run_steps BY NAME SELECT s.trace_id, s.run_id, f.agent, f.service, f.started_at, s.step, s.input_tokens "
-                f"FROM derive_steps s JOIN {_SCOPE_RUNS} f ON f.trace_id = s.trace_id AND f.run_id = s.run_id"
-            )
+            con.execute("INSERT INTO run_steps BY NAME SELECT * FROM derive_steps")
         if "run_growth" in tables:
             growth = compose("burn_growth", burn_steps="derive_steps")
             con.execute(

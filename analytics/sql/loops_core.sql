@@ -1,6 +1,6 @@
 -- ctes: runs=run_spans
 -- Every loop of every run in scope (the definitions are docs/detection.md), one row per loop,
--- with the extra columns the other loop questions need (agent, started_at, args_hash, first_at).
+-- with the extra columns the other loop questions need (agent, service, started_at, args_hash, first_at).
 -- Parameters: since, until, agent, service (run filters); near_bits_long, simhash_mode, set_mask
 -- (the semantic test of loopsight.analytics.sketch.near, on the stored args_sketch).
 WITH work AS MATERIALIZED (
@@ -173,7 +173,7 @@ wasted AS (
     LEFT JOIN work w ON w.rk = hash(f.trace_id, f.run_id) AND w.span_type = 'llm' AND w.ts > f.first_at
     GROUP BY f.loop_id
 )
-SELECT f.trace_id, f.run_id, r.agent, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step,
+SELECT f.trace_id, f.run_id, r.agent, r.service, r.started_at, f.tool, f.kind, f.args_hash, f.count, f.first_step,
        f.first_at, w.wasted_tokens
 FROM found f
 JOIN runs r ON r.trace_id = f.trace_id AND r.run_id = f.run_id
