@@ -81,7 +81,7 @@ def refresh(
                 return  # a trace with derived rows since ``since`` has run members in scope
             for table in tables:
                 con.execute(
-                    f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)',
+                    f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT "TraceId" FROM derive_scope)',
                     {"since": since},
                 )
         if "run_facts" in tables:

@@ -64,12 +64,16 @@ lagged AS MATERIALIZED (
     WINDOW t AS (ORDER BY rk, tk, seq)
 ),
 exact AS (
-    SELECT any_value(trace_id) AS trace_id, any_value(run_id) AS run_id, any_value(tool) AS tool, 'exact' AS kind,
-           any_value(args_hash) AS args_hash, count(*) AS count, arg_min(step, seq) AS first_step, min(ts) AS first_at
-    FROM calls
-    WHERE args_hash IS NOT NULL
-    GROUP BY rk, call_key
-    HAVING count(*) >= 3
+    -- counted on integers first; the loop's first call (least seq, also earliest) gives the rest
+    SELECT c.trace_id, c.run_id, c.tool, 'exact' AS kind, c.args_hash, g.count, c.step AS first_step, c.ts AS first_at
+    FROM (
+        SELECT min(seq) AS seq, count(*) AS count
+        FROM calls
+        WHERE args_hash IS NOT NULL
+        GROUP BY rk, call_key
+        HAVING count(*) >= 3
+    ) g
+    JOIN calls c ON c.seq = g.seq
 ),
 osc_hits AS (
     SELECT rk, trace_id, run_id, seq, seq - 3 AS start_seq,
