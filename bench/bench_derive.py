@@ -11,6 +11,9 @@ whether both sides derived the same rows.
 
     .venv/bin/python bench/bench_derive.py --refresh /tmp/a.duckdb --before f0dc733 --traces 10 50 500
 
+A ``--refresh`` DB that does not exist is first filled with ``--runs`` runs of the load tool
+(``--runs 6000``: 78 k spans; 600 traces are a pass of ~8 k spans, 6000 one of ~80 k).
+
 With ``--queries DB`` it instead times the questions that now read the derived tables against
 their previous text (from git revision ``--before``, reading the spans), interleaved on the same
 store and checked to give the same answer.
@@ -202,6 +205,21 @@ def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> N
     con.close()
 
 
+def build_store(path: str, tool, runs: int) -> None:
+    """A store at ``path`` holding ``runs`` runs of the load tool, derived (the writer's pass on close)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from loopsight.collector.pipeline import prepare
+
+    requests, _ = tool.build_requests(runs)
+    store = store_module.Store.open(path)
+    try:
+        for body in requests:
+            store.submit(prepare(ExportTraceServiceRequest.FromString(body)).table).result()
+    finally:
+        store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
@@ -215,6 +233,8 @@ def main() -> None:
     parser.add_argument("--traces", type=int, nargs="*", default=[10, 50, 500], help="with --refresh: scope sizes")
     args = parser.parse_args()
     if args.refresh:
+        if not Path(args.refresh).exists():
+            build_store(args.refresh, bench_ingest.load_tool(args.load_tool), args.runs)
         compare_refresh(args.refresh, args.before, args.traces, max(args.repeat, 9))
         return
     if args.queries:
