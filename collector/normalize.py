@@ -179,16 +179,42 @@ _WIRE_CACHE_BYTES = 200  # longer values (content, arguments) rarely repeat; thi
 
 
 def _wire_pair(data: bytes, cap: int, texts: dict[bytes, tuple[str, str]]) -> tuple[str, str]:
-    kv = common_pb2.KeyValue.FromString(data)
-    text = any_value_to_str(kv.value)
+    plain = _plain_pair(data)
+    if plain is None:
+        kv = common_pb2.KeyValue.FromString(data)
+        key, text = kv.key, any_value_to_str(kv.value)
+    else:
+        key, text = plain
     if len(text) > cap:
         text = text[:cap] + TRUNCATION_MARKER
-    pair = (kv.key, text)
+    pair = (key, text)
     if len(data) <= _WIRE_CACHE_BYTES:
         if len(texts) >= _WIRE_CACHE_ITEMS:
             texts.clear()
         texts[data] = pair
     return pair
+
+
+def _plain_pair(data: bytes) -> tuple[str, str] | None:
+    """A ``KeyValue`` as upb encodes the common ones (key, then a string or bool value, every
+    length under 128) decoded without building messages; ``None`` for any other shape."""
+    size = len(data)
+    if size < 4 or data[0] != 0x0A or data[1] >= 0x80:
+        return None
+    end = 2 + data[1]
+    if end + 2 > size or data[end] != 0x12 or data[end + 1] != size - end - 2 or size - end - 2 >= 0x80:
+        return None
+    key = data[2:end].decode()
+    if end + 2 == size:
+        return key, ""  # an empty AnyValue
+    tag = data[end + 2]
+    if tag == 0x0A:  # string_value
+        if data[end + 3] != size - end - 4:
+            return None
+        return key, data[end + 4 :].decode()
+    if tag == 0x10 and end + 4 == size:  # bool_value
+        return key, "true" if data[-1] else "false"
+    return None
 
 
 _wire_statuses: dict[bytes, tuple[str, str]] = {}

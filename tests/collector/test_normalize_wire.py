@@ -127,3 +127,16 @@ def test_iter_rows_gives_normalize_span_rows():
     assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == ("Unset", 10, {"gen_ai.usage.input_tokens": "10"})
     assert second.Links == [("09" * 16, "08" * 8, "", {"l": "true"})]
     assert (third.StatusCode, third.StatusMessage, third.termination_reason) == ("Unset", "only a message", "completed")
+
+
+def test_unusual_encodings_read_as_protobuf_reads_them():
+    value = AnyValue(string_value="v").SerializeToString() + b"\x48\x01"  # an unknown field after the string
+    odd = [b"\x0a\x01k\x12" + bytes([len(value)]) + value,  # the same, inside a KeyValue
+           KeyValue(key="", value=AnyValue(string_value="no key")).SerializeToString(),
+           KeyValue(key="k" * 200, value=AnyValue(string_value="long key")).SerializeToString(),
+           KeyValue(key="b", value=AnyValue(bool_value=True)).SerializeToString()]
+    expected = {}
+    for data in odd:
+        kv = KeyValue.FromString(data)
+        expected[kv.key] = attributes_to_dict([kv], Limits())[kv.key]
+    assert attributes_from_wire(odd, Limits()) == expected == {"k": "v", "": "no key", "k" * 200: "long key", "b": "true"}
