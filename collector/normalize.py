@@ -20,12 +20,9 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
@@ -108,18 +105,17 @@ class Limits:
 
 def any_value_to_str(value: common_pb2.AnyValue) -> str:
     """Render an OTLP ``AnyValue`` as the ClickHouse exporter does: scalars as text, the rest as JSON."""
-    text = value.string_value  # one upb read for the common case; "" also when unset or not a string
-    if text:
-        return text
     which = value.WhichOneof("value")
-    if which == "int_value":
-        return str(value.int_value)
-    if which == "string_value" or which is None:
-        return ""
+    if which == "string_value":
+        return value.string_value
     if which == "bool_value":
         return "true" if value.bool_value else "false"
+    if which == "int_value":
+        return str(value.int_value)
     if which == "double_value":
         return repr(value.double_value)
+    if which is None:
+        return ""
     return json.dumps(_any_value_to_py(value), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -141,142 +137,21 @@ def _any_value_to_py(value: common_pb2.AnyValue, depth: int = 0) -> Any:
 def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
     """OTLP key-values to a string map: values longer than the limit end with the marker,
     keys beyond ``max_attributes`` are dropped."""
-    return attributes_from_wire([kv.SerializeToString() for kv in kvs], limits)
-
-
-def attributes_from_wire(raw: Sequence[bytes], limits: Limits) -> dict[str, str]:
-    """:func:`attributes_to_dict` of serialized ``KeyValue`` messages (the collector's hot path).
-
-    Example:
-        >>> kv = common_pb2.KeyValue(key="n", value=common_pb2.AnyValue(int_value=3))
-        >>> attributes_from_wire([kv.SerializeToString()], Limits())
-        {'n': '3'}
-    """
-    cap = limits.max_attribute_length
-    texts = _wire_texts.get(cap)
-    if texts is None:
-        texts = _wire_texts[cap] = {}
-    raw = raw[:]  # a list in one call: iterating a upb container ends in a costly IndexError
-    pairs = list(map(texts.get, raw))
-    if not all(pairs):  # a miss (None); cheaper than ``None in pairs``, which compares every tuple
-        pairs = [pair or _wire_pair(data, cap, texts) for pair, data in zip(pairs, raw)]
-    most = limits.max_attributes
-    if len(pairs) <= most:
-        return dict(pairs)
     out: dict[str, str] = {}
-    for key, text in pairs:
-        if len(out) >= most:  # distinct keys count, as in a map
+    cap = limits.max_attribute_length
+    most = limits.max_attributes
+    bounded = len(kvs) > most  # otherwise the count check can never trigger
+    for kv in kvs:
+        if bounded and len(out) >= most:
             break
-        out[key] = text
+        value = kv.value
+        text = value.string_value  # one upb read for the common case; "" also when unset or not a string
+        if not text:
+            text = str(value.int_value) if value.WhichOneof("value") == "int_value" else any_value_to_str(value)
+        if len(text) > cap:
+            text = text[:cap] + TRUNCATION_MARKER
+        out[kv.key] = text
     return out
-
-
-# Serialized KeyValue -> (key, text) per length limit. Producers repeat most attributes (operation,
-# model, tool, step, ...): each distinct short one is decoded once, not through four upb reads per span.
-_wire_texts: dict[int, dict[bytes, tuple[str, str]]] = {}
-_WIRE_CACHE_ITEMS = 16384
-_WIRE_CACHE_BYTES = 200  # longer values (content, arguments) rarely repeat; this bounds the cache to a few MB
-
-
-def _wire_pair(data: bytes, cap: int, texts: dict[bytes, tuple[str, str]]) -> tuple[str, str]:
-    plain = _plain_pair(data)
-    if plain is None:
-        kv = common_pb2.KeyValue.FromString(data)
-        key, text = kv.key, any_value_to_str(kv.value)
-    else:
-        key, text = plain
-    if len(text) > cap:
-        text = text[:cap] + TRUNCATION_MARKER
-    pair = (key, text)
-    if len(data) <= _WIRE_CACHE_BYTES:
-        if len(texts) >= _WIRE_CACHE_ITEMS:
-            texts.clear()
-        texts[data] = pair
-    return pair
-
-
-def _plain_pair(data: bytes) -> tuple[str, str] | None:
-    """A ``KeyValue`` as upb encodes the common ones (key, then a string or bool value, every
-    length under 128) decoded without building messages; ``None`` for any other shape."""
-    size = len(data)
-    if size < 4 or data[0] != 0x0A or data[1] >= 0x80:
-        return None
-    end = 2 + data[1]
-    if end + 2 > size or data[end] != 0x12 or data[end + 1] != size - end - 2 or size - end - 2 >= 0x80:
-        return None
-    key = data[2:end].decode()
-    if end + 2 == size:
-        return key, ""  # an empty AnyValue
-    tag = data[end + 2]
-    if tag == 0x0A:  # string_value
-        if data[end + 3] != size - end - 4:
-            return None
-        return key, data[end + 4 :].decode()
-    if tag == 0x10 and end + 4 == size:  # bool_value
-        return key, "true" if data[-1] else "false"
-    return None
-
-
-_wire_statuses: dict[bytes, tuple[str, str]] = {}
-
-
-def _status_of(data: bytes) -> tuple[str, str]:
-    """Serialized ``Status`` -> (StatusCode, StatusMessage), remembered when short."""
-    message = trace_pb2.Status.FromString(data)
-    code = message.code
-    status = (STATUS_CODES[code] if 0 <= code < 3 else "Unset", message.message)
-    if len(data) <= _WIRE_CACHE_BYTES:
-        if len(_wire_statuses) >= _WIRE_CACHE_ITEMS:
-            _wire_statuses.clear()
-        _wire_statuses[data] = status
-    return status
-
-
-def _wire_classes() -> tuple[Any, Any]:
-    """Message classes wire-compatible with ``ExportTraceServiceRequest`` and ``Span`` that cost
-    fewer upb reads: every ``KeyValue`` and the span ``Status`` stay serialized (for
-    :func:`attributes_from_wire` and :func:`_status_of`), and a span's events and links are only
-    marked present (``HasField``; reading an empty repeated field builds a container). Fields are
-    copied from the OTLP descriptors."""
-    F = descriptor_pb2.FieldDescriptorProto
-    package = "loopsight.otlp_wire"
-    serialized = {common_pb2.KeyValue.DESCRIPTOR.full_name, trace_pb2.Status.DESCRIPTOR.full_name}
-    marked = {trace_pb2.Span.Event.DESCRIPTOR.full_name, trace_pb2.Span.Link.DESCRIPTOR.full_name}
-    real = {message.full_name: message for message in (
-        trace_service_pb2.ExportTraceServiceRequest.DESCRIPTOR, trace_pb2.ResourceSpans.DESCRIPTOR, resource_pb2.Resource.DESCRIPTOR,
-        trace_pb2.ScopeSpans.DESCRIPTOR, common_pb2.InstrumentationScope.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR)}
-    file = descriptor_pb2.FileDescriptorProto(name="loopsight/otlp_wire.proto", package=package, syntax="proto3")
-    file.message_type.add(name="Present")  # occurrences merge into one message: only its presence is read
-    for descriptor in real.values():
-        message = file.message_type.add(name=descriptor.full_name.replace(".", "_"))
-        for field in descriptor.fields:
-            target = field.message_type.full_name if field.message_type is not None else None
-            if target is not None and target not in real and target not in serialized and target not in marked:
-                continue  # never read: stays an unknown field
-            copy = message.field.add(name=field.name, number=field.number,
-                                     label=F.LABEL_REPEATED if _repeated(field) and target not in marked else F.LABEL_OPTIONAL)
-            if target in serialized:
-                copy.type = F.TYPE_BYTES
-            elif target in marked:
-                copy.type, copy.type_name = F.TYPE_MESSAGE, f".{package}.Present"
-            elif target is not None:
-                copy.type, copy.type_name = F.TYPE_MESSAGE, f".{package}.{target.replace('.', '_')}"
-            else:
-                copy.type = F.TYPE_INT32 if field.type == F.TYPE_ENUM else field.type  # proto3 enums are open int32s
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    request, span = (message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{d.full_name.replace('.', '_')}"))
-                     for d in (trace_service_pb2.ExportTraceServiceRequest.DESCRIPTOR, trace_pb2.Span.DESCRIPTOR))
-    return request, span
-
-
-def _repeated(field: Any) -> bool:
-    if hasattr(field, "is_repeated"):  # protobuf >= 5.28; ``label`` is gone in 7
-        return bool(field.is_repeated)
-    return bool(field.label == field.LABEL_REPEATED)
-
-
-WireRequest, WireSpan = _wire_classes()
 
 
 def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
@@ -418,13 +293,12 @@ def normalize_span(
     limits: Limits,
 ) -> SpanRow:
     """Turn one OTLP span into a stored row."""
-    wire = WireSpan.FromString(span.SerializeToString())
-    return span_row(wire, wire.trace_id, wire.span_id, wire.parent_span_id, wire.start_time_unix_nano,
-                    resource, scope_name, scope_version, limits, span)
+    return span_row(span, span.trace_id, span.span_id, span.parent_span_id, span.start_time_unix_nano,
+                    resource, scope_name, scope_version, limits)
 
 
 def span_row(
-    span: Any,
+    span: trace_pb2.Span,
     trace_id: bytes,
     span_id: bytes,
     parent_span_id: bytes,
@@ -433,42 +307,45 @@ def span_row(
     scope_name: str,
     scope_version: str,
     limits: Limits,
-    original: trace_pb2.Span | None,
 ) -> SpanRow:
-    """:func:`normalize_span` of a :data:`WireSpan` whose ids and start time the caller already
-    read (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
-    ``original`` is the ``trace_pb2.Span`` it was encoded from, read only for events and links;
-    ``None`` when the wire span marks neither present.
+    """:func:`normalize_span` for a caller that already read the span's ids and start time
+    (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
 
     Example:
         >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="chat gpt-4o")
-        >>> wire = WireSpan.FromString(span.SerializeToString())
-        >>> span_row(wire, wire.trace_id, wire.span_id, b"", 0, {}, "", "", Limits(), None) == normalize_span(span, {}, "", "", Limits())
+        >>> span_row(span, span.trace_id, span.span_id, b"", 0, {}, "", "", Limits()) == normalize_span(span, {}, "", "", Limits())
         True
     """
-    attrs = attributes_from_wire(span.attributes, limits)
+    attrs = attributes_to_dict(span.attributes, limits)
     get = attrs.get
     name = span.name
     kind = span_type(attrs, name)
-    raw_status = span.status
-    status, status_message = _wire_statuses.get(raw_status) or _status_of(raw_status)
+    if span.HasField("status"):
+        span_status = span.status
+        status_code = span_status.code
+        status_message = span_status.message
+    else:
+        status_code, status_message = 0, ""
+    status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
-    if original is not None and span.HasField("events"):
-        for event in original.events[: limits.max_events]:
+    span_events = span.events
+    if span_events:
+        for event in span_events[: limits.max_events]:
             event_name = event.name
             event_attrs = attributes_to_dict(event.attributes, limits)
             if event_name == "exception" and exception_type is None:
                 exception_type = event_attrs.get("exception.type")
             guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
             events.append((min(event.time_unix_nano, MAX_NANOS), event_name, event_attrs))
+    span_links = span.links
     links = (
         [
             (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
-            for link in original.links
+            for link in span_links
         ]
-        if original is not None and span.HasField("links")
+        if span_links
         else []
     )
 
@@ -495,8 +372,7 @@ def span_row(
         agent = get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
     guard_content(attrs, limits.capture_content)
 
-    level = get("langfuse.observation.level")
-    is_error = status == "Error" or (level is not None and level == "ERROR")
+    is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
     error_type = None
     if is_error:
         error_type = (get(A.ERROR_TYPE) or exception_type or status_message

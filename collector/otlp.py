@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, WireRequest, attributes_from_wire, span_row
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -115,13 +115,12 @@ def decode_request(body: bytes, content_type: str, encoding: str | None, max_byt
 
 def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[SpanRow | str]:
     """Normalized rows of every span; a rejected span yields the reason (a str) instead."""
-    wire = WireRequest.FromString(request.SerializeToString())  # fewer upb reads per span: see WireRequest
-    for resource_index, resource_spans in enumerate(wire.resource_spans):
-        resource = attributes_from_wire(resource_spans.resource.attributes, limits)
-        for scope_index, scope_spans in enumerate(resource_spans.scope_spans):
+    for resource_spans in request.resource_spans:
+        resource = attributes_to_dict(resource_spans.resource.attributes, limits)
+        for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
             scope_name, scope_version = scope.name, scope.version
-            for span_index, span in enumerate(scope_spans.spans):
+            for span in scope_spans.spans:
                 trace_id, span_id, parent_span_id = span.trace_id, span.span_id, span.parent_span_id
                 if len(trace_id) != 16 or len(span_id) != 8:
                     yield "invalid trace_id or span_id length"
@@ -133,6 +132,4 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
                 if start_ns > MAX_NANOS:
                     yield "start time out of range"
                     continue
-                original = (request.resource_spans[resource_index].scope_spans[scope_index].spans[span_index]
-                            if span.HasField("events") or span.HasField("links") else None)
-                yield span_row(span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits, original)
+                yield span_row(span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits)

@@ -1,6 +1,5 @@
-"""The collector's hot path reads spans through wire-compatible messages whose ``KeyValue`` s and
-``Status`` stay serialized (decoded once per distinct value): it must give the rows the OTLP
-messages themselves give."""
+"""Normalizing a request: every value kind, the limits, and ``iter_rows`` giving the rows
+:func:`normalize_span` gives one span at a time, through ``to_arrow``."""
 
 from __future__ import annotations
 
@@ -12,14 +11,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from loopsight.collector.batch import to_arrow
-from loopsight.collector.normalize import (
-    TRUNCATION_MARKER,
-    Limits,
-    WireRequest,
-    attributes_from_wire,
-    attributes_to_dict,
-    normalize_span,
-)
+from loopsight.collector.normalize import TRUNCATION_MARKER, Limits, attributes_to_dict, normalize_span
 from loopsight.collector.otlp import iter_rows
 
 VALUES = [
@@ -37,61 +29,30 @@ VALUES = [
 ]
 
 
-def serialized(kvs: list[KeyValue]) -> list[bytes]:
-    return [kv.SerializeToString() for kv in kvs]
-
-
-def test_every_value_kind_reads_the_same_from_the_wire_twice():
+def test_every_value_kind_is_rendered_as_text():
     kvs = [KeyValue(key=key, value=value) for key, value, _ in VALUES]
     expected = {key: text for key, _, text in VALUES}
     assert attributes_to_dict(kvs, Limits()) == expected
-    assert attributes_from_wire(serialized(kvs), Limits()) == expected
-    assert attributes_from_wire(serialized(kvs), Limits()) == expected  # decoded values come back the same
 
 
 def test_truncation_follows_each_limit_and_duplicates_count_once():
     kvs = [KeyValue(key="k", value=AnyValue(string_value="x" * 10)), KeyValue(key="k", value=AnyValue(string_value="y" * 10)),
            KeyValue(key="j", value=AnyValue(int_value=123456)), KeyValue(key="z", value=AnyValue(string_value="z"))]
-    raw = serialized(kvs)
-    assert attributes_from_wire(raw, Limits(max_attribute_length=4)) == {"k": "yyyy" + TRUNCATION_MARKER, "j": "1234" + TRUNCATION_MARKER, "z": "z"}
-    assert attributes_from_wire(raw, Limits(max_attribute_length=8)) == {"k": "y" * 8 + TRUNCATION_MARKER, "j": "123456", "z": "z"}
-    assert attributes_from_wire(raw, Limits()) == {"k": "y" * 10, "j": "123456", "z": "z"}
+    raw = kvs
+    assert attributes_to_dict(raw, Limits(max_attribute_length=4)) == {"k": "yyyy" + TRUNCATION_MARKER, "j": "1234" + TRUNCATION_MARKER, "z": "z"}
+    assert attributes_to_dict(raw, Limits(max_attribute_length=8)) == {"k": "y" * 8 + TRUNCATION_MARKER, "j": "123456", "z": "z"}
+    assert attributes_to_dict(raw, Limits()) == {"k": "y" * 10, "j": "123456", "z": "z"}
     # four key-values, three keys: the bound counts keys, the last value of a key wins
-    assert list(attributes_from_wire(raw, Limits(max_attributes=2)).items()) == [("k", "y" * 10), ("j", "123456")]
-    assert attributes_from_wire(raw, Limits(max_attributes=0)) == {}
-    assert attributes_from_wire(raw, Limits(max_attributes=3)) == attributes_from_wire(raw, Limits())
+    assert list(attributes_to_dict(raw, Limits(max_attributes=2)).items()) == [("k", "y" * 10), ("j", "123456")]
+    assert attributes_to_dict(raw, Limits(max_attributes=0)) == {}
+    assert attributes_to_dict(raw, Limits(max_attributes=3)) == attributes_to_dict(raw, Limits())
 
 
 def test_long_values_are_read_whole():
     text = "é" * 5000
-    raw = serialized([KeyValue(key="long", value=AnyValue(string_value=text))])
-    assert attributes_from_wire(raw, Limits()) == {"long": text}
-    assert attributes_from_wire(raw, Limits(max_attribute_length=3)) == {"long": "ééé" + TRUNCATION_MARKER}
-
-
-def test_wire_request_reads_the_otlp_fields():
-    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, parent_span_id=b"\x03" * 8, trace_state="a=b", name="n",
-                kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=2**64 - 1, end_time_unix_nano=7, flags=3,
-                attributes=[KeyValue(key="k", value=AnyValue(string_value="v"))], status=Status(code=2, message="m"),
-                events=[Span.Event(time_unix_nano=5, name="e", attributes=[KeyValue(key="ek", value=AnyValue(int_value=1))])],
-                links=[Span.Link(trace_id=b"\x04" * 16, span_id=b"\x05" * 8, trace_state="x", attributes=[])])
-    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="svc"))]),
-        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="sc", version="1"), spans=[span])])])
-    wire = WireRequest.FromString(request.SerializeToString())
-    scope_spans = wire.resource_spans[0].scope_spans[0]
-    got = scope_spans.spans[0]
-    assert (scope_spans.scope.name, scope_spans.scope.version) == ("sc", "1")
-    assert list(wire.resource_spans[0].resource.attributes) == serialized(list(request.resource_spans[0].resource.attributes))
-    assert (got.trace_id, got.span_id, got.parent_span_id, got.trace_state, got.name, got.kind) == (
-        span.trace_id, span.span_id, span.parent_span_id, span.trace_state, span.name, span.kind)
-    assert (got.start_time_unix_nano, got.end_time_unix_nano) == (2**64 - 1, 7)
-    assert list(got.attributes) == serialized(list(span.attributes))
-    assert Status.FromString(got.status) == span.status
-    assert got.HasField("events") and got.HasField("links")  # read from the original span
-    bare = WireRequest.FromString(ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[
-        Span(name="bare")])])]).SerializeToString()).resource_spans[0].scope_spans[0].spans[0]
-    assert not bare.HasField("events") and not bare.HasField("links")
+    raw = [KeyValue(key="long", value=AnyValue(string_value=text))]
+    assert attributes_to_dict(raw, Limits()) == {"long": text}
+    assert attributes_to_dict(raw, Limits(max_attribute_length=3)) == {"long": "ééé" + TRUNCATION_MARKER}
 
 
 def test_an_empty_event_or_link_is_still_one():
@@ -127,16 +88,3 @@ def test_iter_rows_gives_normalize_span_rows():
     assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == ("Unset", 10, {"gen_ai.usage.input_tokens": "10"})
     assert second.Links == [("09" * 16, "08" * 8, "", {"l": "true"})]
     assert (third.StatusCode, third.StatusMessage, third.termination_reason) == ("Unset", "only a message", "completed")
-
-
-def test_unusual_encodings_read_as_protobuf_reads_them():
-    value = AnyValue(string_value="v").SerializeToString() + b"\x48\x01"  # an unknown field after the string
-    odd = [b"\x0a\x01k\x12" + bytes([len(value)]) + value,  # the same, inside a KeyValue
-           KeyValue(key="", value=AnyValue(string_value="no key")).SerializeToString(),
-           KeyValue(key="k" * 200, value=AnyValue(string_value="long key")).SerializeToString(),
-           KeyValue(key="b", value=AnyValue(bool_value=True)).SerializeToString()]
-    expected = {}
-    for data in odd:
-        kv = KeyValue.FromString(data)
-        expected[kv.key] = attributes_to_dict([kv], Limits())[kv.key]
-    assert attributes_from_wire(odd, Limits()) == expected == {"k": "v", "": "no key", "k" * 200: "long key", "b": "true"}
