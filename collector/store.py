@@ -282,8 +282,10 @@ class Store:
         self._lock = threading.Lock()
         self.stats = WriterStats()
         self._closed = False
-        # Commits whose traces are not derived yet (rows a crash left count as one).
-        self._pending_commits = int(bool(con.execute("SELECT count(*) FROM derive_pending").fetchone()[0]))
+        # Commits whose traces are not derived yet (rows a crash left count as one). fetchall: a
+        # result left half read keeps its transaction open, and while it is open the passes'
+        # updates of stored spans are never cleaned up, so no checkpoint could ever run.
+        self._pending_commits = int(bool(con.execute("SELECT count(*) FROM derive_pending").fetchall()[0][0]))
         self._pending_since = time.monotonic()
         if self._pending_commits:
             log.info("deriving the traces left pending by the last run of %s", path)

@@ -137,6 +137,28 @@ def test_scrambled_arrival_matches_a_full_recompute(tmp_path: Path, corpus_spans
         store.close()
 
 
+def test_the_write_ahead_log_is_checkpointed_while_passes_update_stored_spans(tmp_path: Path, corpus_spans: list[Any]) -> None:
+    """Run spans arriving after their children make each pass update spans stored earlier; the
+    writer's checkpoints must still run, or the write-ahead log grows without bound."""
+    path = tmp_path / "s.duckdb"
+    wal = Path(str(path) + ".wal")
+    spans = list(corpus_spans)
+    random.Random(5).shuffle(spans)
+    store = Store.open(str(path), checkpoint_threshold="256KB")
+    try:
+        largest = 0
+        for at in range(0, len(spans), 40):
+            ingest_request(store, spans_to_request(spans[at : at + 40]))
+            store.reader().close()  # one pass per request: each updates run ids of stored spans
+            largest = max(largest, wal.stat().st_size if wal.exists() else 0)
+        updated = store.reader().execute("SELECT count(*) FROM spans WHERE run_id IS NOT NULL").fetchone()[0]
+    finally:
+        store.close()
+    assert updated > 400 and store.stats.derive_passes >= len(spans) // 40
+    assert path.stat().st_size > 1024 * 1024  # the spans reached the database file
+    assert largest < 4 * 256 * 1024, f"write-ahead log reached {largest} bytes: no checkpoint ran"
+
+
 def test_sub_agents_roll_up_into_the_enclosing_run(tmp_path: Path) -> None:
     recorder = Recorder()
     steps = [
