@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -160,10 +159,6 @@ def serve(
                                              "grpc": f"{host}:{grpc_port}" if grpc_port else None,
                                              "store": _store_label(db, store_url),
                                              "retention": retention, "forward_to": forwarder.url if forwarder else None})
-        # Everything alive now (modules, the app) lives as long as the process: out of the
-        # collector's sight, full collections stop walking it between requests.
-        gc.collect()
-        gc.freeze()
         try:
             server.run()
         finally:
