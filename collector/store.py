@@ -359,6 +359,11 @@ class Store:
         return self._queued_batches
 
     @property
+    def derive_pending_commits(self) -> int:
+        """Commits whose traces the next derive pass will derive (0 when the tables are current)."""
+        return self._pending_commits
+
+    @property
     def queued_rows(self) -> int:
         """Spans waiting for the writer."""
         return self._queued_rows
@@ -535,7 +540,6 @@ class Store:
         try:
             con.begin()
             con.register("incoming", _maps_as_entries(incoming))
-            con.register("touched", incoming.select(["TraceId"]))
             inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
             if inserted:
                 con.execute('INSERT INTO derive_pending SELECT "TraceId", min("Timestamp") FROM incoming GROUP BY "TraceId"')
@@ -549,11 +553,10 @@ class Store:
                 pending.future.set_exception(error)
             return
         finally:
-            for name in ("incoming", "touched"):
-                try:
-                    con.unregister(name)
-                except duckdb.Error:
-                    pass
+            try:
+                con.unregister("incoming")
+            except duckdb.Error:
+                pass
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         if inserted:
             if not self._pending_commits:
