@@ -55,7 +55,8 @@ def _shadowed(name: str) -> str:
 def refresh(
     con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES
 ) -> None:
-    """Recompute the derived rows of the runs in scope, in the caller's transaction.
+    """Recompute the derived rows of the runs in scope, in the caller's transaction (which
+    the caller rolls back on an error).
 
     With ``since`` the scope is the traces of the registered relation ``touched`` (a
     ``TraceId`` column), reading spans that started at or after ``since``; without it every
@@ -72,38 +73,43 @@ def refresh(
             'WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
             {"since": since},
         )
-    try:
-        if since is None:
-            for table in tables:
-                con.execute(f"DELETE FROM {table}")
-        else:
-            if not con.execute("SELECT count(*) FROM derive_scope").fetchone()[0]:
-                return  # a trace with derived rows since ``since`` has run members in scope
-            for table in tables:
-                con.execute(
-                    f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT "TraceId" FROM derive_scope)',
-                    {"since": since},
-                )
-        if "run_facts" in tables:
-            con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
-        if "run_loops" in tables:
-            loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-            con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
-        if "run_steps" in tables or "run_growth" in tables:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS)
-        if "run_steps" in tables:
-            con.execute("INSERT INTO run_steps BY NAME SELECT * FROM derive_steps")
-        if "run_growth" in tables:
-            growth = compose("burn_growth", burn_steps="derive_steps")
+    _fill(con, since, tables)
+    # Only after success: on an error the caller rolls back, which drops these temp tables
+    # too, and a DROP in the aborted transaction would fail and hide what went wrong.
+    con.execute("DROP TABLE IF EXISTS derive_scope")
+    con.execute("DROP TABLE IF EXISTS derive_steps")
+
+
+def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[str, ...]) -> None:
+    """Replace the derived rows of the runs in ``derive_scope`` (see :func:`refresh`)."""
+    if since is None:
+        for table in tables:
+            con.execute(f"DELETE FROM {table}")
+    else:
+        if not con.execute("SELECT count(*) FROM derive_scope").fetchone()[0]:
+            return  # a trace with derived rows since ``since`` has run members in scope
+        for table in tables:
             con.execute(
-                "INSERT INTO run_growth BY NAME SELECT g.* EXCLUDE (agent), f.agent, f.service, f.started_at "
-                f"FROM ({growth}) g JOIN {_SCOPE_RUNS} f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
+                f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT "TraceId" FROM derive_scope)',
+                {"since": since},
             )
-        if "run_members" in tables:
-            con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
-    finally:
-        con.execute("DROP TABLE IF EXISTS derive_scope")
-        con.execute("DROP TABLE IF EXISTS derive_steps")
+    if "run_facts" in tables:
+        con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
+    if "run_loops" in tables:
+        loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+        con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
+    if "run_steps" in tables or "run_growth" in tables:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS)
+    if "run_steps" in tables:
+        con.execute("INSERT INTO run_steps BY NAME SELECT * FROM derive_steps")
+    if "run_growth" in tables:
+        growth = compose("burn_growth", burn_steps="derive_steps")
+        con.execute(
+            "INSERT INTO run_growth BY NAME SELECT g.* EXCLUDE (agent), f.agent, f.service, f.started_at "
+            f"FROM ({growth}) g JOIN {_SCOPE_RUNS} f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
+        )
+    if "run_members" in tables:
+        con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
 
 
 def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:

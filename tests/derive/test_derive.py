@@ -299,3 +299,31 @@ def test_traces_pending_at_a_crash_are_derived_on_open(tmp_path: Path, corpus_sp
         assert len(found["run_facts"]) > 40
     finally:
         store.close()
+
+
+def test_a_failed_pass_keeps_its_traces_pending_until_a_pass_succeeds(
+    tmp_path: Path, corpus_spans: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pass that fails rolls back, is counted and logs its cause; nothing it covered is
+    lost: the next pass derives it."""
+    store = Store.open(str(tmp_path / "s.duckdb"))
+    try:
+        store.run_job(lambda con: con.execute("ALTER TABLE run_loops RENAME TO run_loops_away")).result()
+        assert ingest_request(store, spans_to_request(corpus_spans)) == len(corpus_spans)
+        store.reader(derived=True).close()  # asks for a pass, which cannot write run_loops
+        assert store.stats.failed_derives >= 1 and store.derive_pending_commits > 0
+        assert "run_loops" in caplog.text and "transaction is aborted" not in caplog.text
+        con = store.reader(derived=False)
+        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] > 40
+        assert con.execute("SELECT count(*) FROM run_facts").fetchone()[0] == 0  # the whole pass rolled back
+        con.close()
+        store.run_job(lambda con: con.execute("ALTER TABLE run_loops_away RENAME TO run_loops")).result()
+        passes = store.stats.derive_passes
+        con = store.reader()
+        assert store.stats.derive_passes == passes + 1 and store.derive_pending_commits == 0
+        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+        found = derived(con)
+        assert found == expected_from_spans(con)
+        assert len(found["run_facts"]) > 40
+    finally:
+        store.close()
