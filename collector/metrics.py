@@ -109,6 +109,19 @@ class Metrics:
                 out.append(f'loopsight_commit_seconds_bucket{{le="+Inf"}} {stats.commits}')
                 out.append(f"loopsight_commit_seconds_sum {stats.commit_seconds_sum:.6f}")
                 out.append(f"loopsight_commit_seconds_count {stats.commits}")
+            family("loopsight_commit_failures_total", "counter", "Commits that failed; their requests were answered with an error.",
+                   [("", getattr(stats, "failed_commits", 0))])
+            pending = getattr(store, "derive_pending_commits", None)
+            if pending is not None:  # the DuckDB store derives runs in passes of its own
+                family("loopsight_derive_pending_commits", "gauge", "Commits whose traces the next derive pass will derive.",
+                       [("", pending)])
+                family("loopsight_derive_passes_total", "counter", "Derive passes completed (run ids, steps, per-run tables).",
+                       [("", stats.derive_passes)])
+                family("loopsight_derive_failures_total", "counter",
+                       "Derive passes rolled back after an error; their traces stay pending for the next one.",
+                       [("", stats.failed_derives)])
+                family("loopsight_derive_seconds_total", "counter", "Time spent in completed derive passes.",
+                       [("", float(stats.derive_seconds_sum))])
             size = getattr(store, "size_bytes", None)
             if size is not None:
                 family("loopsight_db_size_bytes", "gauge", "Database file plus write-ahead log.", [("", size())])

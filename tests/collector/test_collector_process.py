@@ -130,11 +130,29 @@ def test_a_span_delivered_twice_is_counted_once_everywhere(server):
     assert duplicates(server) - before == 4 + 3 + 4
 
 
+def metric_values(server) -> dict[str, float]:
+    text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
+    return {line.split()[0]: float(line.split()[-1]) for line in text.splitlines() if line and not line.startswith("#")}
+
+
 def test_metrics_expose_ingest_queue_commit_and_db_size(server):
     text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
     for family in ("loopsight_spans_received_total", "loopsight_spans_accepted_total", "loopsight_spans_rejected_total",
                    "loopsight_spans_stored_total", "loopsight_write_queue_batches", "loopsight_write_queue_spans",
-                   "loopsight_commit_seconds_bucket", "loopsight_commit_seconds_count", "loopsight_db_size_bytes"):
+                   "loopsight_commit_seconds_bucket", "loopsight_commit_seconds_count", "loopsight_db_size_bytes",
+                   "loopsight_commit_failures_total", "loopsight_derive_pending_commits", "loopsight_derive_passes_total",
+                   "loopsight_derive_failures_total", "loopsight_derive_seconds_total"):
         assert f"\n{family}" in text, family
     size = next(line for line in text.splitlines() if line.startswith("loopsight_db_size_bytes"))
     assert int(size.split()[-1]) > 0
+
+
+def test_metrics_count_derive_passes_and_show_none_pending_once_read(server):
+    before = metric_values(server)
+    trace_id = run_agent(HttpExporter(endpoint=server.traces_url, headers=server.headers, timeout=30), "metered", tools=2)
+    assert api(server, f"/api/v1/runs/{trace_id}")["runs"]  # a read waits for the pass over the new spans
+    after = metric_values(server)
+    assert after["loopsight_derive_passes_total"] > before["loopsight_derive_passes_total"]
+    assert after["loopsight_derive_seconds_total"] > before["loopsight_derive_seconds_total"]
+    assert after["loopsight_derive_pending_commits"] == 0
+    assert after["loopsight_derive_failures_total"] == after["loopsight_commit_failures_total"] == 0
