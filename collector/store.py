@@ -27,10 +27,12 @@ covered:
 - ``step`` where the producer gave none,
 - the derived per-run tables (:mod:`loopsight.analytics.derive`).
 
-The writer runs it when no batch arrived for ``derive_idle`` seconds, at most every
-``derive_interval`` seconds while busy, when a reader asks for it, on close, and on open if
-a crash left pending rows. One pass costs about as much for one commit's traces as for
-many, so under load it bounds neither the acknowledgement rate nor the commit's latency.
+The writer runs it ``derive_interval`` seconds after the first commit it has to cover (busy
+or idle), when a reader asks for it, on close, and on open if a crash left pending rows; a
+failed pass is retried after a wait that doubles up to ``max_derive_retry``. One pass costs
+about as much for one commit's traces as for many (~150-200 ms of CPU, mostly planning), so
+passes are spaced rather than run whenever the writer is idle: a trickle of requests would
+otherwise pay one pass per request.
 :meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
 query made after an acknowledgement sees resolved runs and current derived tables
 ("current once read").
@@ -262,7 +264,7 @@ class Store:
         run_lookback: timedelta = timedelta(hours=6),
         run_skew: timedelta = timedelta(minutes=5),
         derive_interval: float = 1.0,
-        derive_idle: float = 0.05,
+        max_derive_retry: float = 60.0,
         barrier_timeout: float = 5.0,
     ) -> None:
         self.path = path
@@ -276,7 +278,8 @@ class Store:
         self._queued_batches = 0
         self._queued_rows = 0
         self._derive_interval = derive_interval
-        self._derive_idle = derive_idle
+        self._max_derive_retry = max_derive_retry
+        self._derive_retry = 0.0  # after failed passes: the growing wait before the next try
         self._barrier_timeout = barrier_timeout
         self._barriers: list[Future[None]] = []
         self._lock = threading.Lock()
@@ -286,7 +289,7 @@ class Store:
         # result left half read keeps its transaction open, and while it is open the passes'
         # updates of stored spans are never cleaned up, so no checkpoint could ever run.
         self._pending_commits = int(bool(con.execute("SELECT count(*) FROM derive_pending").fetchall()[0][0]))
-        self._pending_since = time.monotonic()
+        self._derive_due = time.monotonic()  # when the pending commits' pass runs unless a reader asks first
         if self._pending_commits:
             log.info("deriving the traces left pending by the last run of %s", path)
             recovery = con.cursor()
@@ -461,25 +464,29 @@ class Store:
                 self._queued_batches -= len(batch)
                 self._queued_rows -= rows
             self._commit(con, batch)
-            if self._barriers or (self._pending_commits and time.monotonic() - self._pending_since >= self._derive_interval):
+            if self._barriers or (self._pending_commits and time.monotonic() >= self._derive_due):
                 self._derive(con)
         self._derive(con)
         con.close()
 
     def _next(self, con: duckdb.DuckDBPyConnection) -> Any:
-        """The next queue item; derives pending commits first if none comes for ``derive_idle`` s."""
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            pass
-        if self._pending_commits:
+        """The next queue item; while none comes, runs the pass once it is due."""
+        while True:
             try:
-                # A closed-loop sender's next request is usually a few ms away: do not start a
-                # pass in that gap, or every commit would wait for one again.
-                return self._queue.get(timeout=self._derive_idle)
+                return self._queue.get_nowait()
             except queue.Empty:
-                self._derive(con)
-        return self._queue.get()
+                pass
+            if not self._pending_commits:
+                return self._queue.get()
+            # Not as soon as the writer is idle: a pass costs ~150-200 ms of CPU however few
+            # spans it covers, so a trickle of requests would pay one per request.
+            wait = self._derive_due - time.monotonic()
+            if wait > 0:
+                try:
+                    return self._queue.get(timeout=wait)
+                except queue.Empty:
+                    pass
+            self._derive(con)
 
     def _derive(self, con: duckdb.DuckDBPyConnection) -> None:
         """Recompute the derived tables of every pending trace in one transaction, then
@@ -503,10 +510,13 @@ class Store:
             except Exception as exc:  # the rows stay pending; the next pass tries again
                 _rollback(con)
                 self.stats.failed_derives += 1
-                self._pending_since = time.monotonic()  # not after every commit while it keeps failing
+                # Not after every commit while it keeps failing, nor every interval when idle.
+                self._derive_retry = min(max(2 * self._derive_retry, self._derive_interval), self._max_derive_retry)
+                self._derive_due = time.monotonic() + self._derive_retry
                 log.error("deriving the per-run tables failed: %s", exc)
             else:
                 self._pending_commits = 0
+                self._derive_retry = 0.0
                 self.stats.record_derive(time.perf_counter() - started)
             finally:
                 try:
@@ -560,7 +570,7 @@ class Store:
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         if inserted:
             if not self._pending_commits:
-                self._pending_since = time.monotonic()
+                self._derive_due = time.monotonic() + self._derive_interval
             self._pending_commits += 1
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)

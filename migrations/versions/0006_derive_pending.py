@@ -6,8 +6,8 @@ Revises: 0005
 The writer used to recompute the derived per-run tables inside every commit, and the
 acknowledgement waited for it (~180 ms a commit, most of its time). Now a commit only records
 the traces it touched here, with the earliest span start it may have changed
-(``since``); the writer recomputes all pending traces in one pass when it is idle, at most
-every ``derive_interval`` while busy, or when a reader asks for current tables, and deletes
+(``since``); the writer recomputes all pending traces in one pass ``derive_interval`` after
+the first pending commit, or when a reader asks for current tables, and deletes
 the rows in the same transaction. Rows left by a crash between the two transactions are
 derived when the store opens again.
 """

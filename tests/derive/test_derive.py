@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -268,7 +269,7 @@ import sys, time
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from loopsight.collector.pipeline import ingest_request
 from loopsight.collector.store import Store
-store = Store.open(sys.argv[1], derive_interval=3600, derive_idle=3600)  # no derive pass until asked
+store = Store.open(sys.argv[1], derive_interval=3600)  # no derive pass until asked
 ingest_request(store, ExportTraceServiceRequest.FromString(sys.stdin.buffer.read()))
 pending = store._con.cursor().execute("SELECT count(DISTINCT trace_id) FROM derive_pending").fetchone()[0]
 print(pending, flush=True)
@@ -318,12 +319,60 @@ def test_a_failed_pass_keeps_its_traces_pending_until_a_pass_succeeds(
         assert con.execute("SELECT count(*) FROM run_facts").fetchone()[0] == 0  # the whole pass rolled back
         con.close()
         store.run_job(lambda con: con.execute("ALTER TABLE run_loops_away RENAME TO run_loops")).result()
-        passes = store.stats.derive_passes
         con = store.reader()
-        assert store.stats.derive_passes == passes + 1 and store.derive_pending_commits == 0
+        assert store.derive_pending_commits == 0
         assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
         found = derived(con)
         assert found == expected_from_spans(con)
         assert len(found["run_facts"]) > 40
+    finally:
+        store.close()
+
+
+def test_a_trickle_of_requests_does_not_pay_a_pass_per_request(tmp_path: Path, corpus_spans: list[Any]) -> None:
+    """Requests 100 ms apart leave the writer idle between them; a pass (~150-200 ms of CPU
+    however small) waits until the first pending commit is ``derive_interval`` old."""
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=60)
+    try:
+        for at in range(0, 320, 40):
+            ingest_request(store, spans_to_request(corpus_spans[at : at + 40]))
+            time.sleep(0.1)
+        assert store.stats.derive_passes == 0 and store.derive_pending_commits == 8
+        con = store.reader()  # a reader still gets current tables: it asks for the pass
+        assert store.stats.derive_passes == 1 and store.derive_pending_commits == 0
+        assert derived(con) == expected_from_spans(con)
+    finally:
+        store.close()
+
+
+def test_a_due_pass_runs_while_the_writer_is_idle(tmp_path: Path, corpus_spans: list[Any]) -> None:
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.3)
+    try:
+        ingest_request(store, spans_to_request(corpus_spans))
+        deadline = time.monotonic() + 10
+        while store.derive_pending_commits and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.stats.derive_passes == 1 and store.derive_pending_commits == 0  # no reader asked
+        con = store.reader(derived=False)
+        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+        assert len(derived(con)["run_facts"]) > 40
+    finally:
+        store.close()
+
+
+def test_a_failing_pass_is_retried_while_idle_with_a_growing_wait(tmp_path: Path, corpus_spans: list[Any]) -> None:
+    """Retries double their wait (0.05, 0.1, 0.2, ... s here): a persistent failure does not
+    spin a pass and an error line every interval, and a transient one heals without a reader."""
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.05)
+    try:
+        store.run_job(lambda con: con.execute("ALTER TABLE run_loops RENAME TO run_loops_away")).result()
+        ingest_request(store, spans_to_request(corpus_spans))
+        time.sleep(2.0)
+        assert 2 <= store.stats.failed_derives <= 6  # a fixed 0.05 s retry would fail ~15-40 times
+        store.run_job(lambda con: con.execute("ALTER TABLE run_loops_away RENAME TO run_loops")).result()
+        deadline = time.monotonic() + 10  # the next retry is at most 1.6 s away
+        while store.derive_pending_commits and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.derive_pending_commits == 0
     finally:
         store.close()
