@@ -27,12 +27,14 @@ covered:
 - ``step`` where the producer gave none,
 - the derived per-run tables (:mod:`loopsight.analytics.derive`).
 
-The writer runs it ``derive_interval`` seconds after the first commit it has to cover (busy
-or idle), when a reader asks for it, on close, and on open if a crash left pending rows; a
-failed pass is retried after a wait that doubles up to ``max_derive_retry``. One pass costs
-about as much for one commit's traces as for many (~150-200 ms of CPU, mostly planning), so
-passes are spaced rather than run whenever the writer is idle: a trickle of requests would
-otherwise pay one pass per request.
+The writer runs it ``derive_interval`` seconds after the first commit it has to cover once
+``derive_rows`` spans wait for it, else ``derive_max_wait`` seconds after (busy or idle),
+when a reader asks for it, on close, and on open if a crash left pending rows; a failed pass
+is retried after a wait that doubles up to ``max_derive_retry``. One pass costs about as
+much for one commit's traces as for many (~150-200 ms of CPU, mostly planning), so passes
+are spaced rather than run whenever the writer is idle: a trickle of requests would
+otherwise pay one pass per request, while under a flood a pass a second stays short (it
+blocks commits while it runs, and readers wait for it).
 :meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
 query made after an acknowledgement sees resolved runs and current derived tables
 ("current once read").
@@ -264,6 +266,8 @@ class Store:
         run_lookback: timedelta = timedelta(hours=6),
         run_skew: timedelta = timedelta(minutes=5),
         derive_interval: float = 1.0,
+        derive_rows: int = 5_000,
+        derive_max_wait: float = 5.0,
         max_derive_retry: float = 60.0,
         barrier_timeout: float = 5.0,
     ) -> None:
@@ -278,6 +282,10 @@ class Store:
         self._queued_batches = 0
         self._queued_rows = 0
         self._derive_interval = derive_interval
+        self._derive_rows = derive_rows
+        self._derive_max_wait = derive_max_wait
+        self._pending_rows = 0  # spans committed since the last pass
+        self._pending_first = time.monotonic()  # when the first of them was
         self._max_derive_retry = max_derive_retry
         self._derive_retry = 0.0  # after failed passes: the growing wait before the next try
         self._barrier_timeout = barrier_timeout
@@ -516,6 +524,7 @@ class Store:
                 log.error("deriving the per-run tables failed: %s", exc)
             else:
                 self._pending_commits = 0
+                self._pending_rows = 0
                 self._derive_retry = 0.0
                 self.stats.record_derive(time.perf_counter() - started)
             finally:
@@ -570,8 +579,14 @@ class Store:
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         if inserted:
             if not self._pending_commits:
-                self._derive_due = time.monotonic() + self._derive_interval
+                self._pending_first = time.monotonic()
             self._pending_commits += 1
+            self._pending_rows += inserted
+            if not self._derive_retry:  # a failing pass keeps its backoff
+                # A pass costs about the same for a few spans as for thousands: under a trickle
+                # wait longer; under a flood keep passes (which block commits) short.
+                wait = self._derive_interval if self._pending_rows >= self._derive_rows else self._derive_max_wait
+                self._derive_due = self._pending_first + wait
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
 

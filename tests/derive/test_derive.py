@@ -269,7 +269,7 @@ import sys, time
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from loopsight.collector.pipeline import ingest_request
 from loopsight.collector.store import Store
-store = Store.open(sys.argv[1], derive_interval=3600)  # no derive pass until asked
+store = Store.open(sys.argv[1], derive_interval=3600, derive_max_wait=3600)  # no derive pass until asked
 ingest_request(store, ExportTraceServiceRequest.FromString(sys.stdin.buffer.read()))
 pending = store._con.cursor().execute("SELECT count(DISTINCT trace_id) FROM derive_pending").fetchone()[0]
 print(pending, flush=True)
@@ -331,8 +331,8 @@ def test_a_failed_pass_keeps_its_traces_pending_until_a_pass_succeeds(
 
 def test_a_trickle_of_requests_does_not_pay_a_pass_per_request(tmp_path: Path, corpus_spans: list[Any]) -> None:
     """Requests 100 ms apart leave the writer idle between them; a pass (~150-200 ms of CPU
-    however small) waits until the first pending commit is ``derive_interval`` old."""
-    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=60)
+    however small) waits until the first pending commit is ``derive_max_wait`` old."""
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_max_wait=60)
     try:
         for at in range(0, 320, 40):
             ingest_request(store, spans_to_request(corpus_spans[at : at + 40]))
@@ -346,7 +346,7 @@ def test_a_trickle_of_requests_does_not_pay_a_pass_per_request(tmp_path: Path, c
 
 
 def test_a_due_pass_runs_while_the_writer_is_idle(tmp_path: Path, corpus_spans: list[Any]) -> None:
-    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.3)
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_max_wait=0.3)
     try:
         ingest_request(store, spans_to_request(corpus_spans))
         deadline = time.monotonic() + 10
@@ -363,7 +363,7 @@ def test_a_due_pass_runs_while_the_writer_is_idle(tmp_path: Path, corpus_spans: 
 def test_a_failing_pass_is_retried_while_idle_with_a_growing_wait(tmp_path: Path, corpus_spans: list[Any]) -> None:
     """Retries double their wait (0.05, 0.1, 0.2, ... s here): a persistent failure does not
     spin a pass and an error line every interval, and a transient one heals without a reader."""
-    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.05)
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.05, derive_max_wait=0.05)
     try:
         store.run_job(lambda con: con.execute("ALTER TABLE run_loops RENAME TO run_loops_away")).result()
         ingest_request(store, spans_to_request(corpus_spans))
@@ -374,5 +374,22 @@ def test_a_failing_pass_is_retried_while_idle_with_a_growing_wait(tmp_path: Path
         while store.derive_pending_commits and time.monotonic() < deadline:
             time.sleep(0.05)
         assert store.derive_pending_commits == 0
+    finally:
+        store.close()
+
+
+def test_a_pass_runs_once_enough_spans_wait_for_it(tmp_path: Path, corpus_spans: list[Any]) -> None:
+    """Under a flood a pass blocks commits while it runs: once ``derive_rows`` spans wait, it
+    is due ``derive_interval`` after the first of them, not ``derive_max_wait``."""
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.2, derive_max_wait=60, derive_rows=300)
+    try:
+        for at in range(0, 280, 40):
+            ingest_request(store, spans_to_request(corpus_spans[at : at + 40]))
+        assert store.stats.derive_passes == 0  # 280 spans wait
+        ingest_request(store, spans_to_request(corpus_spans[280:320]))
+        deadline = time.monotonic() + 10
+        while store.derive_pending_commits and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert store.stats.derive_passes == 1 and store.derive_pending_commits == 0  # no reader asked
     finally:
         store.close()
