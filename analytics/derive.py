@@ -2,9 +2,9 @@
 
 The collector's writer calls :func:`refresh` in a derive pass of its own, after the commits
 that stored the spans and after resolving their run ids and steps, for every trace those commits touched
-(listed in ``derive_pending``, registered as the relation ``touched``). The pass runs when the
-writer is idle, about once a second while busy, and before a query (``Store.reader`` waits
-for it), so a run's rollups, detected loops, per-step input tokens, growth-fit sums and
+(listed in ``derive_pending``, registered as the relation ``touched``). The pass runs about once a
+second under load, every few seconds under a trickle (see ``collector/store.py``), and before
+a query (``Store.reader`` waits for it), so a run's rollups, detected loops, per-step input tokens, growth-fit sums and
 per-span stall facts are current once read after its spans are acknowledged. The rules are
 not copied here: each table is filled by running the question's own SQL (``derive_runs.sql``, ``loops_core.sql``,
 ``burn_steps.sql``, ``burn_growth.sql``, ``stalls_members.sql``) with the ``spans`` it reads
