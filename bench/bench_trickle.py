@@ -125,7 +125,9 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", default=["collector/store.py"])
     args = parser.parse_args()
     tool = load_tool(args.load_tool)
-    requests = small_requests(tool, 2000, args.spans)
+    # Enough requests for every sender for the whole time (a run is ~13 spans), none reused.
+    wanted = int(args.senders * args.seconds / (args.gap_ms / 1000 + 0.005)) + 1
+    requests = small_requests(tool, max(200, wanted * args.spans // 13 + 100), args.spans)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"loopsight-trickle-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
     sides = {"after": None}
