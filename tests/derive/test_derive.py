@@ -277,6 +277,14 @@ time.sleep(600)
 """
 
 
+def assert_corpus_derived(con: duckdb.DuckDBPyConnection) -> None:
+    """No trace waits for a pass, and the derived tables of the corpus equal a recompute."""
+    assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+    found = derived(con)
+    assert found == expected_from_spans(con)
+    assert len(found["run_facts"]) > 40
+
+
 def test_traces_pending_at_a_crash_are_derived_on_open(tmp_path: Path, corpus_spans: list[Any]) -> None:
     """kill -9 after the acknowledgement and before the derive pass: the next open derives them."""
     path = str(tmp_path / "s.duckdb")
@@ -293,11 +301,7 @@ def test_traces_pending_at_a_crash_are_derived_on_open(tmp_path: Path, corpus_sp
     store = Store.open(path)
     try:
         assert store.stats.derive_passes == 1  # derived before open returned
-        con = store.reader()
-        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
-        found = derived(con)
-        assert found == expected_from_spans(con)
-        assert len(found["run_facts"]) > 40
+        assert_corpus_derived(store.reader())
     finally:
         store.close()
 
@@ -321,10 +325,7 @@ def test_a_failed_pass_keeps_its_traces_pending_until_a_pass_succeeds(
         store.run_job(lambda con: con.execute("ALTER TABLE run_loops_away RENAME TO run_loops")).result()
         con = store.reader()
         assert store.derive_pending_commits == 0
-        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
-        found = derived(con)
-        assert found == expected_from_spans(con)
-        assert len(found["run_facts"]) > 40
+        assert_corpus_derived(con)
     finally:
         store.close()
 
@@ -353,9 +354,7 @@ def test_a_due_pass_runs_while_the_writer_is_idle(tmp_path: Path, corpus_spans: 
         while store.derive_pending_commits and time.monotonic() < deadline:
             time.sleep(0.05)
         assert store.stats.derive_passes == 1 and store.derive_pending_commits == 0  # no reader asked
-        con = store.reader(derived=False)
-        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
-        assert len(derived(con)["run_facts"]) > 40
+        assert_corpus_derived(store.reader(derived=False))
     finally:
         store.close()
 
