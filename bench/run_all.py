@@ -6,7 +6,7 @@ scripts (``bench_ingest_ab.py``, ``bench_normalize.py``, ``bench_derive.py --bef
 ``bench_trickle.py --baseline``), which need a git revision to compare with. Each is run as
 its own process; a failing one is reported and the rest still run.
 
-    .venv/bin/python bench/run_all.py            # everything below, ~10 minutes on 2 cores
+    .venv/bin/python bench/run_all.py            # everything below, ~6 minutes on 2 cores
     .venv/bin/python bench/run_all.py ingest     # only the names given
 """
 
