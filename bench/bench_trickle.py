@@ -33,7 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ingest import Collector, load_tool  # noqa: E402
-from bench_ingest_ab import ROOT, baseline_tree  # noqa: E402
+from bench_ingest_ab import baseline_tree  # noqa: E402
 
 
 def small_requests(tool, runs: int, size: int) -> list[bytes]:
@@ -155,7 +155,7 @@ def main() -> None:
         if tree is not None:
             shutil.rmtree(tree, ignore_errors=True)
     report: dict = {"senders": args.senders, "spans_per_request": args.spans, "gap_ms": args.gap_ms,
-                    "seconds": args.seconds, "baseline": args.baseline, "rounds": rounds, "root": str(ROOT)}
+                    "seconds": args.seconds, "baseline": args.baseline, "rounds": rounds}
     for side, results in rounds.items():
         for key in ("cpu_share_of_a_core", "cpu_us_per_span", "ack_p50_ms", "ack_p99_ms", "spans"):
             report[f"{side}_{key}_median"] = statistics.median(r[key] for r in results)

@@ -61,6 +61,11 @@ class CollectorProcess:
     def traces_url(self) -> str:
         return f"{self.url}/v1/traces"
 
+    def metrics(self) -> dict[str, float]:
+        """``/metrics`` as ``{'name{labels}': value}``."""
+        text = httpx.get(self.url + "/metrics", headers=self.headers, timeout=30).text
+        return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line and not line.startswith("#")}
+
     def log(self) -> str:
         """Everything the process wrote to stdout/stderr so far."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

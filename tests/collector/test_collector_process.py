@@ -103,8 +103,7 @@ def test_grpc_malformed_body_is_invalid_argument_and_partial_success_is_reported
 
 
 def duplicates(server) -> int:
-    metrics = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
-    return int(next(line for line in metrics.splitlines() if line.startswith("loopsight_spans_duplicate_total")).split()[-1])
+    return int(server.metrics()["loopsight_spans_duplicate_total"])
 
 
 def test_a_span_delivered_twice_is_counted_once_everywhere(server):
@@ -130,11 +129,6 @@ def test_a_span_delivered_twice_is_counted_once_everywhere(server):
     assert duplicates(server) - before == 4 + 3 + 4
 
 
-def metric_values(server) -> dict[str, float]:
-    text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
-    return {line.split()[0]: float(line.split()[-1]) for line in text.splitlines() if line and not line.startswith("#")}
-
-
 def test_metrics_expose_ingest_queue_commit_and_db_size(server):
     text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
     for family in ("loopsight_spans_received_total", "loopsight_spans_accepted_total", "loopsight_spans_rejected_total",
@@ -148,10 +142,10 @@ def test_metrics_expose_ingest_queue_commit_and_db_size(server):
 
 
 def test_metrics_count_derive_passes_and_show_none_pending_once_read(server):
-    before = metric_values(server)
+    before = server.metrics()
     trace_id = run_agent(HttpExporter(endpoint=server.traces_url, headers=server.headers, timeout=30), "metered", tools=2)
     assert api(server, f"/api/v1/runs/{trace_id}")["runs"]  # a read waits for the pass over the new spans
-    after = metric_values(server)
+    after = server.metrics()
     assert after["loopsight_derive_passes_total"] > before["loopsight_derive_passes_total"]
     assert after["loopsight_derive_seconds_total"] > before["loopsight_derive_seconds_total"]
     assert after["loopsight_derive_pending_commits"] == 0

@@ -27,8 +27,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
 
 
 def metric(server, name: str) -> float:
-    text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
-    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+    return sum(value for key, value in server.metrics().items() if key.startswith(name))
 
 
 def test_forward_to_a_second_collector_and_survive_a_dead_upstream(start_collector, free_tcp_port):
