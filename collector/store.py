@@ -114,8 +114,18 @@ class WriterStats:
 
 @dataclass
 class _Pending:
+    """A submitted batch, made ready for the writer on the submitting thread: its maps as
+    entries (see ``_INSERT_SQL``) and the earliest start of each of its traces."""
+
     table: pa.Table
+    traces: list[str]
+    since: list[Any]
     future: Future[int] = field(default_factory=Future)
+
+    @classmethod
+    def of(cls, table: pa.Table) -> "_Pending":
+        first = table.select(["TraceId", "Timestamp"]).group_by("TraceId", use_threads=False).aggregate([("Timestamp", "min")])
+        return cls(_maps_as_entries(table), first.column("TraceId").to_pylist(), first.column("Timestamp_min").to_pylist())
 
 
 @dataclass
@@ -351,7 +361,7 @@ class Store:
                 raise QueueFull(f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)")
             self._queued_batches += 1
             self._queued_rows += table.num_rows
-        pending = _Pending(table)
+        pending = _Pending.of(table)
         self._queue.put(pending)
         return pending.future
 
@@ -558,10 +568,13 @@ class Store:
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         try:
             con.begin()
-            con.register("incoming", _maps_as_entries(incoming))
+            con.register("incoming", incoming)
             inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
-            if inserted:
-                con.execute('INSERT INTO derive_pending SELECT "TraceId", min("Timestamp") FROM incoming GROUP BY "TraceId"')
+            if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
+                con.execute(
+                    "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
+                    {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
+                )
             con.commit()
         except Exception as exc:  # the batch fails as a whole; each request hears why
             _rollback(con)
