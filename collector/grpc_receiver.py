@@ -1,6 +1,6 @@
 """OTLP/gRPC ``TraceService/Export`` on its own port, in the collector process.
 
-UNAVAILABLE with a ``google.rpc.RetryInfo`` trailer when the write queue is full or the
+UNAVAILABLE with a ``google.rpc.RetryInfo`` (its own trailer and in the rich status) when the write queue is full or the
 in-flight budget shared with OTLP/HTTP is spent (the OTel exporters wait that long and retry), INVALID_ARGUMENT for spans it cannot read,
 UNAUTHENTICATED without the bearer token, ``partial_success`` for spans it rejected.
 The answer is sent only after the spans are committed.
@@ -18,6 +18,7 @@ from concurrent import futures
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
+from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
@@ -38,11 +39,18 @@ class TraceService:
     def __init__(self, receiver: Receiver, token: str | None, retry_after_seconds: int = 2, timeout: float = 120.0) -> None:
         self.receiver = receiver
         self.token = token
-        self.retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_seconds)).SerializeToString()
+        self.retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_seconds))
         self.timeout = timeout
 
     def _unavailable(self, context: grpc.ServicerContext, message: str) -> None:
-        context.set_trailing_metadata((("google.rpc.retryinfo-bin", self.retry_info),))
+        # The Python exporter reads RetryInfo from its own trailer, the Go exporters (and so the
+        # OTel Collector) from the rich status in grpc-status-details-bin: send both.
+        details = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=message)
+        details.details.add().Pack(self.retry_info)
+        context.set_trailing_metadata((
+            ("google.rpc.retryinfo-bin", self.retry_info.SerializeToString()),
+            ("grpc-status-details-bin", details.SerializeToString()),
+        ))
         context.abort(grpc.StatusCode.UNAVAILABLE, message)
 
     def handler(self) -> grpc.GenericRpcHandler:

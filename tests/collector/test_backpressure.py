@@ -8,6 +8,7 @@ import time
 
 import grpc
 import pytest
+from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
@@ -80,8 +81,15 @@ def test_grpc_unavailable_carries_retry_info_and_the_sdk_exporter_retries(blocke
             with pytest.raises(grpc.RpcError) as caught:
                 export(request_of(make_run()), timeout=10)
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
-            retry = RetryInfo.FromString(dict(caught.value.trailing_metadata())["google.rpc.retryinfo-bin"])
+            trailers = dict(caught.value.trailing_metadata())
+            retry = RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
             assert retry.retry_delay.seconds == 1
+            # Go exporters (the OTel Collector's too) read RetryInfo from the rich status
+            rich = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+            assert rich.code == grpc.StatusCode.UNAVAILABLE.value[0] and "queue" in rich.message
+            [detail] = rich.details
+            unpacked = RetryInfo()
+            assert detail.Unpack(unpacked) and unpacked.retry_delay.seconds == 1
 
         exporter = GrpcExporter(endpoint=f"127.0.0.1:{port}", insecure=True, timeout=30)
         results: list[SpanExportResult] = []
