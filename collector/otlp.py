@@ -56,19 +56,30 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
         wbits = zlib.MAX_WBITS if body[:1] == b"\x78" else -zlib.MAX_WBITS
     else:
         raise UnsupportedMediaType(f"unsupported content encoding {encoding!r}: use gzip or deflate")
-    decoder = zlib.decompressobj(wbits)
-    try:
-        out = decoder.decompress(body, max_bytes + 1)
-    except zlib.error as exc:
-        raise BadRequest(f"body is not valid {encoding}: {exc}") from None
-    if len(out) > max_bytes or decoder.unconsumed_tail:
-        raise TooLarge(f"body is over the {max_bytes}-byte limit after decompression")
-    if not decoder.eof:
-        raise BadRequest(f"body is truncated {encoding} data")
-    return out
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:  # a gzip body may hold several members (RFC 1952), each decoded in turn
+        decoder = zlib.decompressobj(wbits)
+        try:
+            parts.append(decoder.decompress(rest, max_bytes + 1 - size))  # never 0: that means unbounded
+        except zlib.error as exc:
+            raise BadRequest(f"body is not valid {encoding}: {exc}") from None
+        size += len(parts[-1])
+        if size > max_bytes or decoder.unconsumed_tail:
+            raise TooLarge(f"body is over the {max_bytes}-byte limit after decompression")
+        if not decoder.eof:
+            raise BadRequest(f"body is truncated {encoding} data")
+        rest = decoder.unused_data
+        if not rest.strip(b"\x00"):  # gzip(1) tolerates zero padding after the last member
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if encoding != "gzip":
+            raise BadRequest(f"body has {len(rest)} bytes after the end of the {encoding} data")
 
 
 _ID_FIELDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
 
 
 def _hex_ids_to_base64(node: Any) -> None:
@@ -125,7 +136,14 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
                 if len(trace_id) != 16 or len(span_id) != 8:
                     yield "invalid trace_id or span_id length"
                     continue
-                if parent_span_id and len(parent_span_id) != 8:
+                # OTLP: a valid id has at least one non-zero byte. Stored, all-zero ids from
+                # unrelated senders would merge into one trace and drop each other as repeats.
+                if trace_id == _ZERO_TRACE_ID or span_id == _ZERO_SPAN_ID:
+                    yield "all-zero trace_id or span_id"
+                    continue
+                if parent_span_id == _ZERO_SPAN_ID:  # some SDKs mark a root this way
+                    parent_span_id = b""
+                elif parent_span_id and len(parent_span_id) != 8:
                     yield "invalid parent_span_id length"
                     continue
                 start_ns = span.start_time_unix_nano

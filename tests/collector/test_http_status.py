@@ -73,12 +73,28 @@ def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     spans = make_run(tools=1)
     spans.append(Span(trace_id=b"\x01" * 5, span_id=b"\x02" * 8, name="bad"))
     spans.append(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 3, name="bad"))
+    # OTLP: an all-zero id is invalid; stored, every sender's zero ids would share one trace
+    spans.append(Span(trace_id=bytes(16), span_id=b"\x03" * 8, name="zero trace"))
+    spans.append(Span(trace_id=b"\x04" * 16, span_id=bytes(8), name="zero span"))
+    root = Span(trace_id=b"\x05" * 16, span_id=b"\x06" * 8, parent_span_id=bytes(8), name="invoke_agent zero-parent",
+                start_time_unix_nano=1_700_000_000_000_000_000, end_time_unix_nano=1_700_000_001_000_000_000)
+    spans.append(root)
     response = post(server, request_of(spans).SerializeToString(), PB)
     assert response.status_code == 200
     partial = ExportTraceServiceResponse.FromString(response.content).partial_success
-    assert partial.rejected_spans == 2
-    assert "invalid trace_id or span_id length" in partial.error_message
-    assert len(runs(server)) == before + 1
+    assert partial.rejected_spans == 4
+    assert "invalid trace_id or span_id length (2)" in partial.error_message
+    assert "all-zero trace_id or span_id (2)" in partial.error_message
+    assert len(runs(server)) == before + 2
+    detail = httpx.get(server.url + "/api/v1/runs/" + "05" * 16, headers=server.headers, timeout=30).json()
+    assert [(s["name"], s["parent_span_id"]) for s in detail["spans"]] == [("invoke_agent zero-parent", None)]  # a root
+
+
+def test_a_gzip_body_of_several_members_is_read_whole(server):
+    before = len(runs(server))
+    body = b"".join(gzip.compress(request_of(make_run()).SerializeToString()) for _ in range(2))
+    assert post(server, body, {**PB, "Content-Encoding": "gzip"}).status_code == 200
+    assert len(runs(server)) == before + 2
 
 
 @pytest.mark.parametrize(
@@ -89,13 +105,15 @@ def test_spans_with_bad_ids_are_reported_in_partial_success(server):
         (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', {"Content-Type": "application/json"}, 400, "not hex"),
         (b"[1, 2]", {"Content-Type": "application/json"}, 400, "must be an object"),
         (gzip.compress(b"x")[:-6], {**PB, "Content-Encoding": "gzip"}, 400, "truncated"),
+        (gzip.compress(b"") + b"not gzip", {**PB, "Content-Encoding": "gzip"}, 400, "not valid gzip"),
+        (zlib.compress(b"") + b"tail", {**PB, "Content-Encoding": "deflate"}, 400, "after the end of the deflate data"),
         (b"hello", {"Content-Type": "text/plain"}, 415, "unsupported content type"),
         (b"hello", {**PB, "Content-Encoding": "br"}, 415, "unsupported content encoding"),
         (b"\x00" * 300_000, PB, 413, "limit"),
         # 64 MiB of zeros compresses to ~64 KiB: the cap stops decompression at 200 kB.
         (gzip.compress(b"\x00" * (64 << 20)), {**PB, "Content-Encoding": "gzip"}, 413, "after decompression"),
     ],
-    ids=["protobuf", "json", "json-ids", "json-array", "gzip-truncated", "media-type", "encoding", "too-large", "gzip-bomb"],
+    ids=["protobuf", "json", "json-ids", "json-array", "gzip-truncated", "gzip-trailing-garbage", "deflate-trailing-data", "media-type", "encoding", "too-large", "gzip-bomb"],
 )
 def test_bad_requests_get_the_otlp_status_and_a_readable_message(server, body, headers, status, needle):
     response = post(server, body, headers)
