@@ -62,11 +62,15 @@ _OUTPUT_TOKEN_KEYS = (A.USAGE_OUTPUT_TOKENS, A.USAGE_COMPLETION_TOKENS, "llm.tok
 _CONTENT_KEYS = frozenset(
     _TOOL_ARGS_KEYS
     + (A.TOOL_CALL_RESULT, A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, "output.value", "traceloop.entity.output", "langfuse.observation.output",
-       "gen_ai.system_instructions", "tool_response", "final_result", "all_messages_events", "llm.prompts")
+       "gen_ai.system_instructions", "tool_response", "final_result", "all_messages_events", "llm.prompts",
+       "pydantic_ai.all_messages", "events",  # Pydantic AI: the run's messages; a chat span's messages (v1 attributes)
+       "langfuse.trace.input", "langfuse.trace.output", "llm.prompt_template.template", "llm.prompt_template.variables")
 )
-# Flattened message lists (OpenInference ``llm.input_messages.0.message.content``, legacy
-# OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on.
-_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.", "llm.prompts.")
+# Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
+# ``retrieval.documents.0.document.content``, legacy OpenLLMetry ``gen_ai.prompt.0.content``):
+# dropped by prefix unless content capture is on.
+_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.", "llm.prompts.",
+                     "retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.", "embedding.embeddings.")
 _EVENT_CONTENT_KEYS = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))  # legacy GenAI content events
 
 
@@ -160,6 +164,15 @@ def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
         if value:
             return value
     return None
+
+
+def _untruncated(kvs: Any, attrs: dict[str, str]) -> str:
+    """The whole text of the raw tool arguments that ``attrs`` holds truncated."""
+    key = next(key for key in _TOOL_ARGS_KEYS if attrs.get(key))
+    for kv in kvs:
+        if kv.key == key:
+            return any_value_to_str(kv.value)
+    return attrs[key]
 
 
 def _int(value: str | None, bound: int = 2**63) -> int | None:
@@ -358,6 +371,8 @@ def span_row(
         args_hash = get(A.TOOL_ARGS_HASH)
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
         if raw_args is not None:
+            if len(raw_args) > limits.max_attribute_length and raw_args.endswith(TRUNCATION_MARKER):
+                raw_args = _untruncated(span.attributes, attrs)  # arguments differing past the cut are not a loop
             if not args_hash:
                 args_hash = args_hash_of_text(raw_args)
             args_sketch = sketch(raw_args)

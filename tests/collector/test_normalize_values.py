@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -88,3 +89,32 @@ def test_iter_rows_gives_normalize_span_rows():
     assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == ("Unset", 10, {"gen_ai.usage.input_tokens": "10"})
     assert second.Links == [("09" * 16, "08" * 8, "", {"l": "true"})]
     assert (third.StatusCode, third.StatusMessage, third.termination_reason) == ("Unset", "only a message", "completed")
+
+
+def _tool_span(i: int, attributes: list[KeyValue]) -> Span:
+    return Span(trace_id=b"\x01" * 16, span_id=bytes([i + 1]) * 8, name="execute_tool write_file",
+                attributes=[KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="execute_tool")), *attributes])
+
+
+def test_arguments_longer_than_the_limit_are_hashed_whole():
+    """Arguments that differ only past the cut are different calls, not a loop."""
+    from loopsight.instrumentation.hashing import args_hash
+
+    rows = []
+    for i in range(2):
+        args = {"blob": "a" * 9000 + str(i)}
+        value = AnyValue(string_value=json.dumps(args))
+        row = normalize_span(_tool_span(i, [KeyValue(key="gen_ai.tool.call.arguments", value=value)]), {}, "", "", Limits(capture_content=True))
+        assert row.args_hash == args_hash(args)
+        assert row.SpanAttributes["gen_ai.tool.call.arguments"].endswith(TRUNCATION_MARKER)  # stored cut all the same
+        rows.append(row)
+    assert rows[0].args_hash != rows[1].args_hash  # (their similarity sketches are near: nearly the same text)
+
+
+def test_content_of_every_vocabulary_is_dropped_unless_captured():
+    content = ["pydantic_ai.all_messages", "events", "langfuse.trace.input", "langfuse.trace.output",
+               "llm.prompt_template.template", "llm.prompt_template.variables", "retrieval.documents.0.document.content",
+               "reranker.input_documents.1.document.content", "embedding.embeddings.0.embedding.text"]
+    span = _tool_span(0, [KeyValue(key=key, value=AnyValue(string_value="secret text")) for key in content])
+    assert set(normalize_span(span, {}, "", "", Limits()).SpanAttributes) == {"gen_ai.operation.name"}
+    assert set(normalize_span(span, {}, "", "", Limits(capture_content=True)).SpanAttributes) == {"gen_ai.operation.name", *content}
