@@ -26,7 +26,10 @@ CONTENT_KEYS = [
     "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages",
     "input.value", "output.value", "tool.parameters", "traceloop.entity.input", "traceloop.entity.output",
     "langfuse.observation.input", "langfuse.observation.output", "llm.input_messages.0.message.content",
-    "gen_ai.prompt.0.content", "gen_ai.completion.0.content",
+    "gen_ai.prompt.0.content", "gen_ai.completion.0.content", "pydantic_ai.all_messages", "events",
+    "langfuse.trace.input", "langfuse.trace.output", "llm.prompt_template.template", "llm.prompt_template.variables",
+    "retrieval.documents.0.document.content", "reranker.input_documents.1.document.content",
+    "embedding.embeddings.0.embedding.text",
 ]
 
 
