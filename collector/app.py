@@ -6,7 +6,8 @@ types, 503 with ``Retry-After`` when the write queue is full or too much work is
 in flight (:mod:`~loopsight.collector.admission`, checked before the body is read).
 Decoding and normalizing run in a worker thread so ``/healthz`` and the query API stay
 responsive under load. Error bodies are a
-``google.rpc.Status`` in the request's encoding (JSON for JSON and unknown types).
+``google.rpc.Status`` in the request's encoding (JSON for JSON and unknown types); under
+``/api/`` they are ``{"error": "..."}`` (401, 404, 405 included), as docs/api.md says.
 
 Example:
     >>> app = create_app(store, Settings())  # doctest: +SKIP
@@ -25,6 +26,7 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -66,6 +68,11 @@ def token_matches(given: str | bytes | None, token: str) -> bool:
     return hmac.compare_digest(given, f"Bearer {token}".encode())
 
 
+def is_api(path: str) -> bool:
+    """Whether ``path`` belongs to the query API (errors as ``{"error": ...}``)."""
+    return path == "/api" or path.startswith("/api/")
+
+
 class BearerAuth:
     """Require ``Authorization: Bearer <token>`` on every route but ``/healthz``."""
 
@@ -79,8 +86,9 @@ class BearerAuth:
             return
         given = dict(scope["headers"]).get(b"authorization")
         if not token_matches(given, self.token):
-            response = JSONResponse({"code": code_pb2.UNAUTHENTICATED, "message": "missing or wrong bearer token"},
-                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            message = "missing or wrong bearer token"
+            body = {"error": message} if is_api(scope["path"]) else {"code": code_pb2.UNAUTHENTICATED, "message": message}
+            response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -102,6 +110,25 @@ def _error(kind: str, status: int, message: str, headers: dict[str, str] | None 
         return Response(body.SerializeToString(), status_code=status, media_type=PROTOBUF, headers=headers)
     return JSONResponse({"code": _GRPC_CODES.get(status, code_pb2.UNKNOWN), "message": message},
                         status_code=status, headers=headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's 404/405 as ``{"error": ...}`` under ``/api/``, plain text elsewhere (as before)."""
+    assert isinstance(exc, HTTPException)
+    path = request.scope["path"]
+    if not is_api(path):
+        if exc.status_code in {204, 304}:
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+    shown = path[:200]
+    if exc.status_code == 404:
+        message = f"no route {shown}"
+    elif exc.status_code == 405:
+        allowed = ", ".join(sorted((exc.headers or {}).get("Allow", "").split(", ")))
+        message = f"method {request.method[:16]} not allowed on {shown} (allowed: {allowed})"
+    else:
+        message = exc.detail
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _read_body(request: Request, cap: int) -> bytes:
@@ -210,7 +237,8 @@ def create_app(
         *extra_routes,
         *query_routes(store.reader),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=settings.token)])
+    app = Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=settings.token)],
+                    exception_handlers={HTTPException: _http_error})
     app.state.metrics = metrics
     app.state.receiver = receiver
     return app

@@ -135,3 +135,24 @@ def test_token_is_required_everywhere_but_healthz(server):
     assert httpx.get(server.url + "/metrics").status_code == 401
     assert httpx.get(server.url + "/healthz").status_code == 200
     assert len(runs(server)) == before
+
+
+def test_query_api_errors_are_json_error_bodies(server):
+    """/api/* answers {"error": ...} (401, 404, 405); /v1/traces keeps the OTLP Status shape."""
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        refused = httpx.get(server.url + "/api/v1/runs", headers=headers)
+        assert refused.status_code == 401
+        assert refused.json() == {"error": "missing or wrong bearer token"}
+        assert refused.headers["www-authenticate"] == "Bearer"
+    for path in ("/api/v1/nope", f"/api/v1/runs/{'ab' * 16}/extra", "/api/nope"):
+        missing = httpx.get(server.url + path, headers=server.headers)
+        assert missing.status_code == 404, path
+        assert missing.headers["content-type"] == "application/json"
+        assert missing.json() == {"error": f"no route {path}"}
+    wrong_method = httpx.post(server.url + "/api/v1/runs", headers=server.headers)
+    assert wrong_method.status_code == 405
+    assert set(wrong_method.headers["allow"].split(", ")) == {"GET", "HEAD"}
+    assert wrong_method.json() == {"error": "method POST not allowed on /api/v1/runs (allowed: GET, HEAD)"}
+
+    otlp = httpx.post(server.traces_url, content=request_of(make_run()).SerializeToString(), headers=PB)
+    assert otlp.status_code == 401 and otlp.json() == {"code": 16, "message": "missing or wrong bearer token"}
