@@ -57,6 +57,7 @@ StoreOpt = Annotated[
 ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")]
 
 DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
+_ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -65,8 +66,38 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _from_flag(ctx: typer.Context, name: str) -> bool:
+    # By name: recent Typer vendors its own click, whose ParameterSource is another enum.
+    return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+
+
+def _read_source(ctx: typer.Context, collector: str | None, db: str | None,
+                 store: str | None) -> tuple[str | None, str | None, str | None]:
+    """Keep one of ``--collector``/``--db``/``--store``: a flag beats any ``LOOPSIGHT_*`` variable.
+
+    Two flags, or (without a flag) two variables, are an error.
+    """
+    given = {"collector": collector, "db": db, "store": store}
+    flags = {name: value for name, value in given.items() if value is not None and _from_flag(ctx, name)}
+    chosen = flags or {name: value for name, value in given.items() if value is not None}
+    if len(chosen) > 1:
+        if flags:
+            raise fail("give one of --collector, --db or --store, not " + " and ".join(f"--{name}" for name in chosen))
+        envvars = " and ".join(_ENVVARS[name] for name in chosen)
+        raise fail(f"{envvars} are both set: give one of --collector, --db or --store to choose")
+    return chosen.get("collector"), chosen.get("db"), chosen.get("store")
+
+
+def _write_store(ctx: typer.Context, store: str | None) -> str | None:
+    """``--store`` (which wins over ``--db``), unless it only came from ``LOOPSIGHT_STORE`` and ``--db`` was a flag."""
+    if store is not None and not _from_flag(ctx, "store") and _from_flag(ctx, "db"):
+        return None
+    return store
+
+
 @app.command()
 def collector(
+    ctx: typer.Context,
     db: DbOpt = config.DEFAULT_DB,
     host: Annotated[str, typer.Option(envvar="LOOPSIGHT_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
     http_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", help="OTLP/HTTP + query API port.")] = config.DEFAULT_HTTP_PORT,
@@ -98,7 +129,7 @@ def collector(
             alert_interval=alert_interval,
             capture_content=capture_content,
             max_body_bytes=max_body_bytes,
-            store_url=store,
+            store_url=_write_store(ctx, store),
             memory_budget=memory_budget,
         )
     except (StartupError, StoreError) as exc:
@@ -107,6 +138,7 @@ def collector(
 
 @app.command()
 def dashboard(
+    ctx: typer.Context,
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
     port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", help="Port to serve on.")] = config.DEFAULT_DASHBOARD_PORT,
@@ -115,8 +147,7 @@ def dashboard(
     store: StoreOpt = None,
 ) -> None:
     """Serve the Streamlit dashboard (reads the collector's API, a DuckDB file, or a store URL)."""
-    if sum(x is not None for x in (collector, db, store)) > 1:
-        raise fail("give one of --collector, --db or --store")
+    collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.dashboard import launch
 
     extra = {"store": store} if store else {}
@@ -140,6 +171,7 @@ def demo(
 
 @app.command()
 def ingest(
+    ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="OTLP JSON, JSON-lines or protobuf files.")],
     db: DbOpt = config.DEFAULT_DB,
     store: StoreOpt = None,
@@ -152,7 +184,7 @@ def ingest(
     if missing:
         raise fail(f"no such file: {', '.join(missing)}")
     try:
-        summary = ingest_files([str(f) for f in files], db, store_url=store)
+        summary = ingest_files([str(f) for f in files], db, store_url=_write_store(ctx, store))
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary)
@@ -202,6 +234,7 @@ def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit:
 
 @app.command("runs")
 def runs_cmd(
+    ctx: typer.Context,
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
     token: TokenOpt = None,
@@ -210,8 +243,7 @@ def runs_cmd(
     store: StoreOpt = None,
 ) -> None:
     """List runs, newest first."""
-    if sum(x is not None for x in (collector, db, store)) > 1:
-        raise fail("give one of --collector, --db or --store")
+    collector, db, store = _read_source(ctx, collector, db, store)
     runs = _fetch_runs(collector, db, token, limit, store)
     if as_json:
         for run in runs:
@@ -236,6 +268,7 @@ def runs_cmd(
 
 @alerts_app.command("check")
 def alerts_check(
+    ctx: typer.Context,
     rules: Annotated[str, typer.Option("--rules", help="Rules TOML file.")],
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
@@ -243,8 +276,7 @@ def alerts_check(
     store: StoreOpt = None,
 ) -> None:
     """Evaluate the rules once; exit 1 if any fires."""
-    if sum(x is not None for x in (collector, db, store)) > 1:
-        raise fail("give one of --collector, --db or --store")
+    collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.alerts import check
 
     extra = {"store": store} if store else {}
