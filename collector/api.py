@@ -31,6 +31,10 @@ class BadParameter(ValueError):
     """A query parameter that cannot be used; answered 400."""
 
 
+class NotFound(LookupError):
+    """Nothing is stored for what the path names; answered 404."""
+
+
 def parse_time(name: str, value: str | None) -> datetime | None:
     """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d``, as naive UTC."""
     if value is None or value == "":
@@ -109,6 +113,8 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
 
         try:
             return JSONResponse(await run_in_threadpool(run))
+        except NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
         except (BadParameter, ValueError, OverflowError) as exc:  # bad arguments; dates near year 1 or 9999
             return JSONResponse({"error": str(exc)}, status_code=400)
         except STORE_ERRORS as exc:
@@ -157,7 +163,13 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
         return request.query_params
 
     runs = endpoint(runs_params, runs_work)
-    run_detail = endpoint(trace_id_param, analytics.trace_detail)
+    def run_detail_work(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:
+        detail = analytics.trace_detail(con, trace_id)
+        if not detail["spans"]:
+            raise NotFound(f"no spans stored for trace {trace_id}")
+        return detail
+
+    run_detail = endpoint(trace_id_param, run_detail_work)
     tools = endpoint(
         lambda r: {
             **_filters(r),

@@ -156,3 +156,17 @@ def test_query_api_errors_are_json_error_bodies(server):
 
     otlp = httpx.post(server.traces_url, content=request_of(make_run()).SerializeToString(), headers=PB)
     assert otlp.status_code == 401 and otlp.json() == {"code": 16, "message": "missing or wrong bearer token"}
+
+
+def test_trace_detail_is_404_without_stored_spans(server):
+    """A well-formed unknown trace id is a 404; a trace with spans but no run span is still a 200."""
+    unknown = "cd" * 16
+    missing = httpx.get(f"{server.url}/api/v1/runs/{unknown.upper()}", headers=server.headers, timeout=30)
+    assert missing.status_code == 404
+    assert missing.json() == {"error": f"no spans stored for trace {unknown}"}
+
+    in_flight = make_run(tools=1)[:-1]  # the run span has not arrived yet
+    assert post(server, request_of(in_flight).SerializeToString(), PB).status_code == 200
+    found = httpx.get(f"{server.url}/api/v1/runs/{in_flight[0].trace_id.hex()}", headers=server.headers, timeout=30)
+    assert found.status_code == 200
+    assert found.json()["runs"] == [] and len(found.json()["spans"]) == 2

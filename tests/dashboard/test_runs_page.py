@@ -107,3 +107,10 @@ def test_bad_and_unknown_run_ids_explain_themselves(filled_db, make_app) -> None
     unknown = make_app(db=filled_db.path, query={"run": "0" * 32})
     unknown.run()
     assert "No spans stored for trace" in texts(unknown) and not unknown.exception
+
+
+def test_unknown_run_id_through_the_collector_says_no_spans(start_collector, make_app) -> None:
+    collector = start_collector()
+    unknown = make_app(collector=collector.url, query={"run": "0" * 32})
+    unknown.run()
+    assert "No spans stored for trace" in texts(unknown) and not unknown.exception
