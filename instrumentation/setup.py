@@ -33,12 +33,24 @@ def _env(*names: str) -> str | None:
     return None
 
 
-def _http_endpoint(endpoint: str) -> str:
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of a collector's base URL (a URL already ending in ``/v1/traces`` is kept)."""
     endpoint = endpoint.rstrip("/")
     return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"
 
 
-def _make_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, str] | None) -> Any:
+def otlp_protocol(protocol: str | None = None) -> str:
+    """``protocol``, else ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``, else ``http/protobuf``; checked."""
+    if protocol is None:
+        protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") \
+            or "http/protobuf"
+    if protocol not in _PROTOCOLS:
+        raise ValueError(f"protocol must be one of {_PROTOCOLS}, got {protocol!r}")
+    return protocol
+
+
+def otlp_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, str] | None) -> Any:
+    """The OTLP span exporter :func:`configure` would make (``None`` values: the ``OTEL_*`` variables)."""
     if protocol == "grpc":
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -54,7 +66,7 @@ def _make_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, st
         return OTLPSpanExporter(**kwargs)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
 
-    return Http(endpoint=_http_endpoint(endpoint) if endpoint else None,
+    return Http(endpoint=traces_url(endpoint) if endpoint else None,
                 headers=dict(headers) if headers is not None else None)
 
 
@@ -91,11 +103,7 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-    if protocol is None:
-        protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") \
-            or "http/protobuf"
-    if protocol not in _PROTOCOLS:
-        raise ValueError(f"protocol must be one of {_PROTOCOLS}, got {protocol!r}")
+    protocol = otlp_protocol(protocol)
     set_capture(capture_content, max_length=content_max_length, redact_patterns=redact_patterns)
     refresh_from_env()
     with _LOCK:
@@ -121,15 +129,14 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
                                             "OTEL_EXPORTER_OTLP_ENDPOINT") or ""
                 resolved = resolved.rstrip("/")
                 if protocol == "http/protobuf" and resolved:
-                    resolved = _http_endpoint(resolved)
+                    resolved = traces_url(resolved)
                 key: tuple[str, str] = (protocol, resolved)
             else:
                 key = ("exporter", str(id(exporter)))
             done: set[Any] = getattr(provider, "_loopsight_exports", None) or set()
             if key not in done:
                 if exporter is None:
-                    exporter = _make_exporter(protocol, endpoint,
-                                              headers if headers is not None else None)
+                    exporter = otlp_exporter(protocol, endpoint, headers)
                 processor = (BatchSpanProcessor if batch else SimpleSpanProcessor)(exporter)
                 provider.add_span_processor(processor)
                 done.add(key)

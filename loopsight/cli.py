@@ -40,7 +40,7 @@ app.add_typer(alerts_app, name="alerts")
 
 # Piped output keeps whole rows (a table squeezed to 80 columns hides ids and reasons).
 console = Console(width=None if sys.stdout.isatty() else 220)
-err = Console(stderr=True)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 220)
 
 DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", help="DuckDB file.")]
 TokenOpt = Annotated[
@@ -161,11 +161,15 @@ def demo(
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same runs).")] = 7,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Runs in parallel.")] = 4,
     speed: Annotated[float, typer.Option(min=0.1, help="Divide the scenarios' real delays by this.")] = 20.0,
+    token: TokenOpt = None,
 ) -> None:
-    """Run the reference ReAct loop over the scenario pack and export its spans."""
-    from loopsight.react.demo import run_demo
+    """Run the reference ReAct loop over the scenario pack and export its spans; exit 1 if they do not arrive."""
+    from loopsight.react.demo import ExportFailed, run_demo
 
-    summary = run_demo(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency, speed=speed)
+    try:
+        summary = run_demo(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency, speed=speed, token=token)
+    except ExportFailed as exc:
+        raise fail(str(exc), 1) from None
     console.print(summary)
 
 
@@ -334,11 +338,14 @@ def up(
     dashboard_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT")] = config.DEFAULT_DASHBOARD_PORT,
     demo_runs: Annotated[int, typer.Option(min=1, help="Runs in the first demo batch.")] = 60,
     demo_every: Annotated[float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")] = 30.0,
+    token: TokenOpt = None,
 ) -> None:
     """Collector + dashboard (+ demo traffic) in one command; Ctrl-C stops everything."""
     collector_url = f"http://{config.DEFAULT_HOST}:{http_port}"
     me = [sys.executable, "-m", "loopsight"]
     env = {**os.environ, "LOOPSIGHT_COLLECTOR_URL": collector_url}
+    if token:  # the collector, dashboard and demo all read it (the environment keeps it out of `ps`)
+        env["LOOPSIGHT_TOKEN"] = token
     procs: list[subprocess.Popen] = []
 
     def stop_all(*_: object) -> None:
@@ -362,8 +369,12 @@ def up(
         seed = 7
         if demo:
             console.print(f"sending {demo_runs} demo runs ...")
-            subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", str(demo_runs), "--seed", str(seed)], env=env, check=False)
-            console.print("demo traffic sent; press Ctrl-C to stop")
+            sent = subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", str(demo_runs), "--seed", str(seed)], env=env, check=False)
+            if sent.returncode == 0:
+                console.print("demo traffic sent; press Ctrl-C to stop")
+            else:
+                err.print("[red]error:[/red] the demo traffic did not arrive (see above); the collector and dashboard "
+                          "keep running, press Ctrl-C to stop", highlight=False)
         while True:
             time.sleep(demo_every if demo and demo_every else 3600)
             if any(p.poll() is not None for p in procs):

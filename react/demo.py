@@ -14,12 +14,16 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.util.re import parse_env_headers
 
 import loopsight
 from loopsight import attributes as A
+from loopsight.instrumentation.setup import otlp_exporter, otlp_protocol, traces_url
 from loopsight.instrumentation.state import STATE
 from loopsight.react.result import RunResult
 from loopsight.react.scenarios import REQUIRED, plan
@@ -152,12 +156,69 @@ def run_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, speed: fl
     return asyncio.run(arun_scenarios(runs, seed, concurrency, speed))
 
 
+class ExportFailed(RuntimeError):
+    """The demo's spans did not reach the collector; the message names the endpoint and why."""
+
+
+class _Delivery(SpanExporter):
+    """Hands batches to ``inner`` and counts the spans it delivered and the spans it lost."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.sent = 0
+        self.lost = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = SpanExportResult.FAILURE
+        try:
+            result = self.inner.export(spans)
+            return result
+        finally:
+            if result is SpanExportResult.SUCCESS:
+                self.sent += len(spans)
+            else:
+                self.lost += len(spans)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def _export_headers(token: str | None) -> dict[str, str]:
+    """``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``, with ``Authorization: Bearer <token>`` when given."""
+    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS")
+    headers = dict(parse_env_headers(raw, liberal=True)) if raw else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def _refusal(url: str, headers: Mapping[str, str]) -> str | None:
+    """Why ``url`` does not take an empty OTLP/HTTP export request, or None when it takes one."""
+    import httpx
+
+    try:
+        response = httpx.post(url, content=b"", headers={**headers, "Content-Type": "application/x-protobuf"}, timeout=10)
+    except httpx.HTTPError as exc:
+        return f"cannot connect ({exc or type(exc).__name__})"
+    if response.is_success:
+        return None
+    hint = " (missing or wrong token: pass the collector's with --token or LOOPSIGHT_TOKEN)" if response.status_code == 401 else ""
+    return f"it answered {response.status_code} {response.reason_phrase}: {response.text.strip()[:200]}{hint}"
+
+
 def run_demo(endpoint: str | None = None, runs: int = 40, seed: int = 7, concurrency: int = 4,
-             speed: float = 20.0, service_name: str = "loopsight-demo") -> DemoSummary:
+             speed: float = 20.0, service_name: str = "loopsight-demo", token: str | None = None) -> DemoSummary:
     """Configure the OTLP exporter, run the scenario pack, flush, and summarise.
 
     ``endpoint`` None means ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``, else
-    ``LOOPSIGHT_ENDPOINT``, else ``http://127.0.0.1:4318``.
+    ``LOOPSIGHT_ENDPOINT``, else ``http://127.0.0.1:4318``. ``token`` is sent as
+    ``Authorization: Bearer <token>``.
+
+    Raises :class:`ExportFailed` when an OTLP/HTTP endpoint refuses an empty export request
+    (checked before the runs), or when any span was not delivered.
 
     Example:
         >>> summary = run_demo("http://127.0.0.1:4318", runs=40)   # doctest: +SKIP
@@ -168,10 +229,25 @@ def run_demo(endpoint: str | None = None, runs: int = 40, seed: int = 7, concurr
     otel_env = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     if endpoint is None and not otel_env:
         endpoint = os.environ.get("LOOPSIGHT_ENDPOINT") or DEFAULT_ENDPOINT
-    loopsight.configure(endpoint=endpoint, service_name=service_name)
+    protocol = otlp_protocol()
+    headers = _export_headers(token)
+    http = protocol == "http/protobuf"
+    if not http:
+        where = endpoint or otel_env
+    elif endpoint:
+        where = traces_url(endpoint)
+    else:  # the exporter takes the traces variable as the whole URL, the general one as a base
+        where = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or traces_url(otel_env or DEFAULT_ENDPOINT)
+    if http and (reason := _refusal(where, headers)):
+        raise ExportFailed(f"cannot send spans to {where}: {reason}")
+    delivery = _Delivery(otlp_exporter(protocol, endpoint, headers if token else None))
+    loopsight.configure(service_name=service_name, exporter=delivery)
     try:
         summary = run_scenarios(runs, seed, concurrency, speed)
     finally:
         loopsight.shutdown()
+    if delivery.lost:
+        reason = (_refusal(where, headers) if http else None) or "see the exporter's messages above"
+        raise ExportFailed(f"{delivery.lost} of {delivery.lost + delivery.sent} spans did not reach {where}: {reason}")
     summary.endpoint = endpoint or otel_env
     return summary
