@@ -14,6 +14,7 @@ Example:
 from loopsight.alerts.check import check
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, condition, judge
 from loopsight.alerts.evaluator import Evaluator, RuleResult
+from loopsight.alerts.gauges import AgentGauges
 from loopsight.alerts.metrics import Gauge, Measurement, gauges, measure
 from loopsight.alerts.notify import Notification, Notifier, slack_payload, webhook_payload
 from loopsight.alerts.prometheus import prometheus_lines
@@ -21,7 +22,7 @@ from loopsight.alerts.rules import METRICS, MetricSpec, Rule, RulesError, Target
 from loopsight.alerts.state import StateStore, alert_series, alerts_overview
 
 __all__ = [
-    "METRICS", "Evaluator", "Gauge", "Measurement", "MetricSpec", "Notification", "Notifier", "Rule",
+    "METRICS", "AgentGauges", "Evaluator", "Gauge", "Measurement", "MetricSpec", "Notification", "Notifier", "Rule",
     "RuleResult", "RuleState", "RulesError", "StateStore", "Target", "Transition", "Verdict", "advance",
     "alert_series", "alerts_overview", "check", "condition", "gauges", "judge", "load_rules", "measure",
     "parse_duration", "parse_rules", "prometheus_lines", "slack_payload", "webhook_payload",

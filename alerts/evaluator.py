@@ -24,7 +24,7 @@ from typing import Callable
 import duckdb
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, judge
-from loopsight.alerts.metrics import Gauge, gauges
+from loopsight.alerts.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges
 from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifier
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import Rule, RulesError, load_rules
@@ -63,7 +63,7 @@ class Evaluator:
         *,
         clock: Callable[[], datetime] = utcnow,
         notifier: Notifier | None = None,
-        gauge_window_seconds: float = 300.0,
+        gauge_window_seconds: float = GAUGE_WINDOW_SECONDS,
     ) -> None:
         self.reader_factory = reader_factory
         self.rules_path = str(rules_path)

@@ -29,6 +29,7 @@ from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
 from loopsight.analytics.stalls import stalls
 
 MAX_EXAMPLES = 5
+GAUGE_WINDOW_SECONDS = 300.0  # the /metrics gauges cover the last 5 minutes (docs/alerts.md)
 
 # Runs in the window, by the start of their run span (as /api/v1/runs filters them).
 _RUNS = """

@@ -228,7 +228,9 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def prometheus(request: Request) -> Response:
-        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+        # In a thread: the agent gauges may query the store, and ingest must not wait for them.
+        text = await anyio.to_thread.run_sync(metrics.render)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     routes = [
         Route("/v1/traces", traces, methods=["POST"]),

@@ -130,6 +130,11 @@ def serve(
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
             metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))
+        else:
+            from loopsight.alerts import AgentGauges
+
+            agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval)
+            metrics.extra_metrics.append(lambda: "\n".join(agent_gauges.prometheus_lines()))
         settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content),
                             admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)

@@ -29,6 +29,42 @@ def test_collector_evaluates_rules_and_exposes_gauges(tmp_path: Path, start_coll
     text = httpx.get(f"{collector.url}/metrics").text
     assert "loopsight_loop_rate 0" in text.splitlines()
     assert 'loopsight_alert_firing{rule="loops"} 0' in text.splitlines()
+    assert text.splitlines().count("# TYPE loopsight_runs gauge") == 1, "the evaluator's gauges only, not a second set"
+
+
+def test_collector_without_rules_exposes_agent_gauges_computed_at_most_every_interval(
+        start_collector: Callable[..., Any]) -> None:
+    """design.md: /metrics carries agent gauges; without --rules too, cached for --alert-interval."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from alerts_traffic import Call, Traffic
+    from loopsight.alerts.evaluator import utcnow
+
+    collector = start_collector("--grpc-port", "0", "--alert-interval", "3600")
+    traffic = Traffic(store=None)  # type: ignore[arg-type]  # spans go out through the OTLP exporter below
+    exporter = OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")
+
+    def send() -> None:
+        assert exporter.export(traffic.exporter.get_finished_spans()).name == "SUCCESS"
+        traffic.exporter.clear()
+
+    now = utcnow()
+    traffic.run(now - timedelta(seconds=30), [Call("fetch", "same")] * 3, termination="loop_detected")
+    traffic.run(now - timedelta(seconds=20), [Call("search", "a"), Call("fetch", "b", error_type="timeout",
+                                                                            error_class="transient")])
+    send()
+    first = collector.metrics()
+    assert (first["loopsight_runs"], first["loopsight_loop_rate"]) == (2, 0.5)
+    assert (first['loopsight_tool_calls{tool="fetch"}'], first['loopsight_tool_fail_rate{tool="fetch"}']) == (4, 0.25)
+    assert first['loopsight_termination_rate{reason="loop_detected"}'] == 0.5
+    assert "loopsight_stall_rate" in first and "loopsight_stuck_runs" in first
+    assert not [name for name in first if name.startswith("loopsight_alert_")], "rule series need --rules"
+
+    traffic.run(now - timedelta(seconds=10), [Call("search", "c")])
+    send()
+    assert len(httpx.get(f"{collector.url}/api/v1/runs").json()["runs"]) == 3
+    assert collector.metrics()["loopsight_runs"] == 2, "no second computation within --alert-interval"
+    exporter.shutdown()
 
 
 def test_collector_refuses_an_invalid_rules_file(tmp_path: Path, start_collector: Callable[..., Any]) -> None:

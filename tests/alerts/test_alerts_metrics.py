@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from alerts_traffic import T0, Call, Traffic
-from loopsight.alerts import MetricSpec, gauges, measure, prometheus_lines
+from loopsight.alerts import AgentGauges, MetricSpec, gauges, measure, prometheus_lines
 from loopsight.analytics import tool_stats
 from loopsight.analytics.loops import loop_rate
 from loopsight.analytics.stalls import MIN_SAMPLES
@@ -119,3 +119,24 @@ def test_gauges_and_prometheus_text(store: Store, traces: dict[str, list[str]]) 
     assert 'loopsight_termination_rate{reason="max_steps"} 0.1' in lines
     assert 'loopsight_tokens_per_run{quantile="1"} 3300' in lines
     assert lines.count("# TYPE loopsight_tool_fail_rate gauge") == 1
+
+
+def test_agent_gauges_are_gauges_recomputed_at_most_every_max_age(store: Store, traffic: Traffic,
+                                                                  traces: dict[str, list[str]]) -> None:
+    """Without rules, /metrics gets the same gauges(), computed on scrape at most every max_age_seconds."""
+    ticks = [0.0]
+    cached = AgentGauges(store.reader, max_age_seconds=30, clock=lambda: UNTIL, monotonic=lambda: ticks[0])
+    con = store.reader()
+    try:
+        expected = prometheus_lines(gauges(con, SINCE, UNTIL))
+    finally:
+        con.close()
+    assert cached.prometheus_lines() == expected
+    assert "loopsight_runs 10" in expected
+    traffic.run(T0 - timedelta(minutes=1), [Call("search", "late")])
+    traffic.flush()
+    ticks[0] = 29.9
+    assert cached.prometheus_lines() == expected
+    ticks[0] = 30.0
+    assert "loopsight_runs 11" in cached.prometheus_lines()
+
