@@ -110,6 +110,9 @@ class Collector:
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    # The first scrape computes the agent gauges, cached for --alert-interval (30 s):
+                    # on the empty store here, not inside a timed window a few seconds long.
+                    self.metric("loopsight_spans_stored_total")
                     return
             except httpx.HTTPError:
                 time.sleep(0.1)
