@@ -1,12 +1,15 @@
 """``loopsight ingest FILE...``: load OTLP files into the store, with a progress bar.
 
-Formats, recognised by content (a ``.gz`` file is decompressed first):
+Formats (a gzipped file is decompressed first):
 
 - OTLP JSON: one ``{"resourceSpans": [...]}`` object;
 - JSON lines: one such object per line, as the OpenTelemetry Collector's file exporter
   writes them;
 - protobuf: one ``ExportTraceServiceRequest``, or a stream of them each preceded by its
   length as a 4-byte big-endian integer (the file exporter's ``format: proto``).
+
+A ``.json``, ``.jsonl`` or ``.ndjson`` file (also ``.gz``), or one that starts with ``{`` or
+``[``, is read as JSON; anything else as protobuf. An empty file is an error.
 
 Example:
     >>> summary = ingest_files(["traces.jsonl"], "loopsight.duckdb")  # doctest: +SKIP
@@ -20,6 +23,7 @@ import gzip
 import json
 import struct
 import time
+import zlib
 from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -70,11 +74,46 @@ class IngestSummary:
         return escape(str(self))
 
 
+_JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
 def _read(path: Path) -> bytes:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BadRequest(f"{path}: not a valid gzip file: {exc}") from None
     return data
+
+
+def _is_json(path: Path, data: bytes) -> bool:
+    name = path.name.lower().removesuffix(".gz")
+    return name.endswith(_JSON_SUFFIXES) or data.lstrip()[:1] in (b"{", b"[")
+
+
+def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest]:
+    try:
+        parsed = json.loads(data)
+    except ValueError as whole_file:
+        lines = [(number, line) for number, line in enumerate(data.splitlines(), 1) if line.strip()]
+        try:
+            json.loads(lines[0][1])
+        except ValueError:  # not JSON lines either: the whole file's error says where it breaks
+            raise BadRequest(f"{path}: not valid JSON: {whole_file}") from None
+        for number, line in lines:
+            try:
+                yield decode_request(line, JSON, None, _NO_LIMIT)
+            except BadRequest as exc:
+                raise BadRequest(f"{path}:{number}: {exc}") from None
+        return
+    items = parsed if isinstance(parsed, list) else [parsed]
+    for number, item in enumerate(items, 1):
+        try:
+            yield decode_request(json.dumps(item).encode(), JSON, None, _NO_LIMIT)
+        except BadRequest as exc:
+            where = f"{path}" if len(items) == 1 else f"{path} (item {number})"
+            raise BadRequest(f"{where}: {exc}") from None
 
 
 def _framed(data: bytes) -> list[bytes] | None:
@@ -93,25 +132,13 @@ def _framed(data: bytes) -> list[bytes] | None:
 
 
 def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
-    """Every export request in one file; raises ``BadRequest`` with the line or frame at fault."""
+    """Every export request in one file; raises ``BadRequest`` naming the file (and line or frame) at fault."""
     path = Path(path)
     data = _read(path)
-    stripped = data.lstrip()
-    if stripped[:1] in (b"{", b"["):
-        try:
-            parsed = json.loads(stripped)
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            for item in parsed if isinstance(parsed, list) else [parsed]:
-                yield decode_request(json.dumps(item).encode(), JSON, None, _NO_LIMIT)
-            return
-        for number, line in enumerate(data.splitlines(), 1):
-            if line.strip():
-                try:
-                    yield decode_request(line, JSON, None, _NO_LIMIT)
-                except BadRequest as exc:
-                    raise BadRequest(f"{path}:{number}: {exc}") from None
+    if not data.strip():
+        raise BadRequest(f"{path}: empty file")
+    if _is_json(path, data):
+        yield from _json_requests(path, data)
         return
     frames = _framed(data)
     if frames is None or not frames:
@@ -132,7 +159,8 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
 
     ``store_url`` (``duckdb:///...``, ``chdb:///...``, ``clickhouse://...``) wins over ``db``.
 
-    A file that cannot be read is reported in ``summary.errors`` and the others still load.
+    A file that cannot be read is reported in ``summary.errors`` (one message per file, naming
+    it) and the others still load.
     Raises :class:`~loopsight.collector.store.StoreError` when the store cannot be opened.
     """
     summary = IngestSummary()
@@ -165,8 +193,10 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
                         pending.append((_submit(store, prepared.table, pending, summary), prepared.accepted))
                         summary.accepted += prepared.accepted
                         bar.update(task, spans=summary.accepted)
-                except (BadRequest, OSError) as exc:
+                except BadRequest as exc:
                     summary.errors.append(str(exc))
+                except OSError as exc:
+                    summary.errors.append(f"{path}: {exc.strerror or exc}")
                 bar.advance(task, sizes[path])
             _settle(pending, summary, 0)
     finally:

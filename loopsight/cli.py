@@ -180,18 +180,21 @@ def ingest(
     db: DbOpt = config.DEFAULT_DB,
     store: StoreOpt = None,
 ) -> None:
-    """Load OTLP files into the store."""
+    """Load OTLP files into the store; exit 1 if any file was skipped."""
     from loopsight.collector.ingest import ingest_files
     from loopsight.collector.store import StoreError
 
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing:
-        raise fail(f"no such file: {', '.join(missing)}")
+    unreadable = [f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
+                  for f in files if not f.is_file()]
+    if unreadable:
+        raise fail("; ".join(unreadable))
     try:
         summary = ingest_files([str(f) for f in files], db, store_url=_write_store(ctx, store))
     except StoreError as exc:
         raise fail(str(exc)) from None
-    console.print(summary)
+    console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
+    if summary.errors:
+        raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped", 1)
 
 
 def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None) -> list[dict]:

@@ -65,6 +65,61 @@ def test_ingest_cli_prints_a_summary(tmp_path):
     assert "3 stored" in result.stdout
 
 
+def ingest_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
+    return subprocess.run([sys.executable, "-m", "loopsight", "ingest", *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_ingest_cli_exits_1_when_a_file_is_skipped_and_0_for_duplicates(tmp_path):
+    good = tmp_path / "t.pb"
+    good.write_bytes(request_of(make_run(tools=1)).SerializeToString())
+    text = tmp_path / "hello.json"
+    text.write_text("hello world\n")
+    db = str(tmp_path / "c.duckdb")
+    mixed = ingest_cli(str(good), str(text), "--db", db)
+    assert mixed.returncode == 1, mixed.stdout + mixed.stderr
+    assert "3 stored" in mixed.stdout
+    assert f"{text}: not valid JSON" in mixed.stdout and "Wire format" not in mixed.stdout
+    assert "1 of 2 file(s) skipped" in mixed.stderr and "Traceback" not in mixed.stderr
+    again = ingest_cli(str(good), "--db", db)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 stored, 3 already present" in again.stdout
+    nothing = ingest_cli(str(text), "--db", db)
+    assert nothing.returncode == 1 and "1 of 1 file(s) skipped" in nothing.stderr
+
+
+def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
+    cases = {
+        "list.json": b"[1, 2]",
+        "null.jsonl": b"null\n",
+        "pretty.json": b'{\n  "resourceSpans": [\n    {"scopeSpans": []}\n  \n',
+        "lines.jsonl": b'{"resourceSpans": []}\n{"resourceSpans": 3}\n',
+        "broken.json.gz": b"\x1f\x8b\x08\x00broken",
+        "empty.pb": b"",
+        "noise.bin": b"\xff" * 16,
+    }
+    for name, body in cases.items():
+        (tmp_path / name).write_bytes(body)
+    done = ingest_cli(*(str(tmp_path / name) for name in cases), "--db", str(tmp_path / "c.duckdb"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "Aborted" not in done.stderr + done.stdout
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped: ")]
+    assert len(skipped) == len(cases), done.stdout
+    for name, line in zip(cases, skipped):
+        assert line.startswith(f"skipped: {tmp_path / name}"), line
+    assert f"{tmp_path / 'pretty.json'}: not valid JSON" in done.stdout and "line 5" in done.stdout
+    assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout
+    assert f"{len(cases)} of {len(cases)} file(s) skipped" in done.stderr
+
+
+def test_ingest_cli_refuses_a_directory_and_a_missing_file(tmp_path):
+    (tmp_path / "traces").mkdir()
+    done = ingest_cli(str(tmp_path / "traces"), str(tmp_path / "nope.json"), "--db", str(tmp_path / "c.duckdb"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'traces'}: is a directory" in done.stderr
+    assert f"{tmp_path / 'nope.json'}: no such file" in done.stderr
+    assert not (tmp_path / "c.duckdb").exists()
+
+
 def test_limits_truncate_long_values_and_cap_attributes_and_events():
     limits = Limits(max_attribute_length=32, max_attributes=5, max_events=2)
     span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search",
