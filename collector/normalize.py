@@ -26,6 +26,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
+from loopsight import config
 from loopsight.analytics.sketch import sketch
 from loopsight.instrumentation.content import redact
 from loopsight.instrumentation.hashing import args_hash
@@ -101,9 +102,9 @@ _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_t
 class Limits:
     """Ingest limits: longer values are truncated, extra attributes and events dropped."""
 
-    max_attribute_length: int = 8192
-    max_attributes: int = 256
-    max_events: int = 128
+    max_attribute_length: int = config.DEFAULT_MAX_ATTRIBUTE_LENGTH
+    max_attributes: int = config.DEFAULT_MAX_ATTRIBUTES
+    max_events: int = config.DEFAULT_MAX_EVENTS
     capture_content: bool = False
 
 

@@ -62,7 +62,7 @@ def serve(
     http_port: int = 4318,
     grpc_port: int = 4317,
     token: str | None = None,
-    capture_content: bool = False,
+    limits: Limits | None = None,
     max_body_bytes: int = 16 * 1024 * 1024,
     rules: str | None = None,
     alert_interval: float = 30.0,
@@ -135,7 +135,7 @@ def serve(
 
             agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval)
             metrics.extra_metrics.append(lambda: "\n".join(agent_gauges.prometheus_lines()))
-        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=Limits(capture_content=capture_content),
+        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=limits or Limits(),
                             admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
         app.state.evaluator = evaluator

@@ -55,6 +55,10 @@ StoreOpt = Annotated[
                  help="Store URL instead of --db: duckdb:///file, clickhouse://user:pass@host:8123/db or chdb:///dir."),
 ]
 ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")]
+CaptureOpt = Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")]
+MaxValueOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTE_LENGTH", min=1, help="Attribute values longer than this many characters are cut, with a marker.")]
+MaxAttributesOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTES", min=1, help="Attributes kept per span (or event, link).")]
+MaxEventsOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events kept per span.")]
 
 DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
 _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
@@ -107,12 +111,16 @@ def collector(
     retention: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")] = None,
     forward_to: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint.")] = None,
     alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations.")] = 30.0,
-    capture_content: Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")] = False,
+    capture_content: CaptureOpt = False,
+    max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
+    max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
+    max_events: MaxEventsOpt = config.DEFAULT_MAX_EVENTS,
     max_body_bytes: Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")] = 16 * 1024 * 1024,
     memory_budget: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_MEMORY_BUDGET", help="Memory for the whole process, split between DuckDB and requests in flight (default 400MB, the least it runs in).")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
+    from loopsight.collector.normalize import Limits
     from loopsight.collector.server import StartupError, serve
     from loopsight.collector.store import StoreError
 
@@ -127,7 +135,7 @@ def collector(
             retention=retention,
             forward_to=forward_to,
             alert_interval=alert_interval,
-            capture_content=capture_content,
+            limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
             max_body_bytes=max_body_bytes,
             store_url=_write_store(ctx, store),
             memory_budget=memory_budget,
@@ -179,9 +187,14 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(help="OTLP JSON, JSON-lines or protobuf files.")],
     db: DbOpt = config.DEFAULT_DB,
     store: StoreOpt = None,
+    capture_content: CaptureOpt = False,
+    max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
+    max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
+    max_events: MaxEventsOpt = config.DEFAULT_MAX_EVENTS,
 ) -> None:
-    """Load OTLP files into the store; exit 1 if any file was skipped."""
+    """Load OTLP files into the store (normalized as the collector does); exit 1 if any file was skipped."""
     from loopsight.collector.ingest import ingest_files
+    from loopsight.collector.normalize import Limits
     from loopsight.collector.store import StoreError
 
     unreadable = [f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
@@ -189,7 +202,8 @@ def ingest(
     if unreadable:
         raise fail("; ".join(unreadable))
     try:
-        summary = ingest_files([str(f) for f in files], db, store_url=_write_store(ctx, store))
+        summary = ingest_files([str(f) for f in files], db, store_url=_write_store(ctx, store),
+                               limits=Limits(max_attribute_length, max_attributes, max_events, capture_content))
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path

@@ -155,3 +155,47 @@ def test_out_of_range_numbers_do_not_break_a_batch(store):
     assert ingest_request(store, request_of(spans)) == 3
     tokens, step = store.reader().execute("SELECT input_tokens, step FROM spans WHERE span_type = 'llm'").fetchone()
     assert (tokens, step) == (None, 0)  # unusable values dropped; the step is then derived
+
+
+def _long_run() -> list[Span]:
+    spans = make_run(tools=1)
+    spans[-1].attributes.append(kv("note", "n" * 100))
+    spans[-1].attributes.extend(kv(f"k{i}", i) for i in range(10))
+    spans[-1].events.extend(Span.Event(name=f"e{i}", time_unix_nano=spans[-1].start_time_unix_nano) for i in range(5))
+    return spans
+
+
+def _stored_run_span(db_path: str) -> tuple[dict, int]:
+    import duckdb
+
+    con = duckdb.connect(db_path, read_only=True)
+    try:
+        attrs, events = con.execute("SELECT \"SpanAttributes\", len(\"Events\") FROM spans WHERE span_type = 'agent'").fetchone()
+    finally:
+        con.close()
+    return attrs, events
+
+
+def test_collector_and_ingest_take_the_limits_as_flags_or_variables(start_collector, tmp_path):
+    flags = ("--max-attribute-length", "16", "--max-attributes", "8", "--max-events", "2")
+    server = start_collector(*flags)
+    import httpx
+
+    assert httpx.post(server.traces_url, content=request_of(_long_run()).SerializeToString(),
+                      headers={"Content-Type": "application/x-protobuf"}, timeout=30).status_code == 200
+    assert server.stop() == 0
+    path = tmp_path / "run.pb"
+    path.write_bytes(request_of(_long_run()).SerializeToString())
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")},
+           "LOOPSIGHT_MAX_ATTRIBUTE_LENGTH": "16", "LOOPSIGHT_MAX_ATTRIBUTES": "8", "LOOPSIGHT_MAX_EVENTS": "2"}
+    loaded = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "i.duckdb")],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert loaded.returncode == 0, loaded.stderr
+    for db in (server.db_path, str(tmp_path / "i.duckdb")):
+        attrs, events = _stored_run_span(db)
+        assert len(attrs) == 8 and events == 2, db
+        assert attrs["note"] == "n" * 16 + TRUNCATION_MARKER, db
+
+    refused = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "j.duckdb")],
+                             capture_output=True, text=True, timeout=120, env={**env, "LOOPSIGHT_MAX_EVENTS": "0"})
+    assert refused.returncode == 2 and "max-events" in refused.stderr and "Traceback" not in refused.stderr
