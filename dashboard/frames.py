@@ -115,6 +115,25 @@ def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPA
     return pd.DataFrame(bars, columns=bar_columns), pd.DataFrame(markers, columns=marker_columns)
 
 
+def default_span(bars: pd.DataFrame) -> int:
+    """Position of the span the detail panel opens on: the first flagged (error or loop) span that
+    is not the run itself, else the first flagged, else the first.
+
+    Example:
+        >>> default_span(pd.DataFrame({"kind": ["agent", "llm", "tool"], "status": ["error", "unset", "unset"],
+        ...                            "loop_kind": [None, None, "exact"]}))
+        2
+    """
+    if bars.empty:
+        return 0
+    # Missing loop kinds are NaN (truthy) in a string column: compare values, never truthiness.
+    flagged = (bars["status"] == "error") | (bars["loop_kind"].fillna("").astype(str) != "")
+    for candidates in (flagged & (bars["kind"] != "agent"), flagged):
+        if candidates.any():
+            return int(candidates.to_numpy().argmax())
+    return 0
+
+
 _EVENT_KEYS = {"name": ("name", "Name"), "time": ("time", "Timestamp", "timestamp"), "attributes": ("attributes", "Attributes")}
 
 

@@ -80,9 +80,7 @@ with right:
     st.subheader("Span detail")
     by_id = {s["span_id"]: s for s in spans}
     ordered = list(bars["span_id"])
-    flagged = [i for i, b in enumerate(bars.itertuples()) if b.status == "error" or b.loop_kind]
-    default = next((i for i in flagged if bars["kind"].iloc[i] != "agent"), flagged[0] if flagged else 0)
-    chosen = st.selectbox("Span", ordered, index=default, key="span_pick",
+    chosen = st.selectbox("Span", ordered, index=frames.default_span(bars), key="span_pick",
                           format_func=lambda sid: bars.loc[bars["span_id"] == sid, "row"].iloc[0][4:].strip())
     st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.TextColumn("value", width="large")})

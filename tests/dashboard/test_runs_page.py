@@ -114,3 +114,12 @@ def test_unknown_run_id_through_the_collector_says_no_spans(start_collector, mak
     unknown = make_app(collector=collector.url, query={"run": "0" * 32})
     unknown.run()
     assert "No spans stored for trace" in texts(unknown) and not unknown.exception
+
+
+def test_span_detail_opens_on_the_span_the_loop_guard_flagged(filled_db, make_app) -> None:
+    app = make_app(db=filled_db.path, query={"run": filled_db.emitted.first("loop")})
+    app.run()
+    assert_clean(app)
+    detail = dict(tables(app)[-1].values)
+    assert detail["name"] == "execute_tool query_order" and detail["step"] == "3"
+    assert detail["attribute loopsight.loop.kind"] == "exact"
