@@ -7,6 +7,21 @@ import streamlit as st
 
 from loopsight.dashboard import charts, filters, frames, ui
 
+MAX_BURN_RUNS = 100_000
+
+
+def _wasted_tokens(overview: dict | None, params: dict) -> str:
+    """The tile's text: the sum of the burn answer's per-run wasted tokens over every run in scope."""
+    # Every run in scope, so that no run with a loop falls past the burn answer's limit.
+    runs = MAX_BURN_RUNS if overview is None else int((((overview.get("tiles") or {}).get("runs") or {}).get("value") or 0))
+    if not runs:
+        return "0"
+    burn = ui.fetch_quiet("burn", limit=min(runs, MAX_BURN_RUNS), **params)
+    if burn is None:
+        return "–"
+    return f"{sum(int(r.get('wasted_tokens') or 0) for r in burn.get('runs') or []):,}"
+
+
 st.title("Loops")
 shared = filters.current()
 params = shared.params()
@@ -19,7 +34,9 @@ if loops is not None:
     cols = st.columns(3)
     cols[0].metric("Loop rate (runs with a loop)", ui.pct(tile.get("value")))
     cols[1].metric("Loops found", f"{len(frame):,}")
-    cols[2].metric("Tokens spent after a loop began", f"{int(frame['wasted_tokens'].fillna(0).sum()) if len(frame) else 0:,}")
+    cols[2].metric("Tokens spent after a loop began", _wasted_tokens(overview, params),
+                   help="Per run, the tokens spent from its earliest loop on (the Token burn page's figure): "
+                        "a run with several loops counts once.")
     if frame.empty:
         if ui.fetch("runs", limit=1, **params):
             st.success("No loops in this window.", icon=":material/check_circle:")

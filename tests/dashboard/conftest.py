@@ -26,20 +26,31 @@ class FilledDB:
     emitted: Emitted
 
 
-@pytest.fixture(scope="module")
-def filled_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
-    """A closed DuckDB file holding two rounds of every traffic scenario."""
+def _fill(path: str, **emit_kwargs: object) -> FilledDB:
+    """A DuckDB file at ``path`` holding what :func:`in_memory` emits with ``emit_kwargs``."""
     from loopsight.collector.pipeline import ingest_request, spans_to_request
     from loopsight.collector.store import Store
 
-    path = str(tmp_path_factory.mktemp("dashboard") / "filled.duckdb")
-    emitted, spans = in_memory(rounds=2)
+    emitted, spans = in_memory(**emit_kwargs)
     store = Store.open(path)
     try:
         assert ingest_request(store, spans_to_request(spans)) == len(spans)
     finally:
         store.close()
     return FilledDB(path, emitted)
+
+
+@pytest.fixture(scope="module")
+def filled_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file holding two rounds of every default traffic scenario."""
+    return _fill(str(tmp_path_factory.mktemp("dashboard") / "filled.duckdb"), rounds=2)
+
+
+@pytest.fixture(scope="module")
+def looping_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file with a success, an exact loop and a run that loops twice (exact and repeated_error)."""
+    return _fill(str(tmp_path_factory.mktemp("dashboard-loops") / "loops.duckdb"), rounds=1,
+                 scenarios=("success", "loop", "error_loop"))
 
 
 @pytest.fixture(scope="module")

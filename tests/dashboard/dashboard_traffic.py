@@ -5,7 +5,7 @@ Each run is an ``invoke_agent`` span with ``chat`` and ``execute_tool`` children
 Scenarios: a clean success, a timeout retried with backoff then an idle gap, an exact loop
 stopped by the guard, a fatal permission error, one run whose names and attributes are
 hostile text, and a run stuck in flight (its run span never ends, its last child ended
-12 minutes ago).
+12 minutes ago). On request only: a run repeating one failing call (two loops on the same calls).
 """
 
 from __future__ import annotations
@@ -132,6 +132,15 @@ def _loop(run: _Run) -> str:
     return run.end("loop_detected", error="loop_detected")
 
 
+def _error_loop(run: _Run) -> str:
+    """The same failing call again and again: one run, two loops (exact and repeated_error) on the same calls."""
+    for step in range(4):
+        run.chat(step, 1200 + 1000 * step, 40)
+        run.tool(step, "query_order", {"order_id": "D-9"}, error="not_found", error_class="permanent",
+                 loop_kind="exact" if step == 3 else None)
+    return run.end("repeated_error", error="repeated_error")
+
+
 def _fatal(run: _Run) -> str:
     run.chat(0, 800, 40)
     run.tool(0, "refund_order", {"order_id": "C-3"}, error="permission_denied", error_class="fatal")
@@ -153,14 +162,16 @@ def _stuck(run: _Run) -> str:
 
 
 SCENARIOS = {"success": _success, "retried_timeout": _retried_timeout, "loop": _loop, "fatal": _fatal, "hostile": _hostile,
-             "stuck": _stuck}
+             "stuck": _stuck, "error_loop": _error_loop}
+# What emit() sends unless told: every scenario but the extras some tests ask for by name.
+DEFAULT_SCENARIOS = ("success", "retried_timeout", "loop", "fatal", "hostile", "stuck")
 AGENTS = {"success": "order-assistant", "retried_timeout": "web-researcher", "loop": "order-assistant",
-          "fatal": "refund-bot", "hostile": HOSTILE_AGENT, "stuck": "order-assistant"}
+          "fatal": "refund-bot", "hostile": HOSTILE_AGENT, "stuck": "order-assistant", "error_loop": "order-assistant"}
 STUCK_MINUTES_AGO = 12
 
 
 def emit(exporter: SpanExporter, rounds: int = 2, service: str = "shop-agents",
-         scenarios: Sequence[str] = tuple(SCENARIOS), minutes_ago: float = 30.0) -> Emitted:
+         scenarios: Sequence[str] = DEFAULT_SCENARIOS, minutes_ago: float = 30.0) -> Emitted:
     """Emit ``rounds`` runs of each scenario through ``exporter``, spread over the last minutes."""
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))

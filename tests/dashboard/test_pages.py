@@ -186,3 +186,16 @@ def test_no_page_renders_html() -> None:
     for source in root.rglob("*.py"):
         assert "unsafe_allow_html" not in source.read_text(), source
         assert "st.html" not in source.read_text(), source
+
+
+def test_tokens_after_a_loop_began_count_each_run_once(looping_db, make_app) -> None:
+    app = page(make_app(db=looping_db.path), "loops")
+    assert_clean(app)
+    (loops,) = tables(app)
+    twice = f"run?run={looping_db.emitted.first('error_loop')}"
+    assert sorted(loops.loc[loops["link"] == twice, "kind"]) == ["exact", "repeated_error"]
+    burn = tables(page(make_app(db=looping_db.path), "burn"))[-1]
+    per_run = int(burn["wasted_tokens"].sum())
+    assert per_run > 0 and per_run < int(loops["wasted_tokens"].sum()), "the twice-looping run is not counted twice"
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Tokens spent after a loop began"] == f"{per_run:,}"
