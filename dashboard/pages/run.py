@@ -1,5 +1,5 @@
 """Run timeline: one run's spans as a waterfall with error/retry/loop markers, tokens per step
-and a span detail panel. Deep link: ``?run=<trace_id>``."""
+and a span detail panel. Deep link: ``?run=<trace_id>``; the picker opens any other run."""
 
 from __future__ import annotations
 
@@ -7,27 +7,66 @@ import re
 
 import streamlit as st
 
+from loopsight.attributes import TERMINATION_REASONS
 from loopsight.dashboard import charts, filters, frames, ui
 
 HEX = re.compile(r"^[0-9a-fA-F]{32}$")
+PICK_LIMIT = 500
+
+
+def _open_picked() -> None:
+    """Open the run chosen in the picker, and leave the picker empty for the next choice."""
+    picked = st.session_state.get("run_pick")
+    if picked:
+        st.query_params["run"] = picked
+    st.session_state["run_pick"] = None
+
+
+def _open_typed() -> None:
+    """Open the trace id typed (or pasted) into the picker."""
+    typed = (st.session_state.get("run_trace_id") or "").strip().lower()
+    if HEX.match(typed):
+        st.query_params["run"] = typed
+        st.session_state["run_trace_id"] = ""
+
+
+def run_picker() -> None:
+    """Choose a run: the newest in the sidebar's window and agent, narrowed by status and termination,
+    searchable by any part of its label (the trace id too), or opened by a pasted trace id."""
+    shared = filters.current()
+    status_col, reason_col, id_col = st.columns([1, 1.4, 2.4])
+    status = status_col.selectbox("Status", ["any", "ok", "error"], key="pick_status")
+    reason = reason_col.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="pick_reason")
+    typed = id_col.text_input("Trace id", key="run_trace_id", on_change=_open_typed,
+                              placeholder="paste a trace id (32 hex characters)")
+    if typed.strip() and not HEX.match(typed.strip()):
+        id_col.caption(f"{ui.literal(typed.strip()[:80])} is not a trace id (32 hex characters).")
+    runs = ui.load("runs", what="Runs", limit=PICK_LIMIT, status=None if status == "any" else status,
+                   termination_reason=None if reason == "any" else reason, **shared.params())
+    if runs is None:
+        return
+    if not runs:
+        ui.empty_state(filtered=(shared.narrowed or status != "any" or reason != "any") and bool(ui.fetch("runs", limit=1)))
+        return
+    labels = {r["trace_id"]: f"{(r.get('started_at') or '')[:19].replace('T', ' ')} · {r.get('agent') or '?'} · "
+                             f"{r.get('status') or ''} {r.get('termination_reason') or ''} · {r['trace_id']}" for r in runs}
+    st.selectbox("Run", [None, *labels], format_func=lambda t: "…" if t is None else labels[t], key="run_pick",
+                 on_change=_open_picked, placeholder="type to search by time, agent, reason or trace id")
+    st.caption(f"{len(labels)} runs ({ui.describe(shared)}), newest first"
+               + (f"; only the newest {PICK_LIMIT}: narrow the filters or the sidebar's time range and agent, "
+                  "or paste a trace id" if len(runs) >= PICK_LIMIT else "") + ".")
+
 
 st.title("Run timeline")
 trace_id = (st.query_params.get("run") or "").strip().lower()
 
 if not trace_id:
-    recent = ui.load("runs", what="Recent runs", limit=50, **filters.current().params())
-    if recent is not None:
-        if not recent:
-            ui.empty_state(filtered=filters.current().narrowed and bool(ui.fetch("runs", limit=1)))
-        else:
-            labels = {r["trace_id"]: f"{r.get('started_at', '')[:19]}  {r.get('agent') or '?'}  "
-                                     f"{r.get('termination_reason') or ''}  {r['trace_id'][:12]}" for r in recent}
-            st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
-            picked = st.selectbox("Run", [None, *labels], format_func=lambda t: "…" if t is None else labels[t], key="run_pick")
-            if picked:
-                st.query_params["run"] = picked
-                st.rerun()
+    st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
+    run_picker()
     st.stop()
+
+with st.expander("Open another run"):
+    run_picker()
 
 if not HEX.match(trace_id):
     st.error(f"{ui.literal(trace_id[:80])} is not a trace id (32 hex characters).", icon=":material/warning:")
@@ -80,7 +119,7 @@ with right:
     st.subheader("Span detail")
     by_id = {s["span_id"]: s for s in spans}
     ordered = list(bars["span_id"])
-    chosen = st.selectbox("Span", ordered, index=frames.default_span(bars), key="span_pick",
+    chosen = st.selectbox("Span", ordered, index=frames.default_span(bars), key=f"span_pick_{trace_id}",
                           format_func=lambda sid: bars.loc[bars["span_id"] == sid, "row"].iloc[0][4:].strip())
     st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.TextColumn("value", width="large")})

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from loopsight.attributes import TERMINATION_REASONS
 from loopsight.dashboard import charts, filters, frames, ui
 
-TERMINATION_REASONS = ["completed", "max_steps", "max_tool_calls", "timeout", "token_budget", "loop_detected",
-                       "repeated_error", "fatal_error", "cancelled", "error"]
 LIMIT = 1000
 
 st.title("Runs")

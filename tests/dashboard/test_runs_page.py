@@ -123,3 +123,28 @@ def test_span_detail_opens_on_the_span_the_loop_guard_flagged(filled_db, make_ap
     detail = dict(tables(app)[-1].values)
     assert detail["name"] == "execute_tool query_order" and detail["step"] == "3"
     assert detail["attribute loopsight.loop.kind"] == "exact"
+
+
+def test_an_open_run_switches_to_another_picked_filtered_or_pasted(filled_db, make_app) -> None:
+    emitted = filled_db.emitted
+    app = make_app(db=filled_db.path, query={"run": emitted.first("fatal")})
+    app.run()
+    assert_clean(app)
+    picker = app.selectbox(key="run_pick")
+    assert len(picker.options) == 1 + emitted.count, "every run of the window"
+    assert all(t in " ".join(picker.options) for t in emitted.run_traces), "labels carry the trace id (type to search)"
+
+    app.selectbox(key="pick_status").select("ok").run()
+    ok_runs = set(emitted.traces["success"]) | set(emitted.traces["retried_timeout"])
+    assert {o.rsplit(" · ", 1)[-1] for o in app.selectbox(key="run_pick").options[1:]} == ok_runs
+    app.selectbox(key="run_pick").set_value(emitted.first("retried_timeout")).run()
+    assert_clean(app)
+    assert app.query_params["run"] in (emitted.first("retried_timeout"), [emitted.first("retried_timeout")])
+    assert "termination=completed" in texts(app) and "web-researcher" in texts(app)
+    assert app.selectbox(key="run_pick").value is None, "the picker is ready for the next run"
+
+    app.text_input(key="run_trace_id").input(f"  {emitted.first('loop').upper()} ").run()
+    assert_clean(app)
+    assert "termination=loop_detected" in texts(app)
+    app.text_input(key="run_trace_id").input("abc").run()
+    assert "is not a trace id" in texts(app) and "termination=loop_detected" in texts(app)
