@@ -33,7 +33,6 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     ``bars``: row, name, kind, start_ms, end_ms, duration_ms, status, tool, step, error_type,
     tokens; ``markers``: row, at_ms, marker (error|retry|loop), detail.
     """
-    height = max(160, ROW_HEIGHT * len(bars) + AXES_HEIGHT + 60)
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelExpr="substring(datum.label, 4)", labelLimit=320))
     base = alt.Chart(bars).encode(y=y)
     spans = base.mark_bar(height=ROW_HEIGHT - 6, cornerRadius=2).encode(
@@ -57,7 +56,9 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
         shape=alt.Shape("marker:N", scale=MARKER_SHAPES, legend=None),
         tooltip=[alt.Tooltip("marker:N"), alt.Tooltip("detail:N"), alt.Tooltip("at_ms:Q", format=",.1f", title="at (ms)")],
     )
-    return alt.layer(spans, points).resolve_scale(color="independent").properties(height=height)
+    # A step per row, not a total height: Streamlit fits legends and axes into a total height,
+    # which left a short run's rows too thin for their labels.
+    return alt.layer(spans, points).resolve_scale(color="independent").properties(height=alt.Step(ROW_HEIGHT))
 
 
 def tokens_per_step(frame: pd.DataFrame) -> alt.Chart:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -18,7 +19,7 @@ import httpx
 import pytest
 from dashboard_helpers import charts, tables
 from dashboard_helpers import page as page_of
-from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, emit_to_collector
+from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, Emitted, emit_to_collector
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
@@ -67,31 +68,44 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object]]:
+@dataclass
+class Live:
+    """A dashboard process reading a collector filled with demo traffic and our scenarios."""
+
+    url: str
+    emitted: Emitted
+    collector_url: str
+
+
+@pytest.fixture(scope="module")
+def live(collector_launcher, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One collector and dashboard for the module's browser tests."""
+    tmp_path = tmp_path_factory.mktemp("browser")
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES)
-    collector = start_collector("--rules", str(rules), "--alert-interval", "1")
-    demo = subprocess.run(
-        [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector.url, "--runs", "16", "--speed", "400",
-         "--concurrency", "4"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert demo.returncode == 0, demo.stdout + demo.stderr
-    emitted = emit_to_collector(collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"), minutes_ago=5)
-    deadline = time.monotonic() + 30
-    while not any(r.get("state") == "firing" for r in httpx.get(f"{collector.url}/api/v1/alerts").json()["rules"]):
-        assert time.monotonic() < deadline, "the loop-rate rule did not fire:\n" + collector.log()
-        time.sleep(0.5)
-    port = _free_port()
+    collector = collector_launcher("--rules", str(rules), "--alert-interval", "1")
+    process = None
     log = open(tmp_path / "dashboard.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-c",
-         f"from loopsight.dashboard import launch; raise SystemExit(launch(collector={collector.url!r}, port={port}))"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
+        demo = subprocess.run(
+            [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector.url, "--runs", "16", "--speed", "400",
+             "--concurrency", "4"],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        emitted = emit_to_collector(collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"),
+                                    minutes_ago=5)
+        deadline = time.monotonic() + 30
+        while not any(r.get("state") == "firing" for r in httpx.get(f"{collector.url}/api/v1/alerts").json()["rules"]):
+            assert time.monotonic() < deadline, "the loop-rate rule did not fire:\n" + collector.log()
+            time.sleep(0.5)
+        port = _free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-c",
+             f"from loopsight.dashboard import launch; raise SystemExit(launch(collector={collector.url!r}, port={port}))"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
@@ -103,15 +117,34 @@ def dashboard_url(start_collector, tmp_path: Path) -> Iterator[tuple[str, object
             time.sleep(0.2)
         else:
             pytest.fail("the dashboard did not start:\n" + (tmp_path / "dashboard.log").read_text())
-        yield url, emitted, collector.url
+        yield Live(url, emitted, collector.url)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         log.close()
+        collector.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(live: Live) -> Iterator[object]:
+    """One headless Chromium for the module (after the dashboard, so it closes first)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"],
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 def _settle(page, title: str, charts: int) -> None:
@@ -128,10 +161,8 @@ def _settle(page, title: str, charts: int) -> None:
     page.wait_for_timeout(600)
 
 
-def test_every_page_renders_in_chromium(dashboard_url, make_app) -> None:
-    from playwright.sync_api import sync_playwright
-
-    url, emitted, collector_url = dashboard_url
+def test_every_page_renders_in_chromium(live: Live, browser, make_app) -> None:
+    url, emitted, collector_url = live.url, live.emitted, live.collector_url
     alerts = page_of(make_app(collector=collector_url), "alerts")
     assert not alerts.exception
     rules = tables(alerts)[0]
@@ -141,47 +172,65 @@ def test_every_page_renders_in_chromium(dashboard_url, make_app) -> None:
     assert charts(alerts), "the metric of each rule against its threshold"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     dialogs: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-            for path, title, min_charts in PAGES:
-                page.goto(f"{url}/{path}")
-                _settle(page, title, min_charts)
-                assert page.locator('[data-testid="stException"]').count() == 0, f"{path}: Streamlit exception"
-                assert page.locator('[data-testid="stAlertContentError"]').count() == 0, (
-                    f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text())
-                assert page.get_by_text("Page not found").count() == 0, path
-                page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        for path, title, min_charts in PAGES:
+            page.goto(f"{url}/{path}")
+            _settle(page, title, min_charts)
+            assert page.locator('[data-testid="stException"]').count() == 0, f"{path}: Streamlit exception"
+            assert page.locator('[data-testid="stAlertContentError"]').count() == 0, (
+                f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text())
+            assert page.get_by_text("Page not found").count() == 0, path
+            page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
 
-            hostile = emitted.first("hostile")
-            page.goto(f"{url}/?run={hostile}")
-            _settle(page, "Run timeline", 2)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.get_by_text(HOSTILE_AGENT, exact=False).first.wait_for(timeout=10_000)
-            assert page.get_by_text("Page not found").count() == 0
-            page.screenshot(path=str(ARTIFACTS / "run-hostile.png"), full_page=True)
+        hostile = emitted.first("hostile")
+        page.goto(f"{url}/?run={hostile}")
+        _settle(page, "Run timeline", 2)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.get_by_text(HOSTILE_AGENT, exact=False).first.wait_for(timeout=10_000)
+        assert page.get_by_text("Page not found").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "run-hostile.png"), full_page=True)
 
-            loop = emitted.first("loop")
-            page.goto(f"{url}/run?run={loop}")
-            _settle(page, "Run timeline", 2)
-            page.screenshot(path=str(ARTIFACTS / "run-loop.png"), full_page=True)
+        loop = emitted.first("loop")
+        page.goto(f"{url}/run?run={loop}")
+        _settle(page, "Run timeline", 2)
+        page.screenshot(path=str(ARTIFACTS / "run-loop.png"), full_page=True)
 
-            for path in ("run?run=" + hostile, "tools", "runs", "burn", ""):
-                page.goto(f"{url}/{path}")
-                _settle(page, "Run timeline" if path.startswith("run?") else dict((p, t) for p, t, _ in PAGES)[path], 1)
-                anchors = page.evaluate(
-                    "() => [...document.querySelectorAll(\"a[href*='evil']:not([href^='#'])\")].map(a => a.closest('[data-testid]')?.dataset.testid + ': ' + a.outerHTML)")
-                assert anchors == [], f"{path}: a hostile link became a link"
-                assert page.locator('a[href*="evil.example"]').count() == 0, f"{path}: a hostile link became a link"
-                assert page.locator("script", has_text="alert(1)").count() == 0, f"{path}: a hostile script was injected"
-                assert page.evaluate("() => document.body.innerHTML.includes('<script>alert(1)')") is False
-            assert dialogs == [], f"a hostile script ran: {dialogs}"
-            assert HOSTILE_SCRIPT not in page.title()
-        finally:
-            browser.close()
+        for path in ("run?run=" + hostile, "tools", "runs", "burn", ""):
+            page.goto(f"{url}/{path}")
+            _settle(page, "Run timeline" if path.startswith("run?") else dict((p, t) for p, t, _ in PAGES)[path], 1)
+            anchors = page.evaluate(
+                "() => [...document.querySelectorAll(\"a[href*='evil']:not([href^='#'])\")].map(a => a.closest('[data-testid]')?.dataset.testid + ': ' + a.outerHTML)")
+            assert anchors == [], f"{path}: a hostile link became a link"
+            assert page.locator('a[href*="evil.example"]').count() == 0, f"{path}: a hostile link became a link"
+            assert page.locator("script", has_text="alert(1)").count() == 0, f"{path}: a hostile script was injected"
+            assert page.evaluate("() => document.body.innerHTML.includes('<script>alert(1)')") is False
+        assert dialogs == [], f"a hostile script ran: {dialogs}"
+        assert HOSTILE_SCRIPT not in page.title()
+    finally:
+        page.close()
+
+
+def _y_labels(page) -> list[tuple[str, float]]:
+    """The waterfall's shown y-axis labels (Vega hides overlapping ones with opacity 0), with their tops."""
+    return page.evaluate("""() => [...document.querySelectorAll('.vega-embed')][0]
+        .querySelector('g.role-axis[aria-label^="Y-axis"]').querySelectorAll('.role-axis-label text')
+        .values().filter(t => t.getAttribute('opacity') !== '0')
+        .map(t => [t.textContent, t.getBoundingClientRect().top]).toArray()""")
+
+
+@pytest.mark.parametrize("scenario", ["stuck", "hostile", "loop"])
+def test_waterfall_shows_one_readable_label_per_bar(live: Live, browser, scenario: str) -> None:
+    trace = live.emitted.first(scenario)
+    spans = httpx.get(f"{live.collector_url}/api/v1/runs/{trace}").json()["spans"]
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        page.goto(f"{live.url}/run?run={trace}")
+        _settle(page, "Run timeline", 1)
+        labels = _y_labels(page)
+        assert len(labels) == len(spans), labels
+        tops = [top for _, top in labels]
+        assert all(b - a >= 14 for a, b in zip(tops, tops[1:])), f"labels overlap: {labels}"
+    finally:
+        page.close()

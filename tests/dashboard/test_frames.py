@@ -34,7 +34,7 @@ def test_waterfall_frames_keep_tree_order_and_place_markers() -> None:
         {"row": "002 · span c", "at_ms": 350.0, "marker": "error", "detail": "timeout / transient"},
     ]
     chart = charts.waterfall(bars, markers)
-    assert isinstance(chart, alt.LayerChart) and chart.to_dict()["height"] >= 4 * charts.ROW_HEIGHT
+    assert isinstance(chart, alt.LayerChart) and chart.to_dict()["height"] == {"step": charts.ROW_HEIGHT}
 
 
 def test_span_tree_survives_a_parent_cycle() -> None:
