@@ -115,6 +115,44 @@ def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPA
     return pd.DataFrame(bars, columns=bar_columns), pd.DataFrame(markers, columns=marker_columns)
 
 
+def duration_text(ms: Any) -> str:
+    """Milliseconds as people read them; missing -> ``''``.
+
+    Example:
+        >>> [duration_text(v) for v in (3.25, 412, 2410, 668101.671, 7_200_000, None)]
+        ['3.2 ms', '412 ms', '2.41 s', '11.1 min', '2.0 h', '']
+    """
+    if ms is None or pd.isna(ms):
+        return ""
+    ms = float(ms)
+    if abs(ms) < 10:
+        return f"{ms:.1f} ms"
+    if abs(ms) < 1000:
+        return f"{ms:.0f} ms"
+    if abs(ms) < 60_000:
+        return f"{ms / 1000:.2f} s"
+    if abs(ms) < 3_600_000:
+        return f"{ms / 60_000:.1f} min"
+    return f"{ms / 3_600_000:,.1f} h"
+
+
+def span_options(bars: pd.DataFrame) -> dict[str, str]:
+    """A label per span id for the span picker: tree position and name, step, start offset
+    (and the span id where those still repeat, as for parallel calls).
+
+    Example:
+        >>> span_options(pd.DataFrame({"span_id": ["a", "b"], "row": ["000 run", "001 · call"],
+        ...                            "step": [None, 2], "start_ms": [0.0, 412.3]}))
+        {'a': 'run · +0.0 ms', 'b': '· call · step 2 · +412 ms'}
+    """
+    labels = {}
+    for bar in bars.itertuples():
+        step = f" · step {int(bar.step)}" if pd.notna(bar.step) else ""
+        labels[bar.span_id] = f"{bar.row[4:].strip()}{step} · +{duration_text(bar.start_ms)}"
+    repeated = pd.Series(labels).duplicated(keep=False)
+    return {sid: f"{label} · {sid}" if repeated[sid] else label for sid, label in labels.items()}
+
+
 def default_span(bars: pd.DataFrame) -> int:
     """Position of the span the detail panel opens on: the first flagged (error or loop) span that
     is not the run itself, else the first flagged, else the first.

@@ -119,7 +119,8 @@ with right:
     st.subheader("Span detail")
     by_id = {s["span_id"]: s for s in spans}
     ordered = list(bars["span_id"])
+    options = frames.span_options(bars)
     chosen = st.selectbox("Span", ordered, index=frames.default_span(bars), key=f"span_pick_{trace_id}",
-                          format_func=lambda sid: bars.loc[bars["span_id"] == sid, "row"].iloc[0][4:].strip())
+                          format_func=options.get)
     st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.TextColumn("value", width="large")})

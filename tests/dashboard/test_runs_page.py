@@ -3,6 +3,7 @@ and against a DuckDB file read directly."""
 
 from __future__ import annotations
 
+import re
 import socket
 
 from dashboard_helpers import assert_clean, charts, page, tables, texts
@@ -148,3 +149,13 @@ def test_an_open_run_switches_to_another_picked_filtered_or_pasted(filled_db, ma
     assert "termination=loop_detected" in texts(app)
     app.text_input(key="run_trace_id").input("abc").run()
     assert "is not a trace id" in texts(app) and "termination=loop_detected" in texts(app)
+
+
+def test_span_picker_tells_repeated_calls_apart(filled_db, make_app) -> None:
+    app = make_app(db=filled_db.path, query={"run": filled_db.emitted.first("loop")})
+    app.run()
+    options = app.selectbox(key=f"span_pick_{filled_db.emitted.first('loop')}").options
+    calls = [o for o in options if "execute_tool query_order" in o]
+    assert len(calls) == 4 and len(set(options)) == len(options), options
+    assert [("step 0" in c, "step 3" in c) for c in (calls[0], calls[-1])] == [(True, False), (False, True)]
+    assert all(re.search(r"\+[\d.,]+ (ms|s)\b", o) for o in options), "each option gives its start offset"
