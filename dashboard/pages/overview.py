@@ -82,7 +82,8 @@ def terminations(shared: filters.Filters) -> None:
     st.altair_chart(charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch")
 
 
-def _top(method: str, what: str, params: dict, sort: str, columns: list[str], none: str) -> None:
+def _top(method: str, what: str, params: dict, sort: str, columns: list[str], none: str,
+         shown: dict[str, object] | None = None) -> None:
     """The five worst rows of one question, each linking to its run."""
     answer = ui.load(method, what=what, **params)
     if answer is None:
@@ -91,26 +92,32 @@ def _top(method: str, what: str, params: dict, sort: str, columns: list[str], no
     if frame.empty:
         st.caption(none)
     else:
-        _run_table(frame.sort_values(sort, ascending=False).head(5)[columns])
+        _small_table(frame.sort_values(sort, ascending=False).head(5)[columns], shown)
 
 
 def offenders(shared: filters.Filters) -> None:
+    """Four tables, two a row (four in a row cut their last columns at 1440 px), each ranked by its first column."""
     st.subheader("Top offenders")
     params = shared.params()
-    col_tokens, col_loops, col_stalls, col_tools = st.columns(4)
+    (col_tokens, col_loops), (col_stalls, col_tools) = st.columns(2), st.columns(2)
     with col_tokens:
         st.markdown("**Runs burning the most tokens**")
         runs = ui.load("runs", what="Runs", limit=1000, **params)
         if runs is not None:
-            _run_table(frames.runs_frame(runs).nlargest(5, "tokens")[["trace_id", "agent", "tokens"]])
+            _small_table(frames.runs_frame(runs).nlargest(5, "tokens")[["tokens", "trace_id", "agent"]],
+                         {"tokens": st.column_config.NumberColumn("tokens", format="localized", width="small")})
         st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
-        _top("loops", "Loops", params, "count", ["trace_id", "tool", "kind", "count"], "No loops.")
+        _top("loops", "Loops", params, "count", ["count", "kind", "trace_id", "tool"], "No loops.",
+             {"count": st.column_config.NumberColumn("repeats", width="small"),
+              "kind": st.column_config.TextColumn("kind", width="medium")})
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        _top("stalls", "Stalls", params, "duration_ms", ["trace_id", "kind", "tool", "duration_ms"], "No stalls.")
+        _top("stalls", "Stalls", params, "duration_ms", ["duration_ms", "kind", "trace_id", "tool"], "No stalls.",
+             {"duration_ms": st.column_config.TextColumn("duration", width="small"),
+              "kind": st.column_config.TextColumn("kind", width="medium")})
         st.page_link(ui.page("stalls"), label="Stalls →")
     with col_tools:
         st.markdown("**Failing tools**")
@@ -121,16 +128,21 @@ def offenders(shared: filters.Filters) -> None:
                 st.caption("No failed tool calls.")
             else:
                 frame = frame[frame["errors"] > 0].sort_values("fail_rate", ascending=False).head(5)
-                st.dataframe(frame[["tool", "calls", "fail_rate"]], hide_index=True, width="stretch",
-                             column_config={"fail_rate": st.column_config.ProgressColumn("fail rate", min_value=0, max_value=1, format="percent")})
+                _small_table(frame.assign(fail_rate=[ui.pct(v) for v in frame["fail_rate"]])[["fail_rate", "tool", "calls"]],
+                             {"fail_rate": st.column_config.TextColumn("fail rate", width="small"),
+                              "calls": st.column_config.NumberColumn("calls", width="small")})
         st.page_link(ui.page("tools"), label="Tools →")
 
 
-def _run_table(frame: pd.DataFrame) -> None:
-    """A small table whose first column links to each run's timeline."""
-    frame = frame.assign(trace_id=[ui.run_link(t) for t in frame["trace_id"]])
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 column_config={"trace_id": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8})")})
+def _small_table(frame: pd.DataFrame, shown: dict[str, object] | None = None) -> None:
+    """A five-row table: durations as text, a ``trace_id`` column as a link to the run's timeline."""
+    config: dict[str, object] = dict(shown or {})
+    if "duration_ms" in frame:
+        frame = frame.assign(duration_ms=[frames.duration_text(v) for v in frame["duration_ms"]])
+    if "trace_id" in frame:
+        frame = frame.assign(trace_id=[ui.run_link(t) for t in frame["trace_id"]])
+        config["trace_id"] = st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8})", width="small")
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
 
 
 @st.fragment(run_every=REFRESH_SECONDS)

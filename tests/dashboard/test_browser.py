@@ -8,6 +8,7 @@ Reads a real collector filled by ``loopsight demo`` plus our hostile, looping an
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -232,5 +233,27 @@ def test_waterfall_shows_one_readable_label_per_bar(live: Live, browser, scenari
         assert len(labels) == len(spans), labels
         tops = [top for _, top in labels]
         assert all(b - a >= 14 for a, b in zip(tops, tops[1:])), f"labels overlap: {labels}"
+    finally:
+        page.close()
+
+
+def test_top_offenders_show_every_column_formatted_at_1440px(live: Live, browser) -> None:
+    page = browser.new_page(viewport={"width": 1440, "height": 1600})
+    try:
+        page.goto(live.url)
+        _settle(page, "Overview", 1)
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=stDataFrame] table[role=grid] td').length >= 16",
+                               timeout=20_000)
+        # Glide renders the accessible table of the cells in view only: a column cut off has no header.
+        shown = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')].map(t => ({
+            columns: +t.getAttribute('aria-colcount'),
+            headers: [...t.querySelectorAll('th')].map(h => h.textContent),
+            first: [...t.querySelectorAll('tbody tr')].map(r => r.querySelector('td')?.textContent)}))""")
+        tokens, loops, stalls, tools = shown
+        for table in shown:
+            assert len(table["headers"]) == table["columns"], f"columns cut off at 1440 px: {table}"
+        assert [t["headers"][0] for t in shown] == ["tokens", "repeats", "duration", "fail rate"]
+        assert all(re.fullmatch(r"[\d.]+ (ms|s|min|h)", d) for d in stalls["first"]), stalls
+        assert all(re.fullmatch(r"\d+\.\d%", p) for p in tools["first"]), tools
     finally:
         page.close()
