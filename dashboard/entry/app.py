@@ -18,7 +18,9 @@ PAGES = Path(__file__).resolve().parent.parent / "pages"
 st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")
 
 pages = [
-    st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
+    # Streamlit serves the default page at "/" but reserves its url_path without serving it:
+    # "home" is that reserved name, so that "/overview" can be an alias.
+    st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", url_path="home", default=True),
     st.Page(PAGES / "runs.py", title="Runs", icon=":material/list:", url_path="runs"),
     st.Page(PAGES / "run.py", title="Run timeline", icon=":material/timeline:", url_path="run"),
     st.Page(PAGES / "stalls.py", title="Stalls", icon=":material/hourglass_bottom:", url_path="stalls"),
@@ -27,7 +29,13 @@ pages = [
     st.Page(PAGES / "tools.py", title="Tools", icon=":material/build:", url_path="tools"),
     st.Page(PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
 ]
-page = st.navigation(pages)
+
+def _overview_alias() -> None:
+    """``/overview`` (the page's name, older links) opens the overview, which Streamlit serves at ``/``."""
+    st.switch_page(pages[0], query_params=st.query_params.to_dict())
+
+
+page = st.navigation([*pages, st.Page(_overview_alias, title="Overview", url_path="overview", visibility="hidden")])
 if st.query_params.get("run") and page.url_path != "run":
     # A shared link to the app's root with ?run=<trace_id> opens that run's timeline.
     st.switch_page(pages[2], query_params={"run": st.query_params["run"]})

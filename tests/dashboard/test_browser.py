@@ -257,3 +257,15 @@ def test_top_offenders_show_every_column_formatted_at_1440px(live: Live, browser
         assert all(re.fullmatch(r"\d+\.\d%", p) for p in tools["first"]), tools
     finally:
         page.close()
+
+
+def test_overview_path_opens_the_overview_with_its_filters(live: Live, browser) -> None:
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        page.goto(f"{live.url}/overview?range=1h")
+        _settle(page, "Overview", 1)
+        assert page.get_by_text("Page not found").count() == 0
+        assert page.url == f"{live.url}/?range=1h"
+        assert page.get_by_text("last hour · refreshes every").count() == 1, "the filters in the link are kept"
+    finally:
+        page.close()
