@@ -53,11 +53,6 @@ class Filters:
     def params(self, now: datetime | None = None) -> dict[str, Any]:
         return {"since": self.since(now), "agent": self.agent, "service": self.service}
 
-    @property
-    def narrowed(self) -> bool:
-        """True when anything but "all time" with no agent/service is selected."""
-        return self.range != "all" or self.agent is not None or self.service is not None
-
     def describe(self) -> str:
         parts = [RANGE_LABELS.get(self.range, self.range)]
         if self.service:

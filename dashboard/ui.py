@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import streamlit as st
 
-from loopsight.dashboard.filters import RANGE_LABELS
+from loopsight.dashboard.filters import RANGE_LABELS, current
 from loopsight.dashboard.data import (
     ApiSource, AuthRequired, DuckDBSource, NotAvailable, OutdatedStore, Source, SourceError, SourceUnreachable, source_from_env,
 )
@@ -58,12 +58,16 @@ def literal(value: Any) -> str:
 
 def describe(filters: Any) -> str:
     """The shared filters as markdown (names as literals)."""
-    parts = [RANGE_LABELS.get(filters.range, escape(filters.range))]
+    return ", ".join(_filter_parts(filters, with_all_time=True))
+
+
+def _filter_parts(filters: Any, with_all_time: bool) -> list[str]:
+    parts = [RANGE_LABELS.get(filters.range, escape(filters.range))] if with_all_time or filters.range != "all" else []
     if filters.service:
         parts.append(f"service {literal(filters.service)}")
     if filters.agent:
         parts.append(f"agent {literal(filters.agent)}")
-    return ", ".join(parts)
+    return parts
 
 
 def source() -> Source:
@@ -140,10 +144,14 @@ def check_source() -> bool:
     return True
 
 
-def empty_state(filtered: bool) -> None:
-    """No runs: say whether filters hide them or nothing was received yet, and how to send some."""
-    if filtered:
-        st.info("No runs match these filters. Widen the time range or clear the agent/service filters.", icon=":material/search:")
+def empty_state(page_filters: Sequence[str] = ()) -> None:
+    """No runs: name the filters that hide them, or say nothing was received yet and how to send some.
+
+    ``page_filters``: the page's own filters in effect, as markdown (values as literals).
+    """
+    in_effect = [*_filter_parts(current(), with_all_time=False), *page_filters]
+    if in_effect and fetch("runs", limit=1):
+        st.info(f"No runs match these filters: {', '.join(in_effect)}. Widen or clear them.", icon=":material/search:")
         return
     src = source()
     st.info("No agent runs received yet.", icon=":material/inbox:")

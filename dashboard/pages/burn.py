@@ -18,7 +18,7 @@ if burn is not None:
     agents = pd.DataFrame(burn.get("agents") or [])
     runs = pd.DataFrame(burn.get("runs") or [])
     if agents.empty and runs.empty:
-        ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+        ui.empty_state()
     else:
         if not agents.empty:
             st.subheader("Per agent")

@@ -41,7 +41,7 @@ if loops is not None:
         if ui.fetch("runs", limit=1, **params):
             st.success("No loops in this window.", icon=":material/check_circle:")
         else:
-            ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+            ui.empty_state()
     else:
         runs = frames.runs_frame(ui.fetch("runs", limit=5000, **params))
         started = runs.set_index("trace_id")["started_at"].to_dict() if not runs.empty else {}

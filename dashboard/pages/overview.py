@@ -149,7 +149,7 @@ def _small_table(frame: pd.DataFrame, shown: dict[str, object] | None = None) ->
 def live() -> None:
     shared = filters.current()
     if not tiles(shared):
-        ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+        ui.empty_state()
         return
     terminations(shared)
     offenders(shared)

@@ -46,7 +46,8 @@ def run_picker() -> None:
     if runs is None:
         return
     if not runs:
-        ui.empty_state(filtered=(shared.narrowed or status != "any" or reason != "any") and bool(ui.fetch("runs", limit=1)))
+        ui.empty_state([f"{label} {ui.literal(value)}" for label, value in (("status", status), ("termination", reason))
+                        if value != "any"])
         return
     labels = {r["trace_id"]: f"{(r.get('started_at') or '')[:19].replace('T', ' ')} · {r.get('agent') or '?'} · "
                              f"{r.get('status') or ''} {r.get('termination_reason') or ''} · {r['trace_id']}" for r in runs}

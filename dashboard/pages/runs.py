@@ -30,8 +30,9 @@ runs = ui.load("runs", what="Runs", **params)
 if runs is not None:
     frame = frames.runs_frame(runs)
     if frame.empty:
-        narrowed = shared.narrowed or status != "any" or reason != "any" or tool != "any" or bool(min_tokens)
-        ui.empty_state(filtered=narrowed and bool(ui.fetch("runs", limit=1)))
+        in_effect = [f"{label} {ui.literal(value)}" for label, value in
+                     (("status", status), ("termination", reason), ("used tool", tool)) if value != "any"]
+        ui.empty_state(in_effect + ([f"at least {min_tokens:,} tokens"] if min_tokens else []))
     else:
         st.caption(f"{len(frame)} runs ({ui.describe(shared)}), newest first"
                    + (f"; showing the newest {LIMIT}" if len(runs) >= LIMIT else "")

@@ -56,7 +56,7 @@ if stalls is not None:
         if ui.fetch("runs", limit=1, **shared.params()):
             st.success("No stalls in this window.", icon=":material/check_circle:")
         else:
-            ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+            ui.empty_state()
     else:
         past = past.assign(kind=past["kind"].map(lambda k: KIND_LABELS.get(k, k)), tool=past["tool"].fillna("(run)"))
         left, right = st.columns(2)

@@ -13,7 +13,7 @@ tools = ui.load("tools", what="Tool statistics", **shared.params())
 if tools is not None:
     frame = pd.DataFrame(tools)
     if frame.empty:
-        ui.empty_state(filtered=shared.narrowed and bool(ui.fetch("runs", limit=1)))
+        ui.empty_state()
     else:
         st.caption(f"{len(frame)} tools, {int(frame['calls'].sum()):,} calls ({ui.describe(shared)})")
         left, right = st.columns(2)

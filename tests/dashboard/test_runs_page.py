@@ -159,3 +159,14 @@ def test_span_picker_tells_repeated_calls_apart(filled_db, make_app) -> None:
     assert len(calls) == 4 and len(set(options)) == len(options), options
     assert [("step 0" in c, "step 3" in c) for c in (calls[0], calls[-1])] == [(True, False), (False, True)]
     assert all(re.search(r"\+[\d.,]+ (ms|s)\b", o) for o in options), "each option gives its start offset"
+
+
+def test_runs_hidden_by_the_page_filters_name_those_filters(filled_db, make_app) -> None:
+    app = page(make_app(db=filled_db.path, query={"range": "all"}), "runs")
+    app.selectbox(key="runs_tool").select("refund_order").run()
+    app.number_input(key="runs_min_tokens").set_value(8000).run()
+    assert_clean(app)
+    assert not app.dataframe
+    (shown,) = [i.value for i in app.info]
+    assert shown.startswith("No runs match these filters: used tool `refund_order`, at least 8,000 tokens."), shown
+    assert "agent" not in shown and "service" not in shown and "time range" not in shown
