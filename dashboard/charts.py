@@ -71,15 +71,10 @@ def tokens_per_step(frame: pd.DataFrame) -> alt.Chart:
     ).properties(height=220)
 
 
-def runs_over_time(frame: pd.DataFrame, color: str = "status") -> alt.Chart:
-    """Runs per time bucket stacked by ``color`` (``started_at``, ``status`` or another column)."""
+def runs_over_time(frame: pd.DataFrame, window: tuple[Any, Any], color: str = "status") -> alt.Chart:
+    """Runs per time bucket stacked by ``color`` (:func:`frames.runs_per_bucket`), over the time ``window``."""
     scale = STATUS_COLORS if color == "status" else alt.Scale(scheme="tableau10")
-    return alt.Chart(frame).mark_bar().encode(
-        x=alt.X("yearmonthdatehoursminutes(started_at):T", title=None),
-        y=alt.Y("count():Q", title="runs"),
-        color=alt.Color(f"{color}:N", scale=scale, title=color.replace("_", " ")),
-        tooltip=[alt.Tooltip(f"{color}:N"), alt.Tooltip("count():Q", title="runs")],
-    ).properties(height=180)
+    return _stacked_over_time(frame, color, scale, "bucket", "runs", "bucket_end", window).properties(height=180)
 
 
 def terminations_over_time(frame: pd.DataFrame, time: str = "bucket", value: str = "runs",
@@ -87,14 +82,21 @@ def terminations_over_time(frame: pd.DataFrame, time: str = "bucket", value: str
     """Stacked bars of runs by termination reason per bucket (``time``, ``termination_reason``,
     ``value``; ``end`` = bucket end, to draw each bar as wide as its bucket; ``window`` fixes
     the time axis to the filtered range)."""
-    scale = alt.Scale(domain=[pd.Timestamp(w).isoformat() for w in window]) if window else alt.Undefined
+    return _stacked_over_time(frame, "termination_reason", alt.Scale(scheme="tableau10"), time, value, end,
+                              window, legend="termination").properties(height=240)
+
+
+def _stacked_over_time(frame: pd.DataFrame, color: str, scale: alt.Scale, time: str, value: str, end: str | None,
+                       window: tuple[Any, Any] | None, legend: str | None = None) -> alt.Chart:
+    """Bars of ``sum(value)`` per time bucket, stacked by ``color``, counted in whole runs."""
+    domain = alt.Scale(domain=[pd.Timestamp(w).isoformat() for w in window]) if window else alt.Undefined
     return alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{time}:T", title=None, scale=scale),
+        x=alt.X(f"{time}:T", title=None, scale=domain),
         **({"x2": alt.X2(f"{end}:T")} if end else {}),
-        y=alt.Y(f"sum({value}):Q", title="runs", stack=True),
-        color=alt.Color("termination_reason:N", title="termination", scale=alt.Scale(scheme="tableau10")),
-        tooltip=[alt.Tooltip(f"{time}:T"), "termination_reason:N", alt.Tooltip(f"sum({value}):Q", title=value)],
-    ).properties(height=240)
+        y=alt.Y(f"sum({value}):Q", title="runs", stack=True, axis=alt.Axis(tickMinStep=1, format="d")),
+        color=alt.Color(f"{color}:N", title=legend or color.replace("_", " "), scale=scale),
+        tooltip=[alt.Tooltip(f"{time}:T"), f"{color}:N", alt.Tooltip(f"sum({value}):Q", title=value)],
+    )
 
 
 def bar_by(frame: pd.DataFrame, category: str, value: str, *, color: str | None = None, title: str | None = None,

@@ -22,6 +22,9 @@ RANGES: dict[str, int | None] = {
 RANGE_LABELS = {"15m": "last 15 minutes", "1h": "last hour", "6h": "last 6 hours", "24h": "last 24 hours",
                 "7d": "last 7 days", "30d": "last 30 days", "all": "all time"}
 DEFAULT_RANGE = "24h"
+# Time buckets of the charts over time: the first giving at most MAX_BARS bars over the window.
+BUCKET_LADDER = (30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 12 * 3600, 86400, 7 * 86400)
+MAX_BARS = 50
 ALL = "(all)"
 # Rounding "now" lets cached answers be reused across reruns for a few seconds.
 ROUND_SECONDS = 10
@@ -50,6 +53,11 @@ class Filters:
         now = now - timedelta(seconds=now.second % ROUND_SECONDS, microseconds=now.microsecond)
         return now - timedelta(seconds=self.seconds)
 
+    @property
+    def bucket_seconds(self) -> int:
+        """The time bucket of this range's charts (a day for all time)."""
+        return bucket_seconds(self.seconds) if self.seconds else 86400
+
     def params(self, now: datetime | None = None) -> dict[str, Any]:
         return {"since": self.since(now), "agent": self.agent, "service": self.service}
 
@@ -60,6 +68,16 @@ class Filters:
         if self.agent:
             parts.append(f"agent {self.agent}")
         return ", ".join(parts)
+
+
+def bucket_seconds(window_seconds: float) -> int:
+    """The time bucket of a chart over ``window_seconds``: 30-50 bars over each range.
+
+    Example:
+        >>> [bucket_seconds(RANGES[r]) for r in ("15m", "1h", "6h", "24h", "7d", "30d")]
+        [30, 120, 600, 1800, 14400, 86400]
+    """
+    return next((b for b in BUCKET_LADDER if window_seconds / b <= MAX_BARS), BUCKET_LADDER[-1])
 
 
 def _options(values: set[str], current: str | None) -> list[str]:

@@ -36,6 +36,21 @@ def runs_frame(runs: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame[RUN_COLUMNS + [c for c in frame.columns if c not in RUN_COLUMNS]]
 
 
+def runs_per_bucket(frame: pd.DataFrame, bucket_seconds: int, color: str = "status") -> pd.DataFrame:
+    """Runs counted per time bucket and ``color`` value: ``bucket``, ``bucket_end``, ``color``, ``runs``.
+
+    Example:
+        >>> runs = runs_frame([{"trace_id": "a", "started_at": "2026-01-01T00:00:40Z", "status": "ok"},
+        ...                    {"trace_id": "b", "started_at": "2026-01-01T00:00:50Z", "status": "ok"}])
+        >>> runs_per_bucket(runs, 30).to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+        [{'bucket': Timestamp('2026-01-01 00:00:30'), 'status': 'ok', 'runs': 2,
+          'bucket_end': Timestamp('2026-01-01 00:01:00')}]
+    """
+    timed = frame.dropna(subset=["started_at"]).assign(bucket=lambda f: f["started_at"].dt.floor(f"{bucket_seconds}s"))
+    counted = timed.groupby(["bucket", color], as_index=False).size().rename(columns={"size": "runs"})
+    return counted.assign(bucket_end=counted["bucket"] + pd.Timedelta(seconds=bucket_seconds))
+
+
 def span_tree_order(spans: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
     """Spans depth-first (children by start time under their parent), each with its depth.
 

@@ -9,8 +9,6 @@ import streamlit as st
 from loopsight.dashboard import charts, filters, frames, ui
 
 REFRESH_SECONDS = 30
-# About 30-60 bars over each time range.
-BUCKETS = {"15m": 30, "1h": 120, "6h": 600, "24h": 1800, "7d": 4 * 3600, "30d": 86400, "all": 86400}
 # (key, label, format, lower is better)
 TILES = [
     ("runs", "Runs", "count", False),
@@ -62,7 +60,7 @@ def tiles(shared: filters.Filters) -> bool:
 
 def terminations(shared: filters.Filters) -> None:
     st.subheader("Termination reasons over time")
-    answer = ui.load("terminations", what="Termination reasons", bucket_seconds=BUCKETS.get(shared.range), **shared.params())
+    answer = ui.load("terminations", what="Termination reasons", bucket_seconds=shared.bucket_seconds, **shared.params())
     if answer is None:
         return
     frame = pd.DataFrame(frames.records(answer, "terminations"))

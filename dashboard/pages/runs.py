@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pandas as pd
 import streamlit as st
 
 from loopsight.attributes import TERMINATION_REASONS
@@ -37,7 +40,12 @@ if runs is not None:
         st.caption(f"{len(frame)} runs ({ui.describe(shared)}), newest first"
                    + (f"; showing the newest {LIMIT}" if len(runs) >= LIMIT else "")
                    + ". Select a row or click its id to open the timeline.")
-        st.altair_chart(charts.runs_over_time(frame), width="stretch")
+        now = filters.utcnow()
+        # All time: from the first run, and never narrower than 15 minutes.
+        earliest = frame["started_at"].min()
+        since = shared.since() or min(earliest if pd.notna(earliest) else now, now - timedelta(minutes=15))
+        bucket = filters.bucket_seconds((now - since).total_seconds())
+        st.altair_chart(charts.runs_over_time(frames.runs_per_bucket(frame, bucket), (since, now)), width="stretch")
         frame = frame.assign(link=[ui.run_link(t) for t in frame["trace_id"]])
         table = frame[["link", "started_at", "agent", "service", "status", "termination_reason", "steps", "tokens",
                        "duration_ms", "tool_calls", "tool_errors", "retries", "loops"]]

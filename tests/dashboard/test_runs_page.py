@@ -3,9 +3,11 @@ and against a DuckDB file read directly."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 
+import pandas as pd
 from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import HOSTILE_AGENT, emit_to_collector
 
@@ -170,3 +172,18 @@ def test_runs_hidden_by_the_page_filters_name_those_filters(filled_db, make_app)
     (shown,) = [i.value for i in app.info]
     assert shown.startswith("No runs match these filters: used tool `refund_order`, at least 8,000 tokens."), shown
     assert "agent" not in shown and "service" not in shown and "time range" not in shown
+
+
+def test_runs_chart_of_a_few_runs_has_whole_run_ticks_and_narrow_bars(filled_db, make_app) -> None:
+    app = page(make_app(db=filled_db.path), "runs")
+    app.selectbox(key="runs_reason").select("loop_detected").run()
+    assert_clean(app)
+    assert len(tables(app)[0]) == 2
+    ((spec, (data,)),) = charts(app)
+    spec = json.loads(spec)
+    y, x = spec["encoding"]["y"], spec["encoding"]["x"]
+    assert y["axis"]["tickMinStep"] == 1 and y["axis"]["format"] == "d", "no 0.5 runs"
+    assert data["runs"].sum() == 2
+    domain = [pd.Timestamp(t) for t in x["scale"]["domain"]]
+    widest = (pd.to_datetime(data["bucket_end"]) - pd.to_datetime(data["bucket"])).max()
+    assert widest <= (domain[1] - domain[0]) / 20, "a bar is one bucket of the filtered window, not the whole width"
