@@ -48,14 +48,15 @@ def tiles(shared: filters.Filters) -> bool:
     if answer is None:
         return True
     values = answer.get("tiles", answer)
+    runs = values.get("runs") or {}
+    compared = bool(runs.get("value") or runs.get("previous"))  # no runs in either window: nothing to compare
     columns = st.columns(len(TILES))
     for column, (key, label, kind, lower_better) in zip(columns, TILES):
         tile = values.get(key) or {}
-        column.metric(label, _format(tile.get("value"), kind), _delta(tile, kind),
+        column.metric(label, _format(tile.get("value"), kind), _delta(tile, kind) if compared else None,
                       delta_color="inverse" if lower_better else "normal",
                       help=f"previous window: {_format(tile.get('previous'), kind)}")
-    runs = values.get("runs") or {}
-    return bool(runs.get("value") or runs.get("previous"))
+    return compared
 
 
 def terminations(shared: filters.Filters) -> None:

@@ -199,3 +199,11 @@ def test_tokens_after_a_loop_began_count_each_run_once(looping_db, make_app) -> 
     assert per_run > 0 and per_run < int(loops["wasted_tokens"].sum()), "the twice-looping run is not counted twice"
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Tokens spent after a loop began"] == f"{per_run:,}"
+
+
+def test_overview_of_an_empty_store_shows_no_change(empty_db, make_app) -> None:
+    app = make_app(db=empty_db)
+    app.run()
+    assert_clean(app)
+    assert {m.label: m.value for m in app.metric}["Runs"] == "0"
+    assert [m.delta for m in app.metric if m.delta] == [], "nothing to compare: no '+0'"
