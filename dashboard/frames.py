@@ -238,6 +238,33 @@ def span_detail(span: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["field", "value"])
 
 
+def as_text(frame: pd.DataFrame, times: Iterable[str] = ()) -> pd.DataFrame:
+    """Every cell as the text to show: ``times`` as ``YYYY-MM-DD HH:MM:SS`` (UTC), numbers to 4
+    significant digits, and missing values blank (a table shows a null as "None").
+
+    Example:
+        >>> as_text(pd.DataFrame({"at": ["2026-01-01T12:00:00.5Z", None], "v": [0.13333, None], "n": [60, 0]}),
+        ...         times=["at"]).to_dict("records")
+        [{'at': '2026-01-01 12:00:00', 'v': '0.1333', 'n': '60'}, {'at': '', 'v': '', 'n': '0'}]
+    """
+    shown = frame.copy()
+    for column in shown.columns:
+        if column in times:
+            shown[column] = to_time(shown[column]).dt.strftime("%Y-%m-%d %H:%M:%S")
+        shown[column] = [_text(v) for v in shown[column]]
+    return shown
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return str(value)
+    if value is None or pd.isna(value):
+        return ""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.4g}"
+    return str(int(value)) if isinstance(value, float) else str(value)
+
+
 def records(answer: Any, *keys: str) -> list[dict[str, Any]]:
     """The list of records in an answer that is a list, or a dict holding one under ``keys``.
 

@@ -41,26 +41,25 @@ if answer is not None:
         )
         st.subheader("Rules")
         st.dataframe(
-            table[[c for c in RULE_COLUMNS if c in table]].astype({c: str for c in ("window",) if c in table}),
+            frames.as_text(table[[c for c in RULE_COLUMNS if c in table]], times=["state_since"]),
             hide_index=True, width="stretch",
             column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
-                           "baseline_value": "baseline", "state_since": "since", "notify_failures": "failed notifications"},
+                           "baseline_value": "baseline", "state_since": "since (UTC)", "notify_failures": "failed notifications"},
         )
     st.subheader("History")
     if events.empty:
         st.caption("No transitions yet.")
     else:
         time = frames.first_column(events, "at", "time", "occurred_at")
-        if time:
-            events[time] = frames.to_time(events[time])
         if "examples" in events:
             events["example"] = [_first_example(e) for e in events["examples"]]
             events["examples"] = [", ".join(map(str, e)) if isinstance(e, list) else "" for e in events["examples"]]
         shown = [c for c in [time, "rule", "from_state", "to_state", "value", "threshold", "baseline", "samples", "example",
                              "examples", "notify_status", "notify_error"] if c and c in events]
-        st.dataframe(events[shown], hide_index=True, width="stretch",
+        st.dataframe(frames.as_text(events[shown], times=[time] if time else []), hide_index=True, width="stretch",
                      column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
-                                    "from_state": "from", "to_state": "to", "notify_status": "notification"})
+                                    **({time: f"{time} (UTC)"} if time else {}), "from_state": "from", "to_state": "to",
+                                    "notify_status": "notification"})
     if not rules.empty and "name" in rules:
         st.subheader("Metric per rule")
         columns = st.columns(2)
