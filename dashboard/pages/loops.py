@@ -7,25 +7,20 @@ import streamlit as st
 
 from loopsight.dashboard import charts, filters, frames, ui
 
-MAX_BURN_RUNS = 100_000
+LISTED_LOOPS = 1000
 
 
-def _wasted_tokens(overview: dict | None, params: dict) -> str:
-    """The tile's text: the sum of the burn answer's per-run wasted tokens over every run in scope."""
-    # Every run in scope, so that no run with a loop falls past the burn answer's limit.
-    runs = MAX_BURN_RUNS if overview is None else int((((overview.get("tiles") or {}).get("runs") or {}).get("value") or 0))
-    if not runs:
-        return "0"
-    burn = ui.fetch_quiet("burn", limit=min(runs, MAX_BURN_RUNS), **params)
-    if burn is None:
-        return "–"
-    return f"{sum(int(r.get('wasted_tokens') or 0) for r in burn.get('runs') or []):,}"
+def _wasted_tokens(frame: pd.DataFrame) -> str:
+    """The tile's text: per run the tokens spent from its earliest loop on (the loop that wastes
+    the most, as burn_runs.sql counts it), each run once; a lower bound when the list is full."""
+    total = int(frame.groupby(["trace_id", "run_id"])["wasted_tokens"].max().fillna(0).sum()) if len(frame) else 0
+    return f"≥ {total:,}" if len(frame) >= LISTED_LOOPS else f"{total:,}"
 
 
 st.title("Loops")
 shared = filters.current()
 params = shared.params()
-loops = ui.load("loops", what="Loops", **params)
+loops = ui.load("loops", what="Loops", limit=LISTED_LOOPS, **params)
 if loops is not None:
     frame = pd.DataFrame(loops, columns=["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]
                          if not loops else None)
@@ -34,9 +29,9 @@ if loops is not None:
     cols = st.columns(3)
     cols[0].metric("Loop rate (runs with a loop)", ui.pct(tile.get("value")))
     cols[1].metric("Loops found", f"{len(frame):,}")
-    cols[2].metric("Tokens spent after a loop began", _wasted_tokens(overview, params),
+    cols[2].metric("Tokens spent after a loop began", _wasted_tokens(frame),
                    help="Per run, the tokens spent from its earliest loop on (the Token burn page's figure): "
-                        "a run with several loops counts once.")
+                        f"a run with several loops counts once. Over the first {LISTED_LOOPS:,} loops listed.")
     if frame.empty:
         if ui.fetch("runs", limit=1, **params):
             st.success("No loops in this window.", icon=":material/check_circle:")
