@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import httpx
 import pytest
+from processes import stop_process
 
 
 def free_port() -> int:
@@ -72,14 +73,7 @@ class CollectorProcess:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         """Send ``sig`` and wait for the exit code (SIGKILL if it does not exit in time)."""
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        return self.process.returncode
+        return stop_process(self.process, sig, timeout)
 
     def kill(self) -> int:
         """``kill -9``: no drain, no clean close."""

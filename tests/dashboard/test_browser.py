@@ -21,6 +21,7 @@ import pytest
 from dashboard_helpers import charts, tables
 from dashboard_helpers import page as page_of
 from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, Emitted, emit_to_collector
+from processes import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
@@ -121,12 +122,7 @@ def live(collector_launcher, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield Live(url, emitted, collector.url)
     finally:
         if process is not None:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, timeout=15)
         log.close()
         collector.stop()
 

@@ -4,13 +4,13 @@ that do not arrive make the command fail with the endpoint and the reason."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+from processes import stop_process
 
 DEMO = ("demo", "--runs", "2", "--speed", "50")
 
@@ -71,12 +71,7 @@ def test_up_passes_its_token_to_the_demo(tmp_path: Path, free_tcp_port) -> None:
         runs = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/runs", headers={"Authorization": "Bearer s3cret"}, timeout=30)
         assert len(runs.json()["runs"]) == 3, log.read_text()
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def test_demo_fails_when_spans_are_refused_after_the_first_check(start_collector) -> None:

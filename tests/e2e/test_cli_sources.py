@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+from processes import stop_process
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "collector" / "fixtures").glob("*.json"))
 RULES = '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "3650d"\nthreshold = 1.0\n'
@@ -108,9 +109,4 @@ def test_dashboard_db_flag_beats_loopsight_store(tmp_path: Path, free_tcp_port) 
                 time.sleep(0.2)
         assert healthy, log.read_text()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=20)

@@ -14,6 +14,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from reliability_support import listening_sockets, otlp_request, sdk_client, stored, tool_span
+from processes import stop_process
 
 TOKEN = "s3cret-token-with-some-length"
 WRONG = [None, "", "Bearer", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}",
@@ -114,10 +115,5 @@ def test_dashboard_binds_loopback_only_by_default(collector_server, tmp_path: Pa
         sockets = _wait_listening(process.pid, {port}, timeout=90)
         assert all(_loopback(addr) for addr, _ in sockets), sockets
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=20)
         log.close()
