@@ -110,7 +110,7 @@ def collector(
     rules: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
     retention: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")] = None,
     forward_to: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint.")] = None,
-    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations.")] = 30.0,
+    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.")] = 30.0,
     capture_content: CaptureOpt = False,
     max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
     max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
