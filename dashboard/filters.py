@@ -61,14 +61,6 @@ class Filters:
     def params(self, now: datetime | None = None) -> dict[str, Any]:
         return {"since": self.since(now), "agent": self.agent, "service": self.service}
 
-    def describe(self) -> str:
-        parts = [RANGE_LABELS.get(self.range, self.range)]
-        if self.service:
-            parts.append(f"service {self.service}")
-        if self.agent:
-            parts.append(f"agent {self.agent}")
-        return ", ".join(parts)
-
 
 def bucket_seconds(window_seconds: float) -> int:
     """The time bucket of a chart over ``window_seconds``: 30-50 bars over each range.
