@@ -244,8 +244,11 @@ def test_overview_path_and_top_offenders_at_1440px(live: Live, browser) -> None:
         assert page.get_by_text("Page not found").count() == 0
         assert page.url == f"{live.url}/?range=all"
         assert page.get_by_text("all time · refreshes every").count() == 1, "the filters in the link are kept"
-        page.wait_for_function("() => document.querySelectorAll('[data-testid=stDataFrame] table[role=grid] td').length >= 16",
-                               timeout=20_000)
+        # all four tables drawn, each with its rows (they render one after another)
+        page.wait_for_function("""() => {
+            const grids = [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')];
+            return grids.length === 4 && grids.every(g => g.querySelectorAll('tbody td').length >= 4);
+        }""", timeout=20_000)
         # Glide renders the accessible table of the cells in view only: a column cut off has no header.
         shown = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')].map(t => ({
             columns: +t.getAttribute('aria-colcount'),
