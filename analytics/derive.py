@@ -1,6 +1,6 @@
 """Per-run facts derived from the spans: ``run_facts``, ``run_loops``, ``run_steps``, ``run_growth``, ``run_members``.
 
-The collector's writer calls :func:`refresh` in a derive pass of its own, after the commits
+The collector's deriver thread calls :func:`refresh` in a derive pass of its own, after the commits
 that stored the spans and after resolving their run ids and steps, for every trace those commits touched
 (listed in ``derive_pending``, registered as the relation ``touched``). The pass runs about once a
 second under load, every few seconds under a trickle (see ``collector/store.py``), and before

@@ -13,9 +13,10 @@ In each commit's transaction the writer
 3. records the touched traces in ``derive_pending`` (with the earliest start among the
    trace's incoming spans), and commits: the requests are answered here.
 
-Everything computed from more than one span happens in a separate derive pass over every
-pending trace at once, in one transaction that also deletes the ``derive_pending`` rows it
-covered:
+Everything computed from more than one span happens in a derive pass over every pending
+trace at once, on its own thread and connection, in one transaction that also deletes the
+``derive_pending`` rows it covered (the rows its snapshot holds: commits made while it runs stay
+pending for the next pass):
 
 - ``run_id`` of every span of those traces: the top-most ``invoke_agent`` ancestor. Run
   spans usually arrive after their children, so spans stored earlier are updated when
@@ -27,20 +28,23 @@ covered:
 - ``step`` where the producer gave none,
 - the derived per-run tables (:mod:`loopsight.analytics.derive`).
 
-The writer runs it ``derive_interval`` seconds after the first commit it has to cover once
+The deriver runs it ``derive_interval`` seconds after the first commit it has to cover once
 ``derive_rows`` spans wait for it, else ``derive_max_wait`` seconds after (busy or idle),
 when a reader asks for it, on close, and on open if a crash left pending rows; a failed pass
 is retried after a wait that doubles up to ``max_derive_retry``. One pass costs about as
 much for one commit's traces as for many (~150-200 ms of CPU, mostly planning), so passes
 are spaced rather than run whenever the writer is idle: a trickle of requests would
-otherwise pay one pass per request, while under a flood a pass a second stays short (it
-blocks commits while it runs, and readers wait for it).
+otherwise pay one pass per request, while under a flood a pass a second stays short
+(readers wait for it). Commits go on while a pass runs: only the pass updates stored spans
+and only commits insert them, so the two transactions never touch the same row.
 :meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
 query made after an acknowledgement sees resolved runs and current derived tables
 ("current once read").
 
-Maintenance work (retention deletes) runs on the same thread between commits via
-:meth:`Store.run_job`, so it never races the writer.
+Maintenance work (retention deletes) runs on the writer's thread between commits via
+:meth:`Store.run_job`. It may race a pass over the same rows (old spans of a trace still
+pending): the later of the two fails and is tried again (the pass at once, retention at its
+next interval).
 
 Example:
     >>> store = Store.open("/tmp/doc.duckdb")  # doctest: +SKIP
@@ -57,6 +61,7 @@ import queue
 import threading
 import time
 from bisect import bisect_left
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -135,7 +140,6 @@ class _Job:
 
 
 _STOP = object()
-_WAKE = object()  # a reader is waiting for a derive pass
 
 _MAP_COLUMNS = ("ResourceAttributes", "SpanAttributes")
 
@@ -294,27 +298,36 @@ class Store:
         self._derive_interval = derive_interval
         self._derive_rows = derive_rows
         self._derive_max_wait = derive_max_wait
-        self._pending_rows = 0  # spans committed since the last pass
-        self._pending_first = time.monotonic()  # when the first of them was
         self._max_derive_retry = max_derive_retry
         self._derive_retry = 0.0  # after failed passes: the growing wait before the next try
+        self._retry_due = 0.0  # no pass before this while retrying
         self._barrier_timeout = barrier_timeout
-        self._barriers: list[Future[None]] = []
         self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)  # the deriver waits on it
+        # Commits are numbered; a pass covers every commit up to the number it read before its
+        # snapshot. Readers wait for a pass covering the commits acknowledged when they asked.
+        self._committed = 0
+        self._committed_rows = 0
+        self._derived = 0
+        self._derived_rows = 0
+        self._commit_times: deque[tuple[int, float]] = deque()  # (number, when) of commits not derived yet
+        self._barriers: list[tuple[int, Future[None]]] = []
+        self._writer_done = False
         self.stats = WriterStats()
         self._closed = False
-        # Commits whose traces are not derived yet (rows a crash left count as one). fetchall: a
-        # result left half read keeps its transaction open, and while it is open the passes'
-        # updates of stored spans are never cleaned up, so no checkpoint could ever run.
-        self._pending_commits = int(bool(con.execute("SELECT count(*) FROM derive_pending").fetchall()[0][0]))
-        self._derive_due = time.monotonic()  # when the pending commits' pass runs unless a reader asks first
-        if self._pending_commits:
+        # fetchall: a result left half read keeps its transaction open, and while it is open the
+        # passes' updates of stored spans are never cleaned up, so no checkpoint could ever run.
+        if con.execute("SELECT count(*) FROM derive_pending").fetchall()[0][0]:
             log.info("deriving the traces left pending by the last run of %s", path)
             recovery = con.cursor()
+            self._committed = 1  # rows a crash left count as one commit
+            self._commit_times.append((1, time.monotonic()))
             self._derive(recovery)
             recovery.close()
         self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._thread.start()
+        self._deriver = threading.Thread(target=self._run_deriver, name="loopsight-deriver", daemon=True)
+        self._deriver.start()
 
     @classmethod
     def open(
@@ -382,7 +395,7 @@ class Store:
     @property
     def derive_pending_commits(self) -> int:
         """Commits whose traces the next derive pass will derive (0 when the tables are current)."""
-        return self._pending_commits
+        return self._committed - self._derived
 
     @property
     def queued_rows(self) -> int:
@@ -393,7 +406,7 @@ class Store:
         """A new connection to the same database for one reader (thread-safe to use alone).
 
         Its derived tables include every acknowledged span: when commits are waiting for
-        their derive pass, this asks the writer for it and waits (at most ``barrier_timeout``
+        their derive pass, this asks the deriver for it and waits (at most ``barrier_timeout``
         seconds, then reads anyway). A connection kept open sees later commits, but only a
         new ``reader()`` call waits for their derivation. ``derived=False`` skips the wait,
         for readers of anything but the derived tables (e.g. ``duckdb_memory()``).
@@ -413,12 +426,14 @@ class Store:
         Returns ``False`` if the pass did not finish within ``barrier_timeout`` seconds.
         Costs nothing when no commit is pending.
         """
-        if not self._pending_commits or self._closed or threading.current_thread() is self._thread:
+        if threading.current_thread() is self._deriver:
             return True
-        barrier: Future[None] = Future()
         with self._lock:
-            self._barriers.append(barrier)
-        self._queue.put(_WAKE)
+            if self._derived >= self._committed or self._writer_done and not self._deriver.is_alive():
+                return True
+            barrier: Future[None] = Future()
+            self._barriers.append((self._committed, barrier))
+            self._wakeup.notify()
         try:
             barrier.result(timeout=self._barrier_timeout)
         except TimeoutError:
@@ -437,14 +452,18 @@ class Store:
         return total
 
     def close(self) -> None:
-        """Stop taking batches, commit everything queued, and close the file."""
+        """Stop taking batches, commit everything queued, derive it, and close the file."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         self._queue.put(_STOP)
         self._thread.join()
-        self._release_barriers()  # readers that asked while the writer was finishing its last pass
+        with self._lock:
+            self._writer_done = True
+            self._wakeup.notify()
+        self._deriver.join()
+        self._release_barriers(everything=True)  # readers that asked while the last pass ran
         try:
             self._con.close()
         except duckdb.Error as exc:
@@ -452,27 +471,21 @@ class Store:
 
     def _run(self) -> None:
         con = self._con.cursor()
-        held: Any = None
         while True:
-            first, held = (held, None) if held is not None else (self._next(con), None)
+            first = self._queue.get()
             if first is _STOP:
                 break
-            if first is _WAKE:
-                if self._barriers:
-                    self._derive(con)
-                continue
             if isinstance(first, _Job):
                 self._run_job(con, first)
                 continue
             batch = [first]
             rows = first.table.num_rows
+            held: Any = None
             while rows < self._max_batch_rows:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is _WAKE:  # answered by the pass after this commit
-                    continue
                 if not isinstance(item, _Pending):
                     held = item
                     break
@@ -482,72 +495,86 @@ class Store:
                 self._queued_batches -= len(batch)
                 self._queued_rows -= rows
             self._commit(con, batch)
-            if self._barriers or (self._pending_commits and time.monotonic() >= self._derive_due):
-                self._derive(con)
-        self._derive(con)
+            if held is _STOP:
+                break
+            if held is not None:
+                self._run_job(con, held)
         con.close()
 
-    def _next(self, con: duckdb.DuckDBPyConnection) -> Any:
-        """The next queue item; while none comes, runs the pass once it is due."""
-        while True:
-            try:
-                return self._queue.get_nowait()
-            except queue.Empty:
-                pass
-            if not self._pending_commits:
-                return self._queue.get()
-            # Not as soon as the writer is idle: a pass costs ~150-200 ms of CPU however few
-            # spans it covers, so a trickle of requests would pay one per request.
-            wait = self._derive_due - time.monotonic()
-            if wait > 0:
-                try:
-                    return self._queue.get(timeout=wait)
-                except queue.Empty:
-                    pass
+    def _run_deriver(self) -> None:
+        con = self._con.cursor()
+        last = False
+        while not last:
+            with self._lock:
+                while not self._writer_done:
+                    wait = self._due() - time.monotonic() if self._derived < self._committed else None
+                    if wait is not None and (wait <= 0 or self._barriers):  # a reader asks: even while retrying
+                        break
+                    self._wakeup.wait(wait)
+                last = self._writer_done  # then the writer has committed its last batch
             self._derive(con)
+        con.close()
+
+    def _due(self) -> float:
+        """When the pending commits' pass runs unless a reader asks first (lock held)."""
+        first = self._commit_times[0][1]
+        rows = self._committed_rows - self._derived_rows
+        # A pass costs about the same for a few spans as for thousands: under a trickle wait
+        # longer; under a flood keep passes short (readers wait for them).
+        wait = self._derive_interval if rows >= self._derive_rows else self._derive_max_wait
+        return max(first + wait, self._retry_due)
 
     def _derive(self, con: duckdb.DuckDBPyConnection) -> None:
         """Recompute the derived tables of every pending trace in one transaction, then
         release the readers waiting for it (also when it failed: they read what is there)."""
-        if self._pending_commits:
-            started = time.perf_counter()
-            try:
-                con.begin()
-                pending = con.sql(
-                    _PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}
-                ).to_arrow_table()
-                if pending.num_rows:
-                    con.register("touched", pending.select(["TraceId"]))
-                    since = pc.min(pending.column("since")).as_py()
-                    con.execute(RESOLVE_RUNS_SQL, {"since": since})
-                    # Steps can be derived once a trace's run is known, which may be a later commit.
-                    con.execute(DERIVE_STEPS_SQL, {"since": since})
-                    refresh_derived(con, since=since)
-                    con.execute("DELETE FROM derive_pending")
-                con.commit()
-            except Exception as exc:  # the rows stay pending; the next pass tries again
-                _rollback(con)
-                self.stats.failed_derives += 1
+        with self._lock:
+            covered, covered_rows = self._committed, self._committed_rows
+        if covered <= self._derived:
+            self._release_barriers()
+            return
+        started = time.perf_counter()
+        try:
+            con.begin()  # after reading ``covered``: its snapshot holds those commits
+            pending = con.sql(
+                _PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}
+            ).to_arrow_table()
+            if pending.num_rows:
+                con.register("touched", pending.select(["TraceId"]))
+                since = pc.min(pending.column("since")).as_py()
+                con.execute(RESOLVE_RUNS_SQL, {"since": since})
+                # Steps can be derived once a trace's run is known, which may be a later commit.
+                con.execute(DERIVE_STEPS_SQL, {"since": since})
+                refresh_derived(con, since=since)
+                con.execute("DELETE FROM derive_pending")
+            con.commit()
+        except Exception as exc:  # the rows stay pending; the next pass tries again
+            _rollback(con)
+            self.stats.failed_derives += 1
+            with self._lock:
                 # Not after every commit while it keeps failing, nor every interval when idle.
                 self._derive_retry = min(max(2 * self._derive_retry, self._derive_interval), self._max_derive_retry)
-                self._derive_due = time.monotonic() + self._derive_retry
-                log.error("deriving the per-run tables failed: %s", exc)
-            else:
-                self._pending_commits = 0
-                self._pending_rows = 0
-                self._derive_retry = 0.0
-                self.stats.record_derive(time.perf_counter() - started)
-            finally:
-                try:
-                    con.unregister("touched")
-                except duckdb.Error:
-                    pass
-        self._release_barriers()
+                self._retry_due = time.monotonic() + self._derive_retry
+            log.error("deriving the per-run tables failed: %s", exc)
+            self._release_barriers(everything=True)
+        else:
+            with self._lock:
+                self._derived, self._derived_rows = covered, covered_rows
+                while self._commit_times and self._commit_times[0][0] <= covered:
+                    self._commit_times.popleft()
+                self._derive_retry = self._retry_due = 0.0
+            self.stats.record_derive(time.perf_counter() - started)
+            self._release_barriers()
+        finally:
+            try:
+                con.unregister("touched")
+            except duckdb.Error:
+                pass
 
-    def _release_barriers(self) -> None:
+    def _release_barriers(self, everything: bool = False) -> None:
         with self._lock:
-            barriers, self._barriers = self._barriers, []
-        for barrier in barriers:
+            done = [b for b in self._barriers if everything or b[0] <= self._derived]
+            self._barriers = [b for b in self._barriers if not (everything or b[0] <= self._derived)]
+        for _, barrier in done:
             barrier.set_result(None)
 
     def _run_job(self, con: duckdb.DuckDBPyConnection, job: _Job) -> None:
@@ -591,15 +618,11 @@ class Store:
                 pass
         self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
         if inserted:
-            if not self._pending_commits:
-                self._pending_first = time.monotonic()
-            self._pending_commits += 1
-            self._pending_rows += inserted
-            if not self._derive_retry:  # a failing pass keeps its backoff
-                # A pass costs about the same for a few spans as for thousands: under a trickle
-                # wait longer; under a flood keep passes (which block commits) short.
-                wait = self._derive_interval if self._pending_rows >= self._derive_rows else self._derive_max_wait
-                self._derive_due = self._pending_first + wait
+            with self._lock:  # before the answers: a reader asking after one waits for this commit's pass
+                self._committed += 1
+                self._committed_rows += inserted
+                self._commit_times.append((self._committed, time.monotonic()))
+                self._wakeup.notify()
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
 
