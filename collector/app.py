@@ -37,7 +37,7 @@ from loopsight.collector.admission import Admission, Overloaded
 from loopsight.collector.api import query_routes
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import JSON, PROTOBUF, BadRequest, TooLarge, UnsupportedMediaType, decode_request, media_type
+from loopsight.collector.otlp import JSON, PROTOBUF, BadRequest, TooLarge, UnsupportedMediaType, decompress, media_type, parse_request
 from loopsight.collector.receiver import Receiver
 from loopsight.collector.store import QueueFull, StoreError
 
@@ -167,8 +167,10 @@ def create_app(
     limiter: list[anyio.CapacityLimiter] = []  # created on first use, inside the event loop
 
     def decode_and_queue(body: bytes, kind: str, encoding: str | None, ticket: Any) -> Any:
-        export = decode_request(body, kind, encoding, settings.max_body_bytes)
-        if not ticket.resize(export.ByteSize()):
+        data = decompress(body, encoding, settings.max_body_bytes)
+        export = parse_request(data, kind)
+        # A protobuf body's decompressed length is its size (ByteSize() would walk every span).
+        if not ticket.resize(len(data) if kind == PROTOBUF else export.ByteSize()):
             raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
         prepared, future = receiver.accept(export, "http")
         # Only the Arrow table waits for the commit; the forwarder gets the request re-encoded.

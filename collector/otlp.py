@@ -102,7 +102,11 @@ def _hex_ids_to_base64(node: Any) -> None:
 def decode_request(body: bytes, content_type: str, encoding: str | None, max_bytes: int) -> ExportTraceServiceRequest:
     """Decode an export request body; raises BadRequest, TooLarge or UnsupportedMediaType."""
     kind = media_type(content_type)
-    data = decompress(body, encoding, max_bytes)
+    return parse_request(decompress(body, encoding, max_bytes), kind)
+
+
+def parse_request(data: bytes, kind: str) -> ExportTraceServiceRequest:
+    """Parse a decompressed body of media type ``kind`` (:data:`PROTOBUF` or :data:`JSON`); raises BadRequest."""
     request = ExportTraceServiceRequest()
     if kind == PROTOBUF:
         try:
