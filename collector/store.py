@@ -1,4 +1,4 @@
-"""The DuckDB store: schema by migrations, one writer thread with group commit, read cursors.
+"""The DuckDB store: schema by migrations, one writer thread with group commit, a deriver thread, read cursors.
 
 Only the collector process opens the file read-write. Requests hand Arrow tables to
 :meth:`Store.submit` and are answered when the returned future resolves, which happens
@@ -36,15 +36,18 @@ much for one commit's traces as for many (~150-200 ms of CPU, mostly planning), 
 are spaced rather than run whenever the writer is idle: a trickle of requests would
 otherwise pay one pass per request, while under a flood a pass a second stays short
 (readers wait for it). Commits go on while a pass runs: only the pass updates stored spans
-and only commits insert them, so the two transactions never touch the same row.
+and only commits insert them, so the two transactions never touch the same row. Unless a
+reader asks, a pass also starts at least ``derive_interval`` after the last one ended: a
+commit cannot checkpoint the write-ahead log while a pass's transaction is open, so back-to-back
+passes under a flood would let the log grow for as long as the flood lasts.
 :meth:`Store.reader` asks for that pass when commits are pending and waits for it, so a
 query made after an acknowledgement sees resolved runs and current derived tables
 ("current once read").
 
 Maintenance work (retention deletes) runs on the writer's thread between commits via
-:meth:`Store.run_job`. It may race a pass over the same rows (old spans of a trace still
-pending): the later of the two fails and is tried again (the pass at once, retention at its
-next interval).
+:meth:`Store.run_job`. It may race a pass when both delete the derived rows of the same runs
+(a pass whose look-back reaches past the retention cutoff): the later of the two fails and
+is tried again (the pass after its retry wait, retention at its next interval).
 
 Example:
     >>> store = Store.open("/tmp/doc.duckdb")  # doctest: +SKIP
@@ -90,7 +93,7 @@ class StoreError(Exception):
 
 @dataclass
 class WriterStats:
-    """Counters the writer keeps for /metrics."""
+    """Counters the writer and the deriver keep for /metrics."""
 
     commits: int = 0
     rows_committed: int = 0
@@ -267,7 +270,7 @@ def _unique_spans(table: pa.Table) -> pa.Table:
 
 
 class Store:
-    """One DuckDB file owned by this process, written by a single thread."""
+    """One DuckDB file owned by this process: spans inserted by one writer thread, derived by one deriver thread."""
 
     def __init__(
         self,
@@ -301,6 +304,7 @@ class Store:
         self._max_derive_retry = max_derive_retry
         self._derive_retry = 0.0  # after failed passes: the growing wait before the next try
         self._retry_due = 0.0  # no pass before this while retrying
+        self._last_pass_end = 0.0  # unless a reader asks, no pass before derive_interval after this
         self._barrier_timeout = barrier_timeout
         self._lock = threading.Lock()
         self._wakeup = threading.Condition(self._lock)  # the deriver waits on it
@@ -423,7 +427,8 @@ class Store:
     def wait_derived(self) -> bool:
         """Wait until the derived tables cover every commit acknowledged so far.
 
-        Returns ``False`` if the pass did not finish within ``barrier_timeout`` seconds.
+        Returns ``False`` if the pass did not finish within ``barrier_timeout`` seconds
+        (``True`` also after a pass that failed: the tables are then read as they are).
         Costs nothing when no commit is pending.
         """
         if threading.current_thread() is self._deriver:
@@ -522,7 +527,7 @@ class Store:
         # A pass costs about the same for a few spans as for thousands: under a trickle wait
         # longer; under a flood keep passes short (readers wait for them).
         wait = self._derive_interval if rows >= self._derive_rows else self._derive_max_wait
-        return max(first + wait, self._retry_due)
+        return max(first + wait, self._retry_due, self._last_pass_end + self._derive_interval)
 
     def _derive(self, con: duckdb.DuckDBPyConnection) -> None:
         """Recompute the derived tables of every pending trace in one transaction, then
@@ -562,6 +567,7 @@ class Store:
                 while self._commit_times and self._commit_times[0][0] <= covered:
                     self._commit_times.popleft()
                 self._derive_retry = self._retry_due = 0.0
+                self._last_pass_end = time.monotonic()
             self.stats.record_derive(time.perf_counter() - started)
             self._release_barriers()
         finally:

@@ -400,20 +400,21 @@ def test_a_pass_runs_once_enough_spans_wait_for_it(tmp_path: Path, corpus_spans:
 def test_commits_are_answered_while_a_pass_runs(tmp_path: Path) -> None:
     """Passes run on their own thread: a batch that arrives during a long pass is committed and
     answered before that pass ends, and a reader asking after the answer sees its run."""
-    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=3600, derive_max_wait=3600)
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=3600, derive_max_wait=3600, barrier_timeout=120)
     try:
         spans = [span for _ in range(12_000) for span in make_run()]  # 48,000 spans: a pass of ~0.5 s here
         for at in range(0, len(spans), 4096):
             ingest_request(store, request_of(spans[at : at + 4096]))
-        pass_ended: list[float] = []
-        reader = threading.Thread(target=lambda: (store.wait_derived(), pass_ended.append(time.monotonic())))
+        pass_ended: list[tuple[bool, float]] = []
+        reader = threading.Thread(target=lambda: pass_ended.append((store.wait_derived(), time.monotonic())))
         reader.start()
         time.sleep(0.05)  # the pass has begun
         late = make_run(trace_id=b"\x07" * 16)
         assert ingest_request(store, request_of(late)) == len(late)
         answered = time.monotonic()
         reader.join()
-        assert store.stats.derive_passes == 1 and answered < pass_ended[0]
+        (derived, ended), = pass_ended
+        assert derived and store.stats.derive_passes == 1 and answered < ended
         con = store.reader()  # waits for a pass that covers the late commit
         assert con.execute("SELECT count(*) FROM run_facts WHERE trace_id = ?", ["07" * 16]).fetchone()[0] == 1
         assert store.derive_pending_commits == 0
