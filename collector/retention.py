@@ -1,9 +1,9 @@
 """``--retention 30d``: delete spans older than that, in the background, in small chunks.
 
 Each chunk is one short transaction on the writer thread between ingest commits, so a
-large backlog of old spans never holds the writer for long. A chunk that deletes rows a
-concurrent derive pass is updating (old spans of a trace that just got new ones) fails and
-is tried again at the next interval.
+large backlog of old spans never holds the writer for long. A chunk whose pruning of derived
+rows meets a concurrent derive pass deleting the same rows (a pass whose look-back reaches
+past the cutoff) fails and is tried again at the next interval.
 
 Example:
     >>> parse_duration("30d").days

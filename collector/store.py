@@ -379,16 +379,22 @@ class Store:
             self._queued_batches += 1
             self._queued_rows += table.num_rows
         pending = _Pending.of(table)
-        self._queue.put(pending)
-        return pending.future
+        with self._lock:  # queued under the lock: close() puts its stop mark under it, so none lands after it
+            if not self._closed:
+                self._queue.put(pending)
+                return pending.future
+            self._queued_batches -= 1
+            self._queued_rows -= table.num_rows
+        raise QueueFull("the store is shutting down")
 
     def run_job(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
         """Run ``work(connection)`` on the writer thread between commits (its own transaction)."""
         job = _Job(work)
-        if self._closed:
-            job.future.set_exception(StoreError("the store is closed"))
-            return job.future
-        self._queue.put(job)
+        with self._lock:
+            if not self._closed:
+                self._queue.put(job)
+                return job.future
+        job.future.set_exception(StoreError("the store is closed"))
         return job.future
 
     @property
@@ -462,7 +468,7 @@ class Store:
             if self._closed:
                 return
             self._closed = True
-        self._queue.put(_STOP)
+            self._queue.put(_STOP)
         self._thread.join()
         with self._lock:
             self._writer_done = True
