@@ -420,3 +420,23 @@ def test_commits_are_answered_while_a_pass_runs(tmp_path: Path) -> None:
         assert store.derive_pending_commits == 0
     finally:
         store.close()
+
+
+def test_a_pass_starts_derive_interval_after_the_last_one_ended(tmp_path: Path) -> None:
+    """Under a steady stream of commits passes are spaced from the end of the last one, so the
+    writer's commits get windows with no pass open, in which they can checkpoint the log."""
+    store = Store.open(str(tmp_path / "s.duckdb"), derive_interval=0.5, derive_max_wait=0.5, derive_rows=1)
+    try:
+        seen: list[tuple[int, float, float]] = []  # (passes, when seen, seconds spent in passes)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            ingest_request(store, request_of([span for _ in range(25) for span in make_run()]))
+            stats = store.stats
+            if not seen or stats.derive_passes > seen[-1][0]:
+                seen.append((stats.derive_passes, time.monotonic(), stats.derive_seconds_sum))
+        # Idle time before each pass: its end (as seen) less its length, less the previous end.
+        idle = [(t - (spent - spent_before)) - t_before
+                for (n_before, t_before, spent_before), (n, t, spent) in zip(seen, seen[1:]) if n == n_before + 1]
+        assert len(idle) >= 2 and min(idle) >= 0.4, idle  # 0.5 s, less how late each end is seen (~0.23 without the spacing)
+    finally:
+        store.close()
