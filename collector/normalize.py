@@ -190,6 +190,21 @@ def _int(value: str | None, bound: int = 2**63) -> int | None:
     return number if -bound <= number < bound else None
 
 
+MAX_TOKENS = 2**32  # per call; sums over a run's calls then stay far inside the BIGINT columns
+
+
+def _tokens(value: str | None) -> int | None:
+    """A token count, ``None`` when missing, malformed, negative or not below :data:`MAX_TOKENS`
+    (the raw attribute stays in ``SpanAttributes``).
+
+    Example:
+        >>> _tokens("120"), _tokens("-3"), _tokens(str(5 * 10**18))
+        (120, None, None)
+    """
+    number = _int(value, MAX_TOKENS)
+    return number if number is not None and number >= 0 else None
+
+
 def span_type(attrs: dict[str, str], name: str) -> str:
     """Decide agent / llm / tool / other in the spec's priority order."""
     for key, table in _KIND_ATTRIBUTES:
@@ -253,7 +268,7 @@ def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None]:
         return None, None
     if not isinstance(usage, dict):
         return None, None
-    return _int(str(usage.get("input", ""))), _int(str(usage.get("output", "")))
+    return _tokens(str(usage.get("input", ""))), _tokens(str(usage.get("output", "")))
 
 
 class SpanRow(NamedTuple):
@@ -379,8 +394,8 @@ def span_row(
             args_sketch = sketch(raw_args)
     elif kind == "llm":
         model = _first(attrs, _MODEL_KEYS)
-        input_tokens = _int(_first(attrs, _INPUT_TOKEN_KEYS))
-        output_tokens = _int(_first(attrs, _OUTPUT_TOKEN_KEYS))
+        input_tokens = _tokens(_first(attrs, _INPUT_TOKEN_KEYS))
+        output_tokens = _tokens(_first(attrs, _OUTPUT_TOKEN_KEYS))
         if input_tokens is None and output_tokens is None:
             input_tokens, output_tokens = _langfuse_usage(attrs)
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None

@@ -138,10 +138,16 @@ def _get(key: str) -> str:
     return f"if(mapContains(SpanAttributes, {_lit(key)}), {_attr(key)}, NULL)"
 
 
-def _int(expr: str, ch_type: str = "Int64") -> str:
-    """``normalize._int``: int(float(text)), NULL when it does not parse."""
+def _int(expr: str, ch_type: str = "Int64", low: int = -(2**63), high: int = 2**63) -> str:
+    """``normalize._int``: int(float(text)), NULL when it does not parse or lies outside ``[low, high)``."""
     number = f"toFloat64OrNull(ifNull({expr}, ''))"
-    return f"if(isFinite(ifNull({number}, nan)), to{ch_type}(assumeNotNull({number})), NULL)"
+    inside = f"isFinite(ifNull({number}, nan)) AND assumeNotNull({number}) >= {low} AND assumeNotNull({number}) < {high}"
+    return f"if({inside}, to{ch_type}(assumeNotNull({number})), NULL)"
+
+
+def _count(expr: str) -> str:
+    """``normalize._tokens``: a token count in ``[0, MAX_TOKENS)``, else NULL."""
+    return _int(expr, "Int64", 0, N.MAX_TOKENS)
 
 
 def _transform(key: str, table: dict[str, str]) -> str:
@@ -205,12 +211,12 @@ def _usage(field: str) -> str:
         f"if(JSONType({usage}, {_lit(field)}) = 'String', JSONExtractString({usage}, {_lit(field)}), "
         f"JSONExtractRaw({usage}, {_lit(field)}))"
     )
-    return f"if(isValidJSON({usage}) AND JSONType({usage}) = 'Object', {_int(value)}, NULL)"
+    return f"if(isValidJSON({usage}) AND JSONType({usage}) = 'Object', {_count(value)}, NULL)"
 
 
 def _tokens(keys: tuple[str, ...], field: str) -> str:
     both_missing = f"{_first(N._INPUT_TOKEN_KEYS)} IS NULL AND {_first(N._OUTPUT_TOKEN_KEYS)} IS NULL"
-    return f"if(loopsight_span_type = 'llm', if({both_missing}, {_usage(field)}, {_int(_first(keys))}), NULL)"
+    return f"if(loopsight_span_type = 'llm', if({both_missing}, {_usage(field)}, {_count(_first(keys))}), NULL)"
 
 
 def typed_columns() -> list[tuple[str, str, str]]:
@@ -235,7 +241,7 @@ def typed_columns() -> list[tuple[str, str, str]]:
         ("operation", lc, _get(A.OPERATION_NAME)),
         ("agent", lc, f"multiIf({agent_name} IS NOT NULL, {agent_name}, loopsight_span_type = 'agent', "
                       f"if({entity} != '', {entity}, {_strip_prefix('invoke_agent ')}), NULL)"),
-        ("step", "Nullable(Int32)", _int(_get(A.STEP), "Int32")),
+        ("step", "Nullable(Int32)", _int(_get(A.STEP), "Int32", -(2**31), 2**31)),
         ("tool", lc, f"if(loopsight_span_type = 'tool', multiIf({tool_name} IS NOT NULL, {tool_name}, "
                      f"{entity} != '', {entity}, {_strip_prefix('execute_tool ')}), NULL)"),
         ("args_hash", "Nullable(String)", f"multiIf({_attr(A.TOOL_ARGS_HASH)} != '', {_attr(A.TOOL_ARGS_HASH)}, "
@@ -251,18 +257,22 @@ def typed_columns() -> list[tuple[str, str, str]]:
                                    f"{_attr(A.TERMINATION_REASON)}, if({_IS_ERROR}, 'error', 'completed')), NULL)"),
         ("fallback", lc, _get(A.FALLBACK)),
         ("loop_kind", lc, _get(A.LOOP_KIND)),
-        ("attempts", "Nullable(Int32)", _int(_get(A.TOOL_ATTEMPTS), "Int32")),
+        ("attempts", "Nullable(Int32)", _int(_get(A.TOOL_ATTEMPTS), "Int32", -(2**31), 2**31)),
         ("args_sketch", "Nullable(UInt64)", f"multiIf({_attr(ARGS_SKETCH_KEY)} != '', toUInt64OrNull({_attr(ARGS_SKETCH_KEY)}), "
                                             f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
                                             f"{sketch_sql(f'assumeNotNull({raw_args})')}, NULL)"),
     ]
 
 
-def span_type_modify_ddl(options: "SchemaOptions") -> str:
-    """Bring an existing table's span-type expression up to ``span_type_sql`` (new inserts)."""
+def typed_columns_modify_ddl(options: "SchemaOptions", names: tuple[str, ...]) -> list[str]:
+    """Bring an existing table's expressions of the typed columns ``names`` up to
+    :func:`typed_columns` (for new inserts; stored rows keep what they were computed with)."""
     cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
-    return (f"ALTER TABLE {options.table}{cluster} MODIFY COLUMN loopsight_span_type "
-            f"LowCardinality(String) MATERIALIZED {span_type_sql()} CODEC(ZSTD(1))")
+    columns = ",\n    ".join(
+        f"MODIFY COLUMN loopsight_{name} {ch_type} MATERIALIZED {expr} CODEC(ZSTD(1))"
+        for name, ch_type, expr in typed_columns() if name in names
+    )
+    return [f"ALTER TABLE {options.table}{cluster}\n    {columns}"]
 
 
 def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
@@ -472,12 +482,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0003_spans_view", lambda o: [INDEX_TABLE, STATE_TABLE, spans_view_sql(o.table)]),
     Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
     Migration("0005_run_index", lambda o: [INDEX_TABLE, STATE_TABLE]),
-    Migration("0006_span_type_pydantic_run", lambda o: [span_type_modify_ddl(o)]),
+    Migration("0006_span_type_pydantic_run", lambda o: typed_columns_modify_ddl(o, ("span_type",))),
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
     # adds loopsight_args_sketch (the other typed columns exist: ADD COLUMN IF NOT EXISTS)
     Migration("0008_args_sketch", typed_columns_ddl),
     Migration("0009_typed_spans", typed_spans_ddl),
     Migration("0010_run_facts", lambda o: [RUN_LOOPS_TABLE, RUN_STEPS_TABLE, RUN_MEMBERS_TABLE], _derive_all),
+    # token counts outside [0, 2^32) and steps or attempts outside Int32 read as NULL, as at ingest
+    Migration("0011_bounded_numbers",
+              lambda o: typed_columns_modify_ddl(o, ("step", "input_tokens", "output_tokens", "attempts"))),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
