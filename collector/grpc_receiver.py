@@ -30,6 +30,7 @@ log = logging.getLogger("loopsight.collector")
 
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+MAX_CONCURRENT_CALLS = 256
 
 
 class TraceService:
@@ -122,7 +123,11 @@ def start_grpc(
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=workers * 4,
+        # gRPC answers calls over this cap RESOURCE_EXHAUSTED without RetryInfo, which the Go
+        # exporters drop: it is only a backstop far above a fleet's burst. Calls beyond the
+        # workers wait for one; overload is the admission budget's to refuse (UNAVAILABLE).
+        # (An HTTP/2 stream limit instead makes the Python client fail calls with REFUSED_STREAM.)
+        maximum_concurrent_rpcs=MAX_CONCURRENT_CALLS,
     )
     server.add_generic_rpc_handlers((TraceService(receiver, token, retry_after_seconds).handler(),))
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -107,6 +107,38 @@ def test_grpc_unavailable_carries_retry_info_and_the_sdk_exporter_retries(blocke
         server.stop(grace=None)
 
 
+def test_a_burst_of_grpc_exports_waits_its_turn_instead_of_resource_exhausted(tmp_path, free_tcp_port):
+    """64 exports at once while the writer is busy: gRPC's own concurrency cap answered the 33rd on
+    with RESOURCE_EXHAUSTED and no RetryInfo, which the Go exporters drop; now they queue for a worker."""
+    store = Store.open(str(tmp_path / "burst.duckdb"))
+    release = threading.Event()
+    app = create_app(store, Settings())
+    port = free_tcp_port()
+    server = start_grpc(app.state.receiver, "127.0.0.1", port, workers=4)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            export = channel.unary_unary(EXPORT, request_serializer=ExportTraceServiceRequest.SerializeToString,
+                                         response_deserializer=ExportTraceServiceResponse.FromString)
+            export(request_of(make_run(tools=1)), timeout=30)  # connected: the client knows the stream limit
+            store.run_job(lambda con: release.wait(60))
+            calls = [export.future(request_of(make_run(tools=1)), timeout=60) for _ in range(64)]
+            time.sleep(1.0)  # every call has reached the server while the writer is held
+            release.set()
+            codes: list[object] = []
+            for call in calls:
+                try:
+                    call.result()
+                    codes.append(grpc.StatusCode.OK)
+                except grpc.RpcError as exc:
+                    codes.append((exc.code(), exc.details()))
+        assert codes == [grpc.StatusCode.OK] * 64
+        assert store.reader().execute("SELECT count(*) FROM spans").fetchone()[0] == 65 * 3
+    finally:
+        server.stop(grace=None)
+        release.set()
+        store.close()
+
+
 def test_extra_metrics_hook_adds_gauges_and_a_broken_one_does_not_break_metrics(store):
     app = create_app(store, Settings())
     app.state.metrics.extra_metrics.append(lambda: "# TYPE loopsight_alert_firing gauge\nloopsight_alert_firing 2")
