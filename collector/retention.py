@@ -40,6 +40,9 @@ def _delete_chunk(con: Any, cutoff: datetime, chunk: int) -> int:
     return deleted
 
 
+_LONGEST = 100 * 365 * 86400  # a longer keep would put the cutoff before year 1
+
+
 def parse_duration(text: str) -> timedelta:
     """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (or a combination like ``1d12h``)."""
     cleaned = text.strip().lower()
@@ -49,6 +52,8 @@ def parse_duration(text: str) -> timedelta:
     seconds = sum(int(n) * _UNITS[u] for n, u in parts)
     if seconds <= 0:
         raise ValueError(f"retention {text!r} must be longer than zero")
+    if seconds > _LONGEST:
+        raise ValueError(f"retention {text!r} is longer than 100 years")
     return timedelta(seconds=seconds)
 
 

@@ -654,6 +654,12 @@ def _check_directory(path: str) -> None:
         raise StoreError(f"cannot write {path}: directory {directory} is not writable")
     if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
         raise StoreError(f"cannot open {path}: the file is not readable and writable by this user")
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        with open(path, "rb") as file:
+            header = file.read(12)
+        # DuckDB 2 would open a .json or .csv file as a table instead of refusing it
+        if header[8:12] != b"DUCK":
+            raise StoreError(f"{path} is not a DuckDB database (or is damaged): it has no DuckDB file header")
 
 
 def _explain_io_error(path: str, exc: Exception) -> str:

@@ -59,6 +59,9 @@ CaptureOpt = Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", he
 MaxValueOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTE_LENGTH", min=1, help="Attribute values longer than this many characters are cut, with a marker.")]
 MaxAttributesOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTES", min=1, help="Attributes kept per span (or event, link).")]
 MaxEventsOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events kept per span.")]
+HttpPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", min=1, max=65535, help="OTLP/HTTP + query API port.")]
+GrpcPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", min=0, max=65535, help="OTLP/gRPC port (0: off).")]
+DashboardPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", min=1, max=65535, help="Dashboard port.")]
 
 DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
 _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
@@ -104,13 +107,13 @@ def collector(
     ctx: typer.Context,
     db: DbOpt = config.DEFAULT_DB,
     host: Annotated[str, typer.Option(envvar="LOOPSIGHT_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
-    http_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", help="OTLP/HTTP + query API port.")] = config.DEFAULT_HTTP_PORT,
-    grpc_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", help="OTLP/gRPC port.")] = config.DEFAULT_GRPC_PORT,
+    http_port: HttpPortOpt = config.DEFAULT_HTTP_PORT,
+    grpc_port: GrpcPortOpt = config.DEFAULT_GRPC_PORT,
     token: TokenOpt = None,
     rules: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
     retention: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")] = None,
     forward_to: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint.")] = None,
-    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.")] = 30.0,
+    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", min=0.1, help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.")] = 30.0,
     capture_content: CaptureOpt = False,
     max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
     max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
@@ -149,7 +152,7 @@ def dashboard(
     ctx: typer.Context,
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
-    port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", help="Port to serve on.")] = config.DEFAULT_DASHBOARD_PORT,
+    port: DashboardPortOpt = config.DEFAULT_DASHBOARD_PORT,
     host: Annotated[str, typer.Option(envvar="LOOPSIGHT_DASHBOARD_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
     token: TokenOpt = None,
     store: StoreOpt = None,
@@ -350,9 +353,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 def up(
     demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Also send demo traffic.")] = False,
     db: DbOpt = config.DEFAULT_DB,
-    http_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT")] = config.DEFAULT_HTTP_PORT,
-    grpc_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT")] = config.DEFAULT_GRPC_PORT,
-    dashboard_port: Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT")] = config.DEFAULT_DASHBOARD_PORT,
+    http_port: HttpPortOpt = config.DEFAULT_HTTP_PORT,
+    grpc_port: GrpcPortOpt = config.DEFAULT_GRPC_PORT,
+    dashboard_port: DashboardPortOpt = config.DEFAULT_DASHBOARD_PORT,
     demo_runs: Annotated[int, typer.Option(min=1, help="Runs in the first demo batch.")] = 60,
     demo_every: Annotated[float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")] = 30.0,
     token: TokenOpt = None,

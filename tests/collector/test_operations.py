@@ -98,12 +98,18 @@ def assert_clean_failure(result: subprocess.CompletedProcess[str], needle: str) 
 def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tcp_port):
     not_a_db = tmp_path / "notes.duckdb"
     not_a_db.write_text("hello, this is not a database\n" * 1000)
+    json_file = tmp_path / "notes.json"  # DuckDB 2 opens a .json file as a table of its own
+    json_file.write_text('{"note": "not a database"}\n')
     cases = {  # each fails before binding anything, so they can share the free ports
         "locked by another process": ["--db", collector_server.db_path],
         f"cannot listen on 127.0.0.1:{collector_server.http_port}": ["--db", str(tmp_path / "a.duckdb"), "--http-port", str(collector_server.http_port)],
         "does not exist": ["--db", str(tmp_path / "nope" / "x.duckdb")],
         "not a DuckDB database": ["--db", str(not_a_db)],
         "not a duration": ["--db", str(tmp_path / "b.duckdb"), "--retention", "soon"],
+        "longer than 100 years": ["--db", str(tmp_path / "c.duckdb"), "--retention", "99999999999d"],
+        "has no DuckDB file header": ["--db", str(json_file)],
+        "less than or equal to 65535": ["--db", str(tmp_path / "d.duckdb"), "--http-port", "99999"],
+        "greater than or equal to 0.1": ["--db", str(tmp_path / "e.duckdb"), "--alert-interval", "-1"],
     }
     free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
     running = {needle: start_cli("collector", *free, *args) for needle, args in cases.items()}
