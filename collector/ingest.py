@@ -95,11 +95,13 @@ def _is_json(path: Path, data: bytes) -> bool:
 def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest]:
     try:
         parsed = json.loads(data)
+    except RecursionError:
+        raise BadRequest(f"{path}: JSON nested too deeply") from None
     except ValueError as whole_file:
         lines = [(number, line) for number, line in enumerate(data.splitlines(), 1) if line.strip()]
         try:
             json.loads(lines[0][1])
-        except ValueError:  # not JSON lines either: the whole file's error says where it breaks
+        except (ValueError, RecursionError):  # not JSON lines either: the whole file's error says where it breaks
             raise BadRequest(f"{path}: not valid JSON: {whole_file}") from None
         for number, line in lines:
             try:

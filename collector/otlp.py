@@ -77,7 +77,7 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
             raise BadRequest(f"body has {len(rest)} bytes after the end of the {encoding} data")
 
 
-_ID_FIELDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+_ID_FIELDS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}  # as the OTel Collector reads them
 _ZERO_TRACE_ID = bytes(16)
 _ZERO_SPAN_ID = bytes(8)
 

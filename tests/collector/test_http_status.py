@@ -68,6 +68,24 @@ def test_protobuf_json_gzip_and_deflate_are_stored_and_answered_in_kind(server):
     assert json_run["trace_id"] == trace_id and json_run["service"] == "json-agent"
 
 
+def test_snake_case_json_ids_are_hex_as_camel_case_ones(server):
+    """The OTel Collector reads ``trace_id``/``span_id``/``parent_span_id`` in OTLP/JSON as hex too;
+    they were read as base64 and the spans rejected for their length."""
+    root = {"trace_id": "5e" * 16, "span_id": "0a" * 8, "name": "invoke_agent snake", "start_time_unix_nano": "1700000000000000000",
+            "end_time_unix_nano": "1700000002000000000",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"string_value": "invoke_agent"}},
+                           {"key": "gen_ai.agent.name", "value": {"string_value": "snake"}}]}
+    tool = {"trace_id": "5e" * 16, "span_id": "0b" * 8, "parent_span_id": "0a" * 8, "name": "execute_tool search",
+            "start_time_unix_nano": "1700000000500000000", "end_time_unix_nano": "1700000001000000000",
+            "attributes": [{"key": "gen_ai.tool.name", "value": {"string_value": "search"}}]}
+    body = json.dumps({"resource_spans": [{"scope_spans": [{"spans": [tool, root]}]}]}).encode()
+    response = post(server, body, {"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (200, {})
+    detail = httpx.get(server.url + "/api/v1/runs/" + "5e" * 16, headers=server.headers, timeout=30).json()
+    assert [(r["agent"], r["tool_calls"]) for r in detail["runs"]] == [("snake", 1)]
+    assert {(s["name"], s["parent_span_id"]) for s in detail["spans"]} == {("invoke_agent snake", None), ("execute_tool search", "0a" * 8)}
+
+
 def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     before = len(runs(server))
     spans = make_run(tools=1)

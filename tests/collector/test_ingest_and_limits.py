@@ -97,6 +97,7 @@ def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
         "broken.json.gz": b"\x1f\x8b\x08\x00broken",
         "empty.pb": b"",
         "noise.bin": b"\xff" * 16,
+        "deep.json": b"[" * 100_000 + b"]" * 100_000,
     }
     for name, body in cases.items():
         (tmp_path / name).write_bytes(body)
@@ -108,6 +109,7 @@ def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
         assert line.startswith(f"skipped: {tmp_path / name}"), line
     assert f"{tmp_path / 'pretty.json'}: not valid JSON" in done.stdout and "line 5" in done.stdout
     assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout
+    assert f"{tmp_path / 'deep.json'}: JSON nested too deeply" in done.stdout
     assert f"{len(cases)} of {len(cases)} file(s) skipped" in done.stderr
 
 
