@@ -95,6 +95,15 @@ def guard_content(attrs: dict[str, str], capture: bool, extra: frozenset[str] = 
             del attrs[key]
 
 
+def _redact_exception(event_attrs: dict[str, str]) -> None:
+    """An exception's message and stacktrace are not content, but SDKs fill them from ``str(exc)``
+    (arguments, keys): redacted whatever the content setting."""
+    for key in ("exception.message", "exception.stacktrace"):
+        value = event_attrs.get(key)
+        if value:
+            event_attrs[key] = redact(value)
+
+
 _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_tool ", "tool"))
 
 
@@ -356,6 +365,8 @@ def span_row(
     else:
         status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
+    if status_message:
+        status_message = redact(status_message)
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
@@ -364,8 +375,10 @@ def span_row(
         for event in span_events[: limits.max_events]:
             event_name = event.name
             event_attrs = attributes_to_dict(event.attributes, limits)
-            if event_name == "exception" and exception_type is None:
-                exception_type = event_attrs.get("exception.type")
+            if event_name == "exception":
+                if exception_type is None:
+                    exception_type = event_attrs.get("exception.type")
+                _redact_exception(event_attrs)
             guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
             events.append((min(event.time_unix_nano, MAX_NANOS), event_name, event_attrs))
     span_links = span.links

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import traceback
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -136,7 +137,9 @@ class SpanHandle:
             return
         error_type, error_class = classify(exc)
         self._fail(error_type, error_class)
-        self.span.record_exception(exc, attributes={"exception.message": redact(str(exc))},
+        # The SDK's own stacktrace would repeat the message, and the source lines, unredacted.
+        stacktrace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.span.record_exception(exc, attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(stacktrace)},
                                    timestamp=STATE.clock(), escaped=True)
 
     def _on_result(self, result: Any) -> None:

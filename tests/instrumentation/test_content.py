@@ -107,9 +107,14 @@ def test_configure_capture_flag(capture):
         STATE.provider = saved
 
 
-def test_exception_messages_are_redacted(loopsight_spans):
+def test_exception_messages_and_stacktraces_are_redacted(loopsight_spans):
     with pytest.raises(RuntimeError):
         with loopsight.tool("t"):
             raise RuntimeError("auth failed for key sk-abcdefghijklmnopqrstuvwx")
     (span,) = loopsight_spans.spans
     assert span.events[0].attributes["exception.message"] == "auth failed for key [REDACTED:api_key]"
+    stacktrace = span.events[0].attributes["exception.stacktrace"]
+    # the SDK's stacktrace held the key twice: in the source line and in the last line
+    assert "sk-abcdefghijklmnopqrstuvwx" not in stacktrace
+    assert stacktrace.startswith("Traceback (most recent call last):")
+    assert stacktrace.rstrip().endswith("RuntimeError: auth failed for key [REDACTED:api_key]")

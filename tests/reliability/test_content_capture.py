@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from reliability_support import kv, otlp_request, stored, tool_span
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 SECRETS = {
     "openai": "sk-proj-" + "Ab3dEf9hIjK1mNoPqR7sTuVwXyZ0aB2cD4eF6gH8iJ0kL2mN",
@@ -18,6 +18,8 @@ SECRETS = {
     "card": "4111 1111 1111 1111",
 }
 HARMLESS = "refund order ORD-77123"
+# an exception's message and stacktrace are not content but hold str(exc): redacted either way
+SECRET_ERROR = " ".join(SECRETS.values())
 TEXT = f"{HARMLESS}; key {SECRETS['openai']} aws {SECRETS['aws']} auth {SECRETS['bearer']} " \
        f"gh {SECRETS['github']} mail {SECRETS['email']} card {SECRETS['card']}"
 
@@ -42,7 +44,13 @@ def _spans() -> list[Span]:
     for name, key in (("gen_ai.content.prompt", "gen_ai.prompt"), ("gen_ai.content.completion", "gen_ai.completion"),
                       ("gen_ai.client.inference.operation.details", "gen_ai.input.messages")):
         chat.events.append(Span.Event(time_unix_nano=1_700_000_000_100_000_001, name=name, attributes=[kv(key, TEXT)]))
-    return [tool, chat]
+    failing = tool_span(trace, b"\x34" * 8, 1_700_000_000_200_000_000, {"gen_ai.tool.name": "call_api"}, name="execute_tool call_api")
+    failing.status.code = Status.STATUS_CODE_ERROR
+    failing.status.message = SECRET_ERROR
+    failing.events.append(Span.Event(time_unix_nano=1_700_000_000_200_000_001, name="exception", attributes=[
+        kv("exception.type", "PermissionError"), kv("exception.message", SECRET_ERROR),
+        kv("exception.stacktrace", f'Traceback (most recent call last):\n  raise PermissionError("{SECRET_ERROR}")\nPermissionError: {SECRET_ERROR}')]))
+    return [tool, chat, failing]
 
 
 def _dump(db: str) -> str:
@@ -66,6 +74,7 @@ def test_content_from_foreign_producers(start_collector, capture: bool) -> None:
         assert "[REDACTED:" in dump
     else:
         assert HARMLESS not in dump, "raw content stored although content capture is off"
+        assert "[REDACTED:" in dump, "the exception's message and stacktrace are kept, redacted"
     args_hash = stored(server.db_path, "SELECT args_hash FROM spans WHERE \"SpanId\" = '" + "32" * 8 + "'")
     assert args_hash[0][0], "the args hash is derived from the arguments either way"
 
