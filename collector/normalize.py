@@ -419,6 +419,7 @@ def span_row(
     is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
     error_type = None
     if is_error:
+        status = "Error"  # Langfuse marks a failure by level, not status: counted as one everywhere
         error_type = (get(A.ERROR_TYPE) or exception_type or status_message
                       or get("langfuse.observation.status_message") or "error")
         error_class = get(A.ERROR_CLASS) or (

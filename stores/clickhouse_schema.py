@@ -305,7 +305,7 @@ def spans_select(table: str = "otel_traces", capture_content: bool = False, wher
     f.ResourceAttributes AS ResourceAttributes, f.ScopeName AS ScopeName, f.ScopeVersion AS ScopeVersion,
     {attrs} AS SpanAttributes,
     toInt64(f.duration_ns) AS Duration,
-    f.StatusCode AS StatusCode, f.StatusMessage AS StatusMessage,
+    if(f.loopsight_error_type IS NOT NULL, 'Error', f.StatusCode) AS StatusCode, f.StatusMessage AS StatusMessage,
     arrayMap(t -> toDateTime64(t, 6, 'UTC'), f.events_ts) AS `Events.Timestamp`,
     f.`Events.Name` AS `Events.Name`, f.`Events.Attributes` AS `Events.Attributes`,
     f.`Links.TraceId` AS `Links.TraceId`, f.`Links.SpanId` AS `Links.SpanId`,
