@@ -131,10 +131,16 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
-async def _read_body(request: Request, cap: int) -> bytes:
+def _declared_length(request: Request, cap: int) -> int:
+    """The body's ``Content-Length`` (0 when not given); raises TooLarge over ``cap``."""
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > cap:
-        raise TooLarge(f"body of {declared} bytes is over the {cap}-byte limit")
+    length = int(declared) if declared and declared.isdigit() else 0
+    if length > cap:
+        raise TooLarge(f"body of {length} bytes is over the {cap}-byte limit")
+    return length
+
+
+async def _read_body(request: Request, cap: int) -> bytes:
     chunks = []
     size = 0
     async for chunk in request.stream():
@@ -184,8 +190,12 @@ def create_app(
         except UnsupportedMediaType as exc:
             metrics.request("http", "unsupported_media_type")
             return _error(kind, 415, str(exc))
-        declared = request.headers.get("content-length")
-        ticket = admission.try_admit(int(declared) if declared and declared.isdigit() else 0)
+        try:  # before admission: a body that can never fit is 413, not 503 (and retried) while others are in flight
+            declared = _declared_length(request, settings.max_body_bytes)
+        except TooLarge as exc:
+            metrics.request("http", "too_large")
+            return _error(kind, 413, str(exc))
+        ticket = admission.try_admit(declared)
         if ticket is None:
             metrics.request("http", "overloaded")
             return _error(kind, 503, "collector is busy (in-flight budget spent); retry later", retry_after)

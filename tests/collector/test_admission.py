@@ -137,3 +137,24 @@ def test_budget_from_env_rejects_bad_values():
         Admission.from_env({"LOOPSIGHT_MAX_INFLIGHT_REQUESTS": "many"})
     with pytest.raises(ValueError, match="at least 1"):
         Admission.from_env({"LOOPSIGHT_MAX_INFLIGHT_REQUESTS": "0"})
+
+
+def test_a_body_over_the_limit_is_413_even_while_the_budget_is_spent(store):
+    """Checked before admission: a 503 would have the exporter retry a body that can never fit."""
+    from starlette.testclient import TestClient
+
+    from loopsight.collector.app import Settings, create_app
+
+    budget = Admission(max_requests=1, max_bytes=1 << 20)
+    app = create_app(store, Settings(max_body_bytes=1000, admission=budget))
+    held = budget.admit(10)  # another request in flight
+    try:
+        with TestClient(app) as client:
+            response = client.post("/v1/traces", content=b"\x00" * 5000, headers={"Content-Type": "application/x-protobuf"})
+            assert response.status_code == 413, response.content
+            small = request_of(make_run(1)).SerializeToString()
+            assert len(small) < 1000
+            refused = client.post("/v1/traces", content=small, headers={"Content-Type": "application/x-protobuf"})
+            assert refused.status_code == 503
+    finally:
+        held.release()
