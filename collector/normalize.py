@@ -34,6 +34,7 @@ from loopsight.instrumentation.hashing import args_hash
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
 TRUNCATION_MARKER = "…[truncated]"
+MAX_KEY_LENGTH = 1024  # attribute keys: a fixed bound, so a small value limit never cuts the names rules read
 MAX_NANOS = 2**63 - 1  # OTLP times are uint64; stored times are signed 64-bit
 
 _LANGFUSE_TYPES = {"agent": "agent", "generation": "llm", "tool": "tool"}
@@ -109,7 +110,9 @@ _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_t
 
 @dataclass(frozen=True)
 class Limits:
-    """Ingest limits: longer values are truncated, extra attributes and events dropped."""
+    """Ingest limits: longer values (and span, event and scope names, status messages, trace
+    states) are truncated, extra attributes, events and links dropped (``max_events`` bounds
+    links too). Keys longer than :data:`MAX_KEY_LENGTH` are truncated whatever the limits."""
 
     max_attribute_length: int = config.DEFAULT_MAX_ATTRIBUTE_LENGTH
     max_attributes: int = config.DEFAULT_MAX_ATTRIBUTES
@@ -164,8 +167,16 @@ def attributes_to_dict(kvs: Any, limits: Limits) -> dict[str, str]:
             text = str(value.int_value) if value.WhichOneof("value") == "int_value" else any_value_to_str(value)
         if len(text) > cap:
             text = text[:cap] + TRUNCATION_MARKER
-        out[kv.key] = text
+        key = kv.key
+        if len(key) > MAX_KEY_LENGTH:
+            key = key[:MAX_KEY_LENGTH] + TRUNCATION_MARKER
+        out[key] = text
     return out
+
+
+def truncated(text: str, cap: int) -> str:
+    """``text`` within the value limit, ending with the marker when it was cut."""
+    return text[:cap] + TRUNCATION_MARKER if len(text) > cap else text
 
 
 def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
@@ -356,12 +367,13 @@ def span_row(
     """
     attrs = attributes_to_dict(span.attributes, limits)
     get = attrs.get
-    name = span.name
+    cap = limits.max_attribute_length
+    name = truncated(span.name, cap)
     kind = span_type(attrs, name)
     if span.HasField("status"):
         span_status = span.status
         status_code = span_status.code
-        status_message = span_status.message
+        status_message = truncated(span_status.message, cap)
     else:
         status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
@@ -373,7 +385,7 @@ def span_row(
     span_events = span.events
     if span_events:
         for event in span_events[: limits.max_events]:
-            event_name = event.name
+            event_name = truncated(event.name, cap)
             event_attrs = attributes_to_dict(event.attributes, limits)
             if event_name == "exception":
                 if exception_type is None:
@@ -384,8 +396,8 @@ def span_row(
     span_links = span.links
     links = (
         [
-            (link.trace_id.hex(), link.span_id.hex(), link.trace_state, attributes_to_dict(link.attributes, limits))
-            for link in span_links
+            (link.trace_id.hex(), link.span_id.hex(), truncated(link.trace_state, cap), attributes_to_dict(link.attributes, limits))
+            for link in span_links[: limits.max_events]
         ]
         if span_links
         else []
@@ -446,7 +458,7 @@ def span_row(
             trace_id.hex(),
             span_id.hex(),
             parent_span_id.hex(),
-            span.trace_state,
+            truncated(span.trace_state, cap),
             name,
             SPAN_KINDS[span_kind] if 0 <= span_kind < 6 else "Unspecified",
             resource.get("service.name", ""),

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, truncated, attributes_to_dict, span_row
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -134,7 +134,7 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
         resource = attributes_to_dict(resource_spans.resource.attributes, limits)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
-            scope_name, scope_version = scope.name, scope.version
+            scope_name, scope_version = truncated(scope.name, limits.max_attribute_length), truncated(scope.version, limits.max_attribute_length)
             for span in scope_spans.spans:
                 trace_id, span_id, parent_span_id = span.trace_id, span.span_id, span.parent_span_id
                 if len(trace_id) != 16 or len(span_id) != 8:

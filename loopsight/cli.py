@@ -58,7 +58,7 @@ ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB
 CaptureOpt = Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")]
 MaxValueOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTE_LENGTH", min=1, help="Attribute values longer than this many characters are cut, with a marker.")]
 MaxAttributesOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTES", min=1, help="Attributes kept per span (or event, link).")]
-MaxEventsOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events kept per span.")]
+MaxEventsOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events (and links) kept per span.")]
 HttpPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", min=1, max=65535, help="OTLP/HTTP + query API port.")]
 GrpcPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", min=0, max=65535, help="OTLP/gRPC port (0: off).")]
 DashboardPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", min=1, max=65535, help="Dashboard port.")]

@@ -12,7 +12,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from loopsight.collector.batch import to_arrow
-from loopsight.collector.normalize import TRUNCATION_MARKER, Limits, attributes_to_dict, normalize_span
+from loopsight.collector.normalize import MAX_KEY_LENGTH, TRUNCATION_MARKER, Limits, attributes_to_dict, normalize_span
 from loopsight.collector.otlp import iter_rows
 
 VALUES = [
@@ -110,3 +110,19 @@ def test_arguments_longer_than_the_limit_are_hashed_whole():
         rows.append(row)
     assert rows[0].args_hash != rows[1].args_hash  # (their similarity sketches are near: nearly the same text)
 
+
+
+def test_names_keys_messages_and_trace_states_are_bounded_too():
+    long = "n" * 100
+    cut = "n" * 16 + TRUNCATION_MARKER
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name=long, trace_state=long,
+                status=Status(code=Status.STATUS_CODE_ERROR, message=long),
+                attributes=[KeyValue(key="k" * 2000, value=AnyValue(string_value="v"))],
+                events=[Span.Event(name=long)], links=[Span.Link(trace_id=b"\x03" * 16, span_id=b"\x04" * 8, trace_state=long)] * 5)
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
+        scope_spans=[ScopeSpans(scope=InstrumentationScope(name=long, version=long), spans=[span])])])
+    [row] = list(iter_rows(request, Limits(max_attribute_length=16, max_events=3)))
+    assert row.SpanName == row.TraceState == row.StatusMessage == row.ScopeName == row.ScopeVersion == cut
+    assert list(row.SpanAttributes) == ["k" * MAX_KEY_LENGTH + TRUNCATION_MARKER]  # keys: a fixed bound
+    assert [name for _, name, _ in row.Events] == [cut]
+    assert [trace_state for _, _, trace_state, _ in row.Links] == [cut] * 3  # links bounded as events are
