@@ -6,10 +6,11 @@ loop / runs), ``tool_fail_rate`` (failed tool calls / tool calls of those runs),
 ``p95_duration_ms`` (95th percentile of run durations). Every tile counts the runs that
 started in the window.
 
-Which runs "have a loop" is swappable: by default the runs holding a span the loop guard
-marked (``loop_kind`` set, counted inside the overview query itself); pass
-``loop_runs=<function>`` (or set :data:`DEFAULT_LOOP_RUNS`) to count them with a detector
-instead, e.g. one built on ``loopsight.analytics.loops``.
+Which runs "have a loop" is swappable: by default the runs where
+:mod:`loopsight.analytics.loops` detects one (docs/detection.md: what the Loops page lists and
+the ``loop_rate`` alert measures, for any producer); pass ``loop_runs=<function>`` (or set
+:data:`DEFAULT_LOOP_RUNS`) to count them otherwise, e.g. :func:`marked_loop_runs` for the loop
+guard's own marks only.
 
 Example:
     >>> overview(con, since=datetime(2026, 1, 2), until=datetime(2026, 1, 3))  # doctest: +SKIP
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 
 import duckdb
 
+from loopsight.analytics.loops import loop_rate
 from loopsight.analytics.sql import jsonable, query
 
 DEFAULT_WINDOW = timedelta(hours=24)
@@ -51,8 +53,20 @@ def marked_loop_runs(
     return int(query(con, "loop_runs", since=since, until=until, agent=agent, service=service)[0]["runs"])
 
 
-DEFAULT_LOOP_RUNS: LoopRuns | None = None
-"""``None``: the loop-guard marks counted by the overview query (same answer as :func:`marked_loop_runs`)."""
+def detected_loop_runs(
+    con: duckdb.DuckDBPyConnection, *, since: datetime, until: datetime, agent: str | None, service: str | None
+) -> int:
+    """Runs with a loop that :func:`loopsight.analytics.loops.loop_rate` counts.
+
+    Example:
+        >>> detected_loop_runs(con, since=datetime(2026, 1, 1), until=datetime(2026, 1, 2), agent=None, service=None)  # doctest: +SKIP
+        9
+    """
+    return int(loop_rate(con, since=since, until=until, agent=agent, service=service)["looping_runs"])
+
+
+DEFAULT_LOOP_RUNS: LoopRuns | None = detected_loop_runs
+"""``None``: the loop-guard marks counted by the overview query itself (as :func:`marked_loop_runs`)."""
 
 
 def window(since: datetime | None, until: datetime | None, now: datetime | None = None) -> tuple[datetime, datetime, datetime]:

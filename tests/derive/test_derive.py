@@ -187,7 +187,9 @@ def test_sub_agents_roll_up_into_the_enclosing_run(tmp_path: Path) -> None:
         (run,) = analytics.list_runs(con)
         assert (run["trace_id"], run["run_id"], run["agent"]) == (info.trace_id, info.run_id, "outer")
         assert (run["steps"], run["llm_calls"], run["tool_calls"], run["tool_errors"], run["retries"]) == (3, 3, 3, 1, 2)
-        assert (run["input_tokens"], run["output_tokens"], run["loops"]) == (600, 60, 1)
+        # the sub-agent's loop mark rolls up; two calls are not a loop detection lists (``loops``)
+        assert (run["input_tokens"], run["output_tokens"], run["loops"]) == (600, 60, 0)
+        assert con.execute("SELECT loop_marks FROM run_facts WHERE run_id = $r", {"r": info.run_id}).fetchone()[0] == 1
         assert con.execute("SELECT count(*) FROM run_steps WHERE run_id = $r", {"r": info.run_id}).fetchone()[0] == 3
         assert derived(con) == expected_from_spans(con)
     finally:

@@ -33,11 +33,19 @@ agg AS (
            countIf(s.span_type = 'tool' AND s.StatusCode = 'Error') AS tool_errors,
            sumIf(greatest(ifNull(s.attempts, 1) - 1, 0), s.span_type = 'tool') AS retries,
            sumIf(ifNull(s.input_tokens, 0), s.span_type = 'llm') AS input_tokens,
-           sumIf(ifNull(s.output_tokens, 0), s.span_type = 'llm') AS output_tokens,
-           countIf(s.loop_kind IS NOT NULL) AS loops
+           sumIf(ifNull(s.output_tokens, 0), s.span_type = 'llm') AS output_tokens
     FROM typed_spans s
     WHERE (s.TraceId, s.run_id) IN (SELECT trace_id, run_id FROM picked)
     GROUP BY s.TraceId, s.run_id
+),
+loop_counts AS (  -- each trace's newest derivation, as loops_derived.sql reads it
+    SELECT trace_id, run_id, count() AS loops
+    FROM loopsight_run_loops
+    WHERE kind != '' AND trace_id IN (SELECT trace_id FROM picked)
+      AND (cityHash64(trace_id), derived_at) IN (
+            SELECT cityHash64(trace_id), max(derived_at) FROM loopsight_run_loops
+            WHERE trace_id IN (SELECT trace_id FROM picked) GROUP BY trace_id)
+    GROUP BY trace_id, run_id
 )
 SELECT p.trace_id AS trace_id,
        p.run_id AS run_id,
@@ -54,7 +62,8 @@ SELECT p.trace_id AS trace_id,
        ifNull(a.retries, 0) AS retries,
        ifNull(a.input_tokens, 0) AS input_tokens,
        ifNull(a.output_tokens, 0) AS output_tokens,
-       ifNull(a.loops, 0) AS loops
+       ifNull(lc.loops, 0) AS loops
 FROM picked p
 LEFT JOIN agg a ON a.TraceId = p.trace_id AND a.run_id = p.run_id
+LEFT JOIN loop_counts lc ON lc.trace_id = p.trace_id AND lc.run_id = p.run_id
 ORDER BY p.started_at DESC, p.trace_id
