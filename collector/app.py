@@ -43,8 +43,8 @@ from loopsight.collector.store import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
 
-_GRPC_CODES = {400: code_pb2.INVALID_ARGUMENT, 413: code_pb2.INVALID_ARGUMENT, 415: code_pb2.INVALID_ARGUMENT,
-               503: code_pb2.UNAVAILABLE}
+_GRPC_CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 413: code_pb2.INVALID_ARGUMENT,
+               415: code_pb2.INVALID_ARGUMENT, 503: code_pb2.UNAVAILABLE}
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,8 @@ def token_matches(given: str | bytes | None, token: str) -> bool:
         return False
     if isinstance(given, str):
         given = given.encode("utf-8", "surrogateescape")
-    return hmac.compare_digest(given, f"Bearer {token}".encode())
+    # RFC 9110: the scheme is case-insensitive; the token is compared in constant time
+    return given[:7].lower() == b"bearer " and hmac.compare_digest(given[7:], token.encode())
 
 
 def is_api(path: str) -> bool:
@@ -87,8 +88,16 @@ class BearerAuth:
         given = dict(scope["headers"]).get(b"authorization")
         if not token_matches(given, self.token):
             message = "missing or wrong bearer token"
-            body = {"error": message} if is_api(scope["path"]) else {"code": code_pb2.UNAUTHENTICATED, "message": message}
-            response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            challenge = {"WWW-Authenticate": "Bearer"}
+            response: Response
+            if is_api(scope["path"]):
+                response = JSONResponse({"error": message}, status_code=401, headers=challenge)
+            else:  # OTLP's Status, in the request's content type as every other /v1/traces answer
+                try:
+                    kind = media_type(dict(scope["headers"]).get(b"content-type", b"").decode("latin-1"))
+                except UnsupportedMediaType:
+                    kind = JSON
+                response = _error(kind, 401, message, challenge)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -8,7 +8,7 @@ import zlib
 
 import httpx
 import pytest
-from google.rpc import status_pb2
+from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -148,11 +148,17 @@ def test_token_is_required_everywhere_but_healthz(server):
     before = len(runs(server))
     body = request_of(make_run()).SerializeToString()
     assert httpx.post(server.traces_url, content=body, headers=PB).status_code == 401
-    assert httpx.post(server.traces_url, content=body, headers={**PB, "Authorization": "Bearer wrong"}).status_code == 401
+    refused = httpx.post(server.traces_url, content=body, headers={**PB, "Authorization": "Bearer wrong"})
+    assert (refused.status_code, refused.headers["content-type"]) == (401, "application/x-protobuf")  # OTLP: in kind
+    assert status_pb2.Status.FromString(refused.content).code == code_pb2.UNAUTHENTICATED
+    refused = httpx.post(server.traces_url, content=b"{}", headers={"Content-Type": "application/json"})
+    assert (refused.status_code, refused.json()["code"]) == (401, code_pb2.UNAUTHENTICATED)
     assert httpx.get(server.url + "/api/v1/runs").status_code == 401
     assert httpx.get(server.url + "/metrics").status_code == 401
     assert httpx.get(server.url + "/healthz").status_code == 200
     assert len(runs(server)) == before
+    token = server.headers["Authorization"].split(" ", 1)[1]
+    assert httpx.get(server.url + "/api/v1/runs", headers={"Authorization": f"bearer {token}"}).status_code == 200  # scheme: any case
 
 
 def test_query_api_errors_are_json_error_bodies(server):
@@ -173,7 +179,9 @@ def test_query_api_errors_are_json_error_bodies(server):
     assert wrong_method.json() == {"error": "method POST not allowed on /api/v1/runs (allowed: GET, HEAD)"}
 
     otlp = httpx.post(server.traces_url, content=request_of(make_run()).SerializeToString(), headers=PB)
-    assert otlp.status_code == 401 and otlp.json() == {"code": 16, "message": "missing or wrong bearer token"}
+    assert otlp.status_code == 401  # in the request's content type, as every /v1/traces answer
+    assert status_pb2.Status.FromString(otlp.content) == status_pb2.Status(code=16, message="missing or wrong bearer token")
+    assert httpx.get(server.url + "/metrics").json() == {"code": 16, "message": "missing or wrong bearer token"}
 
 
 def test_trace_detail_is_404_without_stored_spans(server):
