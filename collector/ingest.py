@@ -185,6 +185,7 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
             for path in paths:
                 bar.update(task, description=Path(path).name)
                 summary.files += 1
+                before = summary.requests
                 try:
                     for request in iter_requests(path):
                         summary.requests += 1
@@ -196,7 +197,8 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
                         summary.accepted += prepared.accepted
                         bar.update(task, spans=summary.accepted)
                 except BadRequest as exc:
-                    summary.errors.append(str(exc))
+                    loaded = summary.requests - before
+                    summary.errors.append(f"{exc} (stopped there: its first {loaded} request(s) were loaded)" if loaded else str(exc))
                 except OSError as exc:
                     summary.errors.append(f"{path}: {exc.strerror or exc}")
                 bar.advance(task, sizes[path])

@@ -211,7 +211,7 @@ def ingest(
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
     if summary.errors:
-        raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped", 1)
+        raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped or loaded only in part", 1)
 
 
 def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None) -> list[dict]:

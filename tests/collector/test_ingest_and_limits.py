@@ -109,6 +109,7 @@ def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
         assert line.startswith(f"skipped: {tmp_path / name}"), line
     assert f"{tmp_path / 'pretty.json'}: not valid JSON" in done.stdout and "line 5" in done.stdout
     assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout
+    assert "(stopped there: its first 1 request(s) were loaded)" in done.stdout  # lines.jsonl's first line
     assert f"{tmp_path / 'deep.json'}: JSON nested too deeply" in done.stdout
     assert f"{len(cases)} of {len(cases)} file(s) skipped" in done.stderr
 
