@@ -120,6 +120,9 @@ class Metrics:
                 family("loopsight_derive_failures_total", "counter",
                        "Derive passes rolled back after an error; their traces stay pending for the next one.",
                        [("", stats.failed_derives)])
+                family("loopsight_derive_set_aside_traces_total", "counter",
+                       "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",
+                       [("", stats.set_aside_traces)])
                 family("loopsight_derive_seconds_total", "counter", "Time spent in completed derive passes.",
                        [("", float(stats.derive_seconds_sum))])
             size = getattr(store, "size_bytes", None)

@@ -104,6 +104,7 @@ class WriterStats:
     commit_seconds_sum: float = 0.0
     derive_passes: int = 0
     failed_derives: int = 0
+    set_aside_traces: int = 0
     derive_seconds_sum: float = 0.0
 
     def record_commit(self, inserted: int, duplicates: int, seconds: float) -> None:
@@ -550,37 +551,97 @@ class Store:
                 _PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}
             ).to_arrow_table()
             if pending.num_rows:
-                con.register("touched", pending.select(["TraceId"]))
-                since = pc.min(pending.column("since")).as_py()
-                con.execute(RESOLVE_RUNS_SQL, {"since": since})
-                # Steps can be derived once a trace's run is known, which may be a later commit.
-                con.execute(DERIVE_STEPS_SQL, {"since": since})
-                refresh_derived(con, since=since)
+                self._derive_traces(con, pending)
                 con.execute("DELETE FROM derive_pending")
             con.commit()
+        except _DATA_ERRORS as exc:
+            # Deterministic: retried as it is, one bad trace would hold back every later one.
+            _rollback(con)
+            self.stats.failed_derives += 1
+            log.error("deriving the per-run tables failed: %s; deriving the pending traces in parts", exc)
+            if self._isolate(con):
+                self._passed(covered, covered_rows, started)
+            else:
+                self._failed()
         except Exception as exc:  # the rows stay pending; the next pass tries again
             _rollback(con)
             self.stats.failed_derives += 1
-            with self._lock:
-                # Not after every commit while it keeps failing, nor every interval when idle.
-                self._derive_retry = min(max(2 * self._derive_retry, self._derive_interval), self._max_derive_retry)
-                self._retry_due = time.monotonic() + self._derive_retry
             log.error("deriving the per-run tables failed: %s", exc)
-            self._release_barriers(everything=True)
+            self._failed()
         else:
-            with self._lock:
-                self._derived, self._derived_rows = covered, covered_rows
-                while self._commit_times and self._commit_times[0][0] <= covered:
-                    self._commit_times.popleft()
-                self._derive_retry = self._retry_due = 0.0
-                self._last_pass_end = time.monotonic()
-            self.stats.record_derive(time.perf_counter() - started)
-            self._release_barriers()
+            self._passed(covered, covered_rows, started)
         finally:
             try:
                 con.unregister("touched")
             except duckdb.Error:
                 pass
+
+    def _failed(self) -> None:
+        with self._lock:
+            # Not after every commit while it keeps failing, nor every interval when idle.
+            self._derive_retry = min(max(2 * self._derive_retry, self._derive_interval), self._max_derive_retry)
+            self._retry_due = time.monotonic() + self._derive_retry
+        self._release_barriers(everything=True)
+
+    def _passed(self, covered: int, covered_rows: int, started: float) -> None:
+        with self._lock:
+            self._derived, self._derived_rows = covered, covered_rows
+            while self._commit_times and self._commit_times[0][0] <= covered:
+                self._commit_times.popleft()
+            self._derive_retry = self._retry_due = 0.0
+            self._last_pass_end = time.monotonic()
+        self.stats.record_derive(time.perf_counter() - started)
+        self._release_barriers()
+
+    def _derive_traces(self, con: duckdb.DuckDBPyConnection, pending: pa.Table) -> None:
+        """Derive the traces of ``pending`` (``TraceId``, ``since``) in the caller's transaction."""
+        con.register("touched", pending.select(["TraceId"]))
+        since = pc.min(pending.column("since")).as_py()
+        con.execute(RESOLVE_RUNS_SQL, {"since": since})
+        # Steps can be derived once a trace's run is known, which may be a later commit.
+        con.execute(DERIVE_STEPS_SQL, {"since": since})
+        refresh_derived(con, since=since)
+
+    def _isolate(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Derive the pending traces in halves, then halves of the halves that fail: a trace
+        that fails on its own is set aside (logged and counted), its spans kept as stored.
+        ``False`` when something other than the data failed (the rest stays pending)."""
+        con.begin()
+        try:
+            parts = [con.sql(_PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}).to_arrow_table()]
+        finally:
+            _rollback(con)
+        while parts:
+            part = parts.pop()
+            if not part.num_rows:
+                continue
+            try:
+                con.begin()
+                self._derive_traces(con, part)
+                con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
+                con.commit()
+                continue
+            except _DATA_ERRORS as exc:
+                _rollback(con)
+                failure = exc
+            except Exception as exc:  # not the data: leave the rest pending for the next pass
+                _rollback(con)
+                log.error("deriving the per-run tables failed: %s", exc)
+                return False
+            if part.num_rows > 1:
+                half = part.num_rows // 2
+                parts += [part.slice(half), part.slice(0, half)]
+                continue
+            trace_id = part.column("TraceId")[0].as_py()
+            try:
+                con.execute("DELETE FROM derive_pending WHERE trace_id = $t", {"t": trace_id})
+            except duckdb.Error as exc:
+                log.error("deriving the per-run tables failed: %s", exc)
+                return False
+            self.stats.set_aside_traces += 1
+            log.error("trace %s cannot be derived (%s): its spans are kept, its runs are left out of the per-run tables",
+                      trace_id, failure)
+        return True
 
     def _release_barriers(self, everything: bool = False) -> None:
         with self._lock:
@@ -637,6 +698,10 @@ class Store:
                 self._wakeup.notify()
         for pending in batch:
             pending.future.set_result(pending.table.num_rows)
+
+
+# What the data can cause (an overflow, a bad cast), unlike a full disk or a lost file.
+_DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

@@ -9,6 +9,7 @@ every stored span, and the questions reading them must answer as the rules run o
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -28,6 +29,7 @@ sys.path.insert(0, str(HERE.parent / "collector"))
 
 from analytics_fixture import T0, Call, Recorder, Step  # noqa: E402
 from detection_corpus import emit, generate  # noqa: E402
+from opentelemetry.proto.trace.v1.trace_pb2 import Span  # noqa: E402
 from otlp_builders import make_run, request_of  # noqa: E402
 
 from loopsight import analytics  # noqa: E402
@@ -441,5 +443,43 @@ def test_a_pass_starts_derive_interval_after_the_last_one_ended(tmp_path: Path) 
                 for (n_before, t_before, spent_before), (n, t, spent) in zip(seen, seen[1:]) if n == n_before + 1]
         # 0.5 s each, less how late each end is seen (~0.23 s when a pass was due from its first commit)
         assert len(idle) >= 2 and min(idle) >= 0.4, idle
+    finally:
+        store.close()
+
+
+def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A trace stored by an earlier loopsight with 5e18 tokens on two calls overflows its run's
+    sums in every pass: retried whole, no later run was ever listed. Now the pending traces are
+    derived in halves and the one that fails alone is set aside (logged, counted), spans kept."""
+    store = Store.open(str(tmp_path / "s.duckdb"))
+    try:
+        poisoned = make_run(tools=1, agent="poisoned")
+        second_call = Span()
+        second_call.CopyFrom(poisoned[0])
+        second_call.span_id = os.urandom(8)
+        poisoned.insert(1, second_call)
+        assert ingest_request(store, request_of(poisoned)) == 4
+        store.reader().close()  # derived while its numbers were sane
+        trace = poisoned[0].trace_id.hex()
+
+        def poison(con: duckdb.DuckDBPyConnection) -> None:  # as an earlier normalizer stored it
+            con.execute("""UPDATE spans SET input_tokens = 5000000000000000000 WHERE "TraceId" = $t AND span_type = 'llm'""", {"t": trace})
+            con.execute("""INSERT INTO derive_pending SELECT $t, min("Timestamp") FROM spans WHERE "TraceId" = $t""", {"t": trace})
+
+        store.run_job(poison).result()
+        healthy = [make_run(tools=2, agent=f"healthy-{i}") for i in range(5)]
+        for spans in healthy:
+            ingest_request(store, request_of(spans))
+        con = store.reader()
+        agents = {r["agent"]: r for r in analytics.list_runs(con)}
+        assert set(agents) == {"poisoned"} | {f"healthy-{i}" for i in range(5)}
+        assert agents["healthy-3"]["tool_calls"] == 2
+        assert agents["poisoned"]["input_tokens"] == 200  # as derived before the poison
+        assert con.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+        assert store.stats.set_aside_traces == 1 and store.stats.failed_derives >= 1
+        assert f"trace {trace} cannot be derived" in caplog.text
+        assert con.execute("""SELECT count(*) FROM spans WHERE "TraceId" = $t""", {"t": trace}).fetchone()[0] == 4
     finally:
         store.close()
