@@ -96,13 +96,31 @@ def guard_content(attrs: dict[str, str], capture: bool, extra: frozenset[str] = 
             del attrs[key]
 
 
+_redacted: dict[str, str] = {}  # status messages repeat ("timeout", "HTTP 429 ..."): each redacted once
+
+
+def redact_message(text: str) -> str:
+    """:func:`redact` for a status or exception message, remembered for repeats.
+
+    Example:
+        >>> redact_message("auth failed for sk-abcdefghijklmnopqrstuvwx")
+        'auth failed for [REDACTED:api_key]'
+    """
+    done = _redacted.get(text)
+    if done is None:
+        done = redact(text)
+        if len(_redacted) < 4096 and len(text) <= 1024:
+            _redacted[text] = done
+    return done
+
+
 def _redact_exception(event_attrs: dict[str, str]) -> None:
     """An exception's message and stacktrace are not content, but SDKs fill them from ``str(exc)``
     (arguments, keys): redacted whatever the content setting."""
     for key in ("exception.message", "exception.stacktrace"):
         value = event_attrs.get(key)
         if value:
-            event_attrs[key] = redact(value)
+            event_attrs[key] = redact_message(value)
 
 
 _SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_tool ", "tool"))
@@ -378,7 +396,7 @@ def span_row(
         status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
     if status_message:
-        status_message = redact(status_message)
+        status_message = redact_message(status_message)
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None

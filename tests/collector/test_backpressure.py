@@ -27,6 +27,11 @@ from otlp_builders import make_run, request_of
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
+def _export(channel: grpc.Channel):
+    return channel.unary_unary(EXPORT, request_serializer=ExportTraceServiceRequest.SerializeToString,
+                               response_deserializer=ExportTraceServiceResponse.FromString)
+
+
 @pytest.fixture
 def blocked_store(tmp_path):
     """A real store whose writer is busy until ``release`` is set, with room for one batch."""
@@ -76,8 +81,7 @@ def test_grpc_unavailable_carries_retry_info_and_the_sdk_exporter_retries(blocke
     server = start_grpc(app.state.receiver, "127.0.0.1", port, retry_after_seconds=1)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            export = channel.unary_unary(EXPORT, request_serializer=ExportTraceServiceRequest.SerializeToString,
-                                         response_deserializer=ExportTraceServiceResponse.FromString)
+            export = _export(channel)
             with pytest.raises(grpc.RpcError) as caught:
                 export(request_of(make_run()), timeout=10)
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -117,9 +121,8 @@ def test_a_burst_of_grpc_exports_waits_its_turn_instead_of_resource_exhausted(tm
     server = start_grpc(app.state.receiver, "127.0.0.1", port, workers=4)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            export = channel.unary_unary(EXPORT, request_serializer=ExportTraceServiceRequest.SerializeToString,
-                                         response_deserializer=ExportTraceServiceResponse.FromString)
-            export(request_of(make_run(tools=1)), timeout=30)  # connected: the client knows the stream limit
+            export = _export(channel)
+            export(request_of(make_run(tools=1)), timeout=30)  # connected before the burst
             store.run_job(lambda con: release.wait(60))
             calls = [export.future(request_of(make_run(tools=1)), timeout=60) for _ in range(64)]
             time.sleep(1.0)  # every call has reached the server while the writer is held
