@@ -66,7 +66,8 @@ def detected_loop_runs(
 
 
 DEFAULT_LOOP_RUNS: LoopRuns | None = detected_loop_runs
-"""``None``: the loop-guard marks counted by the overview query itself (as :func:`marked_loop_runs`)."""
+"""The counter used when ``overview`` is given none; ``None`` counts the loop guard's marks
+inside the overview query itself (as :func:`marked_loop_runs`)."""
 
 
 def window(since: datetime | None, until: datetime | None, now: datetime | None = None) -> tuple[datetime, datetime, datetime]:

@@ -118,7 +118,8 @@ class Metrics:
                 family("loopsight_derive_passes_total", "counter", "Derive passes completed (run ids, steps, per-run tables).",
                        [("", stats.derive_passes)])
                 family("loopsight_derive_failures_total", "counter",
-                       "Derive passes rolled back after an error; their traces stay pending for the next one.",
+                       "Derive passes rolled back after an error; their traces stay pending for the next one "
+                       "(after an error in the data, they are derived in parts at once).",
                        [("", stats.failed_derives)])
                 family("loopsight_derive_set_aside_traces_total", "counter",
                        "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",

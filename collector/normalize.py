@@ -391,12 +391,12 @@ def span_row(
     if span.HasField("status"):
         span_status = span.status
         status_code = span_status.code
-        status_message = truncated(span_status.message, cap)
+        status_message = span_status.message
     else:
         status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
-    if status_message:
-        status_message = redact_message(status_message)
+    if status_message:  # redacted before the cut, or a secret cut at the limit would survive in part
+        status_message = truncated(redact_message(status_message), cap)
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None

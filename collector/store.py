@@ -524,7 +524,11 @@ class Store:
                         break
                     self._wakeup.wait(wait)
                 last = self._writer_done  # then the writer has committed its last batch
-            self._derive(con)
+            try:
+                self._derive(con)
+            except Exception:  # never end the thread: readers would wait out every barrier
+                log.exception("derive pass failed")
+                self._failed()
         con.close()
 
     def _due(self) -> float:
@@ -605,21 +609,29 @@ class Store:
     def _isolate(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Derive the pending traces in halves, then halves of the halves that fail: a trace
         that fails on its own is set aside (logged and counted), its spans kept as stored.
-        ``False`` when something other than the data failed (the rest stays pending)."""
-        con.begin()
+        ``False``, leaving the rest pending, when something other than the data failed, or
+        when no part succeeded or too many traces failed alone (then it is not the data)."""
         try:
-            parts = [con.sql(_PENDING_SQL, params={"skew": self._run_skew, "lookback": self._run_lookback}).to_arrow_table()]
-        finally:
-            _rollback(con)
+            traces = con.sql("SELECT DISTINCT trace_id AS \"TraceId\" FROM derive_pending").to_arrow_table()
+        except Exception as exc:
+            log.error("deriving the per-run tables failed: %s", exc)
+            return False
+        parts, alone, succeeded = [traces], [], False
         while parts:
             part = parts.pop()
             if not part.num_rows:
                 continue
             try:
                 con.begin()
-                self._derive_traces(con, part)
-                con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
+                # Read in the part's own snapshot: a run span committed since started first.
+                con.register("part_traces", part)
+                pending = con.sql(f'SELECT * FROM ({_PENDING_SQL}) WHERE "TraceId" IN (SELECT "TraceId" FROM part_traces)',
+                                  params={"skew": self._run_skew, "lookback": self._run_lookback}).to_arrow_table()
+                if pending.num_rows:
+                    self._derive_traces(con, pending)
+                    con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
                 con.commit()
+                succeeded = True
                 continue
             except _DATA_ERRORS as exc:
                 _rollback(con)
@@ -628,11 +640,17 @@ class Store:
                 _rollback(con)
                 log.error("deriving the per-run tables failed: %s", exc)
                 return False
+            finally:
+                con.unregister("part_traces")
             if part.num_rows > 1:
                 half = part.num_rows // 2
                 parts += [part.slice(half), part.slice(0, half)]
-                continue
-            trace_id = part.column("TraceId")[0].as_py()
+            else:
+                alone.append((part.column("TraceId")[0].as_py(), failure))
+        if alone and (not succeeded or len(alone) > max(3, traces.num_rows // 10)):
+            log.error("deriving the per-run tables failed for %d of %d pending traces; they stay pending", len(alone), traces.num_rows)
+            return False
+        for trace_id, failure in alone:
             try:
                 con.execute("DELETE FROM derive_pending WHERE trace_id = $t", {"t": trace_id})
             except duckdb.Error as exc:
@@ -701,7 +719,7 @@ class Store:
 
 
 # What the data can cause (an overflow, a bad cast), unlike a full disk or a lost file.
-_DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException)
+_DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
