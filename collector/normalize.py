@@ -395,8 +395,9 @@ def span_row(
     else:
         status_code, status_message = 0, ""
     status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
-    if status_message:  # redacted before the cut, or a secret cut at the limit would survive in part
-        status_message = truncated(redact_message(status_message), cap)
+    if status_message:  # redacted before the cut (a secret cut at the limit would survive in part), on a bounded head
+        head = redact_message(status_message[: cap + 512])
+        status_message = truncated(head, cap) if len(status_message) <= cap + 512 else head[:cap] + TRUNCATION_MARKER
 
     events: list[tuple[int, str, dict[str, str]]] = []
     exception_type = None
