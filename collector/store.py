@@ -349,7 +349,7 @@ class Store:
         Raises :class:`StoreError` with a readable message when the directory is missing or
         read-only, the file is locked by another process or is not a DuckDB database.
         """
-        _check_directory(path)
+        _check_path(path)
         # Query cursors share this instance: no SQL through them may read or write other files.
         # A checkpoint rewrites the last, partly filled row group: checkpointing every 16 MB
         # of WAL (the default) rewrote the same rows many times and slowed inserts a lot.
@@ -729,7 +729,7 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
         pass
 
 
-def _check_directory(path: str) -> None:
+def _check_path(path: str) -> None:
     directory = Path(path).resolve().parent
     if not directory.is_dir():
         raise StoreError(f"cannot create {path}: directory {directory} does not exist")
