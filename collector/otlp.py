@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, truncated, attributes_to_dict, span_row
+from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row, truncated
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

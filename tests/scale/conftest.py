@@ -7,12 +7,14 @@ directory; each test that needs an empty store gets its own ClickHouse database.
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
 pytest.importorskip("chdb")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))  # otlp_builders
 
 from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
 from loopsight.collector.store import Store  # noqa: E402
@@ -43,6 +45,28 @@ def new_clickhouse(chdb_dir: Path) -> Callable[[], ClickHouseConnection]:
         return con
 
     return make
+
+
+@pytest.fixture
+def both_stores(tmp_path: Path, new_clickhouse: Callable[[], ClickHouseConnection]) -> Iterator[Callable[..., tuple[Any, Any]]]:
+    """Factory: ``load(*requests)`` puts the requests into a new DuckDB store (loopsight's
+    ingest) and a new ClickHouse database (as the exporter writes ``otel_traces``), and returns
+    ``(duckdb_reader, clickhouse)``."""
+    stores: list[Store] = []
+
+    def load(*requests: Any) -> tuple[Any, Any]:
+        store = Store.open(str(tmp_path / f"both-{len(stores)}.duckdb"))
+        stores.append(store)
+        clickhouse = new_clickhouse()
+        for request in requests:
+            ingest_request(store, request)
+            clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
+        index_new_spans(clickhouse)
+        return store.reader(), clickhouse
+
+    yield load
+    for store in stores:
+        store.close()
 
 
 @pytest.fixture(scope="session")

@@ -4,23 +4,15 @@ it counts as a failed tool call (tool stats, the run's tool errors) on both stor
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any, Callable
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_builders import kv, request_of
 
 from loopsight import analytics
 from loopsight.analytics.tools import tool_stats
-from loopsight.collector.pipeline import ingest_request
-from loopsight.collector.store import Store
-from loopsight.stores.clickhouse_run_index import index_new_spans
-from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .test_parity import _same
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))
-from otlp_builders import kv, request_of  # noqa: E402
 
 
 def _langfuse_run(t0: int) -> list[Span]:
@@ -34,21 +26,11 @@ def _langfuse_run(t0: int) -> list[Span]:
     return [*tools, agent]
 
 
-def test_a_langfuse_error_level_is_a_failed_call_on_both_stores(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
-    request = request_of(_langfuse_run(1_764_000_000 * 10**9), service="lf")
-    store = Store.open(str(tmp_path / "lf.duckdb"))
-    try:
-        ingest_request(store, request)
-        duck = store.reader()
-        [stats] = tool_stats(duck)
-        assert (stats["tool"], stats["calls"], stats["errors"]) == ("web_fetch", 2, 1)
-        [run] = analytics.list_runs(duck)
-        assert (run["agent"], run["tool_calls"], run["tool_errors"]) == ("planner", 2, 1)
-
-        clickhouse = new_clickhouse()
-        clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
-        index_new_spans(clickhouse)
-        assert _same(tool_stats(clickhouse)) == _same(tool_stats(duck))
-        assert _same(analytics.list_runs(clickhouse)) == _same(analytics.list_runs(duck))
-    finally:
-        store.close()
+def test_a_langfuse_error_level_is_a_failed_call_on_both_stores(both_stores: Callable[..., tuple[Any, Any]]) -> None:
+    duck, clickhouse = both_stores(request_of(_langfuse_run(1_764_000_000 * 10**9), service="lf"))
+    [stats] = tool_stats(duck)
+    assert (stats["tool"], stats["calls"], stats["errors"]) == ("web_fetch", 2, 1)
+    [run] = analytics.list_runs(duck)
+    assert (run["agent"], run["tool_calls"], run["tool_errors"]) == ("planner", 2, 1)
+    assert _same(tool_stats(clickhouse)) == _same(tool_stats(duck))
+    assert _same(analytics.list_runs(clickhouse)) == _same(analytics.list_runs(duck))

@@ -9,25 +9,17 @@ loop rate of 0 %.
 from __future__ import annotations
 
 import os
-import sys
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Callable
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_builders import kv, request_of
 
 from loopsight import analytics
 from loopsight.alerts.metrics import measure
 from loopsight.alerts.rules import MetricSpec
-from loopsight.collector.pipeline import ingest_request
-from loopsight.collector.store import Store
-from loopsight.stores.clickhouse_run_index import index_new_spans
-from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .test_parity import _same
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))
-from otlp_builders import kv, request_of  # noqa: E402
 
 T0 = datetime(2026, 3, 1, 12, 0)
 NS = int((T0 - datetime(1970, 1, 1)).total_seconds()) * 10**9
@@ -55,17 +47,9 @@ def _answers(con: Any) -> dict[str, Any]:
     }
 
 
-def test_loop_counts_agree_on_both_stores(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
-    request = request_of(_openinference_run("oi-looper", ["weather paris"] * 3, 0)
-                         + _openinference_run("oi-fine", ["a", "b", "c"], 30), service="oi")
+def test_loop_counts_agree_on_both_stores(both_stores: Callable[..., tuple[Any, Any]]) -> None:
+    duck, clickhouse = both_stores(request_of(_openinference_run("oi-looper", ["weather paris"] * 3, 0)
+                                              + _openinference_run("oi-fine", ["a", "b", "c"], 30), service="oi"))
     expected = {"loops": [(True, "exact", 3)], "runs": [("oi-fine", 0), ("oi-looper", 1)], "overview": 0.5, "alert": 0.5}
-    store = Store.open(str(tmp_path / "oi.duckdb"))
-    try:
-        ingest_request(store, request)
-        assert _answers(store.reader()) == expected
-        clickhouse = new_clickhouse()
-        clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
-        index_new_spans(clickhouse)
-        assert _same(_answers(clickhouse)) == expected
-    finally:
-        store.close()
+    assert _answers(duck) == expected
+    assert _same(_answers(clickhouse)) == expected

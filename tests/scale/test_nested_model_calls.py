@@ -9,43 +9,29 @@ Real OTel SDK spans; DuckDB through loopsight's ingest, ClickHouse as the export
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Callable
 
 from nested_model_spans import TURNS, nested_model_spans
 
 from loopsight import analytics
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
-from loopsight.stores.clickhouse_run_index import index_new_spans
-from loopsight.stores.otel_rows import request_to_otel_traces
+from loopsight.collector.pipeline import spans_to_request
 
 from .test_parity import _same
 
 
-def test_nested_model_calls_are_the_same_on_both_stores(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
-    request = spans_to_request(nested_model_spans((("helper", True), ("unnumbered", False))))
-    store = Store.open(str(tmp_path / "nested.duckdb"))
-    try:
-        ingest_request(store, request)
-        duck = store.reader()
-        clickhouse = new_clickhouse()
-        clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
-        index_new_spans(clickhouse)
+def test_nested_model_calls_are_the_same_on_both_stores(both_stores: Callable[..., tuple[Any, Any]]) -> None:
+    duck, clickhouse = both_stores(spans_to_request(nested_model_spans((("helper", True), ("unnumbered", False)))))
 
-        runs = analytics.list_runs(duck)
-        assert [(r["agent"], r["steps"], r["llm_calls"], r["tool_calls"]) for r in runs] == [
-            ("unnumbered", TURNS, TURNS, TURNS), ("helper", TURNS, TURNS, TURNS)]
-        assert _same(analytics.list_runs(clickhouse)) == _same(runs)
-        for run in runs:
-            expected = analytics.trace_detail(duck, run["trace_id"])["steps"]
-            assert [s["llm_calls"] for s in expected] == [1] * TURNS
-            assert _same(analytics.trace_detail(clickhouse, run["trace_id"])["steps"]) == _same(expected)
-        steps = "SELECT SpanId, step FROM spans WHERE span_type IN ('llm', 'tool') ORDER BY SpanId"
-        assert clickhouse.execute(steps).fetchall() == duck.execute(steps).fetchall()
-        now = datetime(2026, 1, 1)
-        judged = dict(min_samples=1, min_gap_ms=1, stuck_after_seconds=60, now=now)
-        assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(map(repr, _same(analytics.stalls(duck, **judged))))
-        duck.close()
-    finally:
-        store.close()
+    runs = analytics.list_runs(duck)
+    assert [(r["agent"], r["steps"], r["llm_calls"], r["tool_calls"]) for r in runs] == [
+        ("unnumbered", TURNS, TURNS, TURNS), ("helper", TURNS, TURNS, TURNS)]
+    assert _same(analytics.list_runs(clickhouse)) == _same(runs)
+    for run in runs:
+        expected = analytics.trace_detail(duck, run["trace_id"])["steps"]
+        assert [s["llm_calls"] for s in expected] == [1] * TURNS
+        assert _same(analytics.trace_detail(clickhouse, run["trace_id"])["steps"]) == _same(expected)
+    steps = "SELECT SpanId, step FROM spans WHERE span_type IN ('llm', 'tool') ORDER BY SpanId"
+    assert clickhouse.execute(steps).fetchall() == duck.execute(steps).fetchall()
+    now = datetime(2026, 1, 1)
+    judged = dict(min_samples=1, min_gap_ms=1, stuck_after_seconds=60, now=now)
+    assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(map(repr, _same(analytics.stalls(duck, **judged))))

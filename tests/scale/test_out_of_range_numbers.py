@@ -7,22 +7,14 @@ derive pass after it failed, so no later run was listed (and the failure survive
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any, Callable
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_builders import kv, make_run, request_of
 
 from loopsight import analytics
-from loopsight.collector.pipeline import ingest_request
-from loopsight.collector.store import Store
-from loopsight.stores.clickhouse_run_index import index_new_spans
-from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .test_parity import _same
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))
-from otlp_builders import kv, make_run, request_of  # noqa: E402
 
 HUGE = 5 * 10**18  # inside int64: sums of two overflow BIGINT
 
@@ -43,27 +35,14 @@ def _absurd_run(start_ns: int) -> list[Span]:
     return [chat, again, *spans[1:-1], root]
 
 
-def test_absurd_numbers_read_as_missing_and_later_runs_are_listed(tmp_path: Path, new_clickhouse: Callable[[], Any]) -> None:
+def test_absurd_numbers_read_as_missing_and_later_runs_are_listed(both_stores: Callable[..., tuple[Any, Any]]) -> None:
     t0 = 1_764_000_000 * 10**9
-    absurd = request_of(_absurd_run(t0))
-    later = request_of(make_run(tools=1, start_ns=t0 + 60 * 10**9, agent="later"))
-    store = Store.open(str(tmp_path / "s.duckdb"))
-    try:
-        ingest_request(store, absurd)
-        ingest_request(store, later)
-        duck = store.reader()
-        runs = analytics.list_runs(duck)
-        assert [(r["agent"], r["input_tokens"], r["output_tokens"], r["llm_calls"]) for r in runs] == [
-            ("later", 100, 10, 1), ("absurd", 0, 2**32 - 1, 2)]
-        assert duck.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
-        assert duck.execute("SELECT count(*) FROM spans WHERE step > 2**31").fetchone()[0] == 0
-        assert [r["agent"] for r in analytics.top_runs_by_tokens(duck)] == ["absurd", "later"]
-
-        clickhouse = new_clickhouse()
-        for request in (absurd, later):
-            clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
-        index_new_spans(clickhouse)
-        assert _same(analytics.list_runs(clickhouse)) == _same(runs)
-        assert _same(analytics.top_runs_by_tokens(clickhouse)) == _same(analytics.top_runs_by_tokens(duck))
-    finally:
-        store.close()
+    duck, clickhouse = both_stores(request_of(_absurd_run(t0)), request_of(make_run(tools=1, start_ns=t0 + 60 * 10**9, agent="later")))
+    runs = analytics.list_runs(duck)
+    assert [(r["agent"], r["input_tokens"], r["output_tokens"], r["llm_calls"]) for r in runs] == [
+        ("later", 100, 10, 1), ("absurd", 0, 2**32 - 1, 2)]
+    assert duck.execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
+    assert duck.execute("SELECT count(*) FROM spans WHERE step > 2**31").fetchone()[0] == 0
+    assert [r["agent"] for r in analytics.top_runs_by_tokens(duck)] == ["absurd", "later"]
+    assert _same(analytics.list_runs(clickhouse)) == _same(runs)
+    assert _same(analytics.top_runs_by_tokens(clickhouse)) == _same(analytics.top_runs_by_tokens(duck))
