@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry import trace
 
-from loopsight.config import env_bool
+from loopsight.config import VERSION, env_bool
 
 logger = logging.getLogger("loopsight")
 
 _TRACER_NAME = "loopsight"
-_TRACER_VERSION = "0.1.0"
 
 
 class _State:
-    __slots__ = ("disabled", "provider", "clock", "_tracer", "_tracer_for", "_logged")
+    __slots__ = ("_logged", "_tracer", "_tracer_for", "clock", "disabled", "provider")
 
     def __init__(self) -> None:
         self.disabled: bool = env_bool("DISABLED")
@@ -39,7 +39,7 @@ class _State:
             if provider is None:
                 return None
         if provider is not self._tracer_for:
-            self._tracer = provider.get_tracer(_TRACER_NAME, _TRACER_VERSION)
+            self._tracer = provider.get_tracer(_TRACER_NAME, VERSION)
             self._tracer_for = provider
         return self._tracer
 

@@ -20,6 +20,7 @@ collector, DuckDB or the dashboard.
 
 from __future__ import annotations
 
+from loopsight.config import VERSION
 from loopsight.instrumentation import (
     ContextThreadPoolExecutor,
     FatalToolError,
@@ -47,12 +48,31 @@ from loopsight.instrumentation import (
     wrap_context,
 )
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
-    "ContextThreadPoolExecutor", "FatalToolError", "InvalidArgumentError", "LlmHandle",
-    "PermanentToolError", "RunHandle", "ToolError", "ToolHandle", "TransientToolError", "Usage",
-    "agent", "args_hash", "classify", "configure", "current_llm", "current_run",
-    "current_step", "current_tool", "llm", "register_classifier", "register_error_class",
-    "shutdown", "tool", "wrap_context",
+    "ContextThreadPoolExecutor",
+    "FatalToolError",
+    "InvalidArgumentError",
+    "LlmHandle",
+    "PermanentToolError",
+    "RunHandle",
+    "ToolError",
+    "ToolHandle",
+    "TransientToolError",
+    "Usage",
+    "agent",
+    "args_hash",
+    "classify",
+    "configure",
+    "current_llm",
+    "current_run",
+    "current_step",
+    "current_tool",
+    "llm",
+    "register_classifier",
+    "register_error_class",
+    "shutdown",
+    "tool",
+    "wrap_context",
 ]

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -35,6 +35,23 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Schema migrations of the DuckDB store.", no_args_is_help=True)
 alerts_app = typer.Typer(help="Alert rules.", no_args_is_help=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"loopsight {config.VERSION}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """See where tool-calling agents stall, loop and burn tokens."""
+
+
 app.add_typer(db_app, name="db")
 app.add_typer(alerts_app, name="alerts")
 
@@ -44,24 +61,52 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 220)
 
 DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", help="DuckDB file.")]
 TokenOpt = Annotated[
-    Optional[str], typer.Option("--token", envvar="LOOPSIGHT_TOKEN", help="Bearer token required/sent on every route but /healthz.")
+    str | None,
+    typer.Option("--token", envvar="LOOPSIGHT_TOKEN", help="Bearer token required/sent on every route but /healthz."),
 ]
 CollectorOpt = Annotated[
-    Optional[str], typer.Option("--collector", envvar="LOOPSIGHT_COLLECTOR_URL", help="Collector base URL (default http://127.0.0.1:4318).")
+    str | None,
+    typer.Option(
+        "--collector", envvar="LOOPSIGHT_COLLECTOR_URL", help="Collector base URL (default http://127.0.0.1:4318)."
+    ),
 ]
 StoreOpt = Annotated[
-    Optional[str],
-    typer.Option("--store", envvar="LOOPSIGHT_STORE",
-                 help="Store URL instead of --db: duckdb:///file, clickhouse://user:pass@host:8123/db or chdb:///dir."),
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="LOOPSIGHT_STORE",
+        help="Store URL instead of --db: duckdb:///file, clickhouse://user:pass@host:8123/db or chdb:///dir.",
+    ),
 ]
-ReadDbOpt = Annotated[Optional[str], typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")]
-CaptureOpt = Annotated[bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")]
-MaxValueOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTE_LENGTH", min=1, help="Attribute values longer than this many characters are cut, with a marker.")]
-MaxAttributesOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTES", min=1, help="Attributes kept per span (or event, link).")]
-MaxEventsOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events (and links) kept per span.")]
-HttpPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", min=1, max=65535, help="OTLP/HTTP + query API port.")]
-GrpcPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", min=0, max=65535, help="OTLP/gRPC port (0: off).")]
-DashboardPortOpt = Annotated[int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", min=1, max=65535, help="Dashboard port.")]
+ReadDbOpt = Annotated[
+    str | None, typer.Option("--db", help="Read this DuckDB file directly (no collector may hold it).")
+]
+CaptureOpt = Annotated[
+    bool, typer.Option(envvar="LOOPSIGHT_CAPTURE_CONTENT", help="Keep raw arguments/messages (redacted).")
+]
+MaxValueOpt = Annotated[
+    int,
+    typer.Option(
+        envvar="LOOPSIGHT_MAX_ATTRIBUTE_LENGTH",
+        min=1,
+        help="Attribute values longer than this many characters are cut, with a marker.",
+    ),
+]
+MaxAttributesOpt = Annotated[
+    int, typer.Option(envvar="LOOPSIGHT_MAX_ATTRIBUTES", min=1, help="Attributes kept per span (or event, link).")
+]
+MaxEventsOpt = Annotated[
+    int, typer.Option(envvar="LOOPSIGHT_MAX_EVENTS", min=1, help="Events (and links) kept per span.")
+]
+HttpPortOpt = Annotated[
+    int, typer.Option(envvar="LOOPSIGHT_HTTP_PORT", min=1, max=65535, help="OTLP/HTTP + query API port.")
+]
+GrpcPortOpt = Annotated[
+    int, typer.Option(envvar="LOOPSIGHT_GRPC_PORT", min=0, max=65535, help="OTLP/gRPC port (0: off).")
+]
+DashboardPortOpt = Annotated[
+    int, typer.Option(envvar="LOOPSIGHT_DASHBOARD_PORT", min=1, max=65535, help="Dashboard port.")
+]
 
 DEFAULT_COLLECTOR = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_HTTP_PORT}"
 _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
@@ -78,8 +123,9 @@ def _from_flag(ctx: typer.Context, name: str) -> bool:
     return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
 
 
-def _read_source(ctx: typer.Context, collector: str | None, db: str | None,
-                 store: str | None) -> tuple[str | None, str | None, str | None]:
+def _read_source(
+    ctx: typer.Context, collector: str | None, db: str | None, store: str | None
+) -> tuple[str | None, str | None, str | None]:
     """Keep one of ``--collector``/``--db``/``--store``: a flag beats any ``LOOPSIGHT_*`` variable.
 
     Two flags, or (without a flag) two variables, are an error.
@@ -110,16 +156,36 @@ def collector(
     http_port: HttpPortOpt = config.DEFAULT_HTTP_PORT,
     grpc_port: GrpcPortOpt = config.DEFAULT_GRPC_PORT,
     token: TokenOpt = None,
-    rules: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
-    retention: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")] = None,
-    forward_to: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint.")] = None,
-    alert_interval: Annotated[float, typer.Option(envvar="LOOPSIGHT_ALERT_INTERVAL", min=0.1, help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.")] = 30.0,
+    rules: Annotated[str | None, typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
+    retention: Annotated[
+        str | None, typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")
+    ] = None,
+    forward_to: Annotated[
+        str | None,
+        typer.Option(envvar="LOOPSIGHT_FORWARD_TO", help="Also forward accepted spans to this OTLP/HTTP endpoint."),
+    ] = None,
+    alert_interval: Annotated[
+        float,
+        typer.Option(
+            envvar="LOOPSIGHT_ALERT_INTERVAL",
+            min=0.1,
+            help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.",
+        ),
+    ] = 30.0,
     capture_content: CaptureOpt = False,
     max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
     max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
     max_events: MaxEventsOpt = config.DEFAULT_MAX_EVENTS,
-    max_body_bytes: Annotated[int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")] = 16 * 1024 * 1024,
-    memory_budget: Annotated[Optional[str], typer.Option(envvar="LOOPSIGHT_MEMORY_BUDGET", help="Memory for the whole process, split between DuckDB and requests in flight (default 400MB, the least it runs in).")] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(envvar="LOOPSIGHT_MAX_BODY_BYTES", help="Largest request body after decompression.")
+    ] = 16 * 1024 * 1024,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LOOPSIGHT_MEMORY_BUDGET",
+            help="Memory for the whole process, split between DuckDB and requests in flight (default 400MB, the least it runs in).",
+        ),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
@@ -153,7 +219,9 @@ def dashboard(
     collector: CollectorOpt = None,
     db: ReadDbOpt = None,
     port: DashboardPortOpt = config.DEFAULT_DASHBOARD_PORT,
-    host: Annotated[str, typer.Option(envvar="LOOPSIGHT_DASHBOARD_HOST", help="Address to bind.")] = config.DEFAULT_HOST,
+    host: Annotated[
+        str, typer.Option(envvar="LOOPSIGHT_DASHBOARD_HOST", help="Address to bind.")
+    ] = config.DEFAULT_HOST,
     token: TokenOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -167,7 +235,10 @@ def dashboard(
 
 @app.command()
 def demo(
-    endpoint: Annotated[Optional[str], typer.Option(help="OTLP/HTTP endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT or the local collector).")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="OTLP/HTTP endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT or the local collector)."),
+    ] = None,
     runs: Annotated[int, typer.Option(min=1, max=100_000, help="How many agent runs.")] = 40,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same runs).")] = 7,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Runs in parallel.")] = 4,
@@ -200,13 +271,20 @@ def ingest(
     from loopsight.collector.normalize import Limits
     from loopsight.collector.store import StoreError
 
-    unreadable = [f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
-                  for f in files if not f.is_file()]
+    unreadable = [
+        f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
+        for f in files
+        if not f.is_file()
+    ]
     if unreadable:
         raise fail("; ".join(unreadable))
     try:
-        summary = ingest_files([str(f) for f in files], db, store_url=_write_store(ctx, store),
-                               limits=Limits(max_attribute_length, max_attributes, max_events, capture_content))
+        summary = ingest_files(
+            [str(f) for f in files],
+            db,
+            store_url=_write_store(ctx, store),
+            limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
+        )
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
@@ -214,7 +292,9 @@ def ingest(
         raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped or loaded only in part", 1)
 
 
-def _fetch_runs(collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None) -> list[dict]:
+def _fetch_runs(
+    collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None
+) -> list[dict]:
     if store:
         from loopsight.analytics import list_runs
         from loopsight.collector.store import StoreError
@@ -357,7 +437,9 @@ def up(
     grpc_port: GrpcPortOpt = config.DEFAULT_GRPC_PORT,
     dashboard_port: DashboardPortOpt = config.DEFAULT_DASHBOARD_PORT,
     demo_runs: Annotated[int, typer.Option(min=1, help="Runs in the first demo batch.")] = 60,
-    demo_every: Annotated[float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")] = 30.0,
+    demo_every: Annotated[
+        float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")
+    ] = 30.0,
     token: TokenOpt = None,
 ) -> None:
     """Collector + dashboard (+ demo traffic) in one command; Ctrl-C stops everything."""
@@ -380,29 +462,48 @@ def up(
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        procs.append(subprocess.Popen([*me, "collector", "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port)], env=env))
+        procs.append(
+            subprocess.Popen(
+                [*me, "collector", "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port)], env=env
+            )
+        )
         _wait_healthy(collector_url, procs[0])
-        procs.append(subprocess.Popen([*me, "dashboard", "--collector", collector_url, "--port", str(dashboard_port)], env=env))
-        console.print(f"[bold]collector[/bold]  {collector_url}  (OTLP/HTTP /v1/traces, query API /api/v1/runs; OTLP/gRPC :{grpc_port})")
+        procs.append(
+            subprocess.Popen([*me, "dashboard", "--collector", collector_url, "--port", str(dashboard_port)], env=env)
+        )
+        console.print(
+            f"[bold]collector[/bold]  {collector_url}  (OTLP/HTTP /v1/traces, query API /api/v1/runs; OTLP/gRPC :{grpc_port})"
+        )
         console.print(f"[bold]dashboard[/bold]  http://{config.DEFAULT_HOST}:{dashboard_port}")
         console.print(f"[bold]store[/bold]      {db}")
         seed = 7
         if demo:
             console.print(f"sending {demo_runs} demo runs ...")
-            sent = subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", str(demo_runs), "--seed", str(seed)], env=env, check=False)
+            sent = subprocess.run(
+                [*me, "demo", "--endpoint", collector_url, "--runs", str(demo_runs), "--seed", str(seed)],
+                env=env,
+                check=False,
+            )
             if sent.returncode == 0:
                 console.print("demo traffic sent; press Ctrl-C to stop")
             else:
-                err.print("[red]error:[/red] the demo traffic did not arrive (see above); the collector and dashboard "
-                          "keep running, press Ctrl-C to stop", highlight=False)
+                err.print(
+                    "[red]error:[/red] the demo traffic did not arrive (see above); the collector and dashboard "
+                    "keep running, press Ctrl-C to stop",
+                    highlight=False,
+                )
         while True:
             time.sleep(demo_every if demo and demo_every else 3600)
             if any(p.poll() is not None for p in procs):
                 raise fail("a child process exited; stopping")
             if demo and demo_every:
                 seed += 1
-                subprocess.run([*me, "demo", "--endpoint", collector_url, "--runs", "8", "--seed", str(seed)],
-                               env=env, check=False, stdout=subprocess.DEVNULL)
+                subprocess.run(
+                    [*me, "demo", "--endpoint", collector_url, "--runs", "8", "--seed", str(seed)],
+                    env=env,
+                    check=False,
+                    stdout=subprocess.DEVNULL,
+                )
     except KeyboardInterrupt:
         console.print("stopping ...")
     finally:

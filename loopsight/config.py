@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import os
+from importlib import metadata
 
 DEFAULT_DB = "./loopsight.duckdb"
 DEFAULT_HOST = "127.0.0.1"
@@ -20,6 +21,17 @@ DEFAULT_MAX_ATTRIBUTES = 256
 DEFAULT_MAX_EVENTS = 128
 
 _TRUE = {"1", "true", "yes", "on"}
+
+
+def _installed_version() -> str:
+    try:
+        return metadata.version("loopsight")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+VERSION = _installed_version()
+"""The installed distribution's version (written once, in pyproject.toml)."""
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
