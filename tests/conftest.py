@@ -11,6 +11,11 @@ factory behind it, for extra flags, a token, a chosen DB file or several collect
 
 ``collector_launcher`` is the same factory at session scope, for module-scoped collectors.
 ``store`` is a :class:`loopsight.collector.store.Store` on a DuckDB file in ``tmp_path``.
+
+Markers are applied here, not by hand (``make test-fast`` deselects them): ``subprocess`` for a
+test that starts a process (a collector fixture, a folder of such tests, or a module that uses
+``subprocess``), ``chdb`` for one on the embedded ClickHouse engine, ``browser`` for Chromium.
+Under ``LOOPSIGHT_TEST_FAST=1`` a test left unmarked that starts a process fails and says so.
 """
 
 from __future__ import annotations
@@ -18,25 +23,52 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from ports import free_port
 from processes import stop_process
 
+_PROCESS_FIXTURES = {"start_collector", "collector_server", "collector_launcher"}
+_PROCESS_FOLDERS = {"e2e", "reliability", "packaging", "frameworks"}
+_CHDB_FOLDERS = {"scale"}
+_CHDB_FIXTURES = {"chdb_dir", "new_clickhouse"}
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+
+def _module_uses(item: pytest.Item, *names: str) -> bool:
+    module = getattr(item, "module", None)
+    return module is not None and any(name in vars(module) for name in names)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        folder = item.path.resolve().relative_to(tests).parts[0]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if folder in _PROCESS_FOLDERS or fixtures & _PROCESS_FIXTURES or _module_uses(item, "subprocess"):
+            item.add_marker(pytest.mark.subprocess)
+        if folder in _CHDB_FOLDERS or fixtures & _CHDB_FIXTURES or _module_uses(item, "chdb", "connect_chdb"):
+            item.add_marker(pytest.mark.chdb)
+
+
+@pytest.fixture(autouse=True)
+def _no_unmarked_processes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In ``make test-fast``, a test that starts a process without its marker fails."""
+    if os.environ.get("LOOPSIGHT_TEST_FAST") != "1" or request.node.get_closest_marker("subprocess"):
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"{request.node.nodeid} starts a process: give it the subprocess marker (tests/conftest.py)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @dataclass
@@ -65,7 +97,11 @@ class CollectorProcess:
     def metrics(self) -> dict[str, float]:
         """``/metrics`` as ``{'name{labels}': value}``."""
         text = httpx.get(self.url + "/metrics", headers=self.headers, timeout=30).text
-        return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line and not line.startswith("#")}
+        return {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line and not line.startswith("#")
+        }
 
     def log(self) -> str:
         """Everything the process wrote to stdout/stderr so far."""
@@ -79,7 +115,7 @@ class CollectorProcess:
         """``kill -9``: no drain, no clean close."""
         return self.stop(signal.SIGKILL)
 
-    def wait_healthy(self, timeout: float = 30.0) -> "CollectorProcess":
+    def wait_healthy(self, timeout: float = 30.0) -> CollectorProcess:
         """Block until ``/healthz`` answers (for collectors started with ``wait=False``)."""
         wait_healthy(self, timeout)
         return self
@@ -119,8 +155,16 @@ def launch_collector(
     grpc_port = grpc_port or free_port()
     db = str(db_path or migrated_db(tmp_dir))
     args = [
-        sys.executable, "-m", "loopsight", "collector",
-        "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+        sys.executable,
+        "-m",
+        "loopsight",
+        "collector",
+        "--db",
+        db,
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
         *(["--token", token] if token else []),
         *extra_args,
     ]
@@ -130,8 +174,15 @@ def launch_collector(
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=proc_env)
     server = CollectorProcess(
-        url=f"http://127.0.0.1:{http_port}", grpc_target=f"127.0.0.1:{grpc_port}", db_path=db, token=token,
-        process=process, http_port=http_port, grpc_port=grpc_port, log_path=log_path, args=args,
+        url=f"http://127.0.0.1:{http_port}",
+        grpc_target=f"127.0.0.1:{grpc_port}",
+        db_path=db,
+        token=token,
+        process=process,
+        http_port=http_port,
+        grpc_port=grpc_port,
+        log_path=log_path,
+        args=args,
     )
     if wait:
         wait_healthy(server, startup_timeout)
@@ -204,7 +255,7 @@ def collector_server(start_collector: Callable[..., CollectorProcess]) -> Collec
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator["Store"]:
+def store(tmp_path: Path) -> Iterator[Store]:
     """A real :class:`~loopsight.collector.store.Store` on ``tmp_path/store.duckdb``."""
     from loopsight.collector.store import Store
 
@@ -214,4 +265,4 @@ def store(tmp_path: Path) -> Iterator["Store"]:
 
 
 if TYPE_CHECKING:
-    from loopsight.collector.store import Store  # noqa: F401
+    from loopsight.collector.store import Store

@@ -6,11 +6,11 @@ span; the derive and ClickHouse parity tests both build their runs here.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from spans import memory_tracer
 
 T0 = 1_767_000_000_000_000_000
 MS = 1_000_000
@@ -22,36 +22,42 @@ def nested_model_spans(runs: Sequence[tuple[str, bool]] = (("helper", True),)) -
 
     The last turn nests a third chat span; with ``numbered`` False the producer gives no steps.
     """
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("nested-test")
-    now = [T0]
+    with memory_tracer("nested-test") as (tracer, exporter):
+        now = [T0]
 
-    def tick() -> int:
-        now[0] += 10 * MS
-        return now[0]
+        def tick() -> int:
+            now[0] += 10 * MS
+            return now[0]
 
-    def span(name: str, attrs: dict[str, Any]) -> Any:
-        return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
+        def span(name: str, attrs: dict[str, Any]) -> Any:
+            return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
 
-    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
-    for agent, numbered in runs:
-        with span(f"invoke_agent {agent}", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                                            "loopsight.termination_reason": "completed"}) as run:
-            for step in range(TURNS):
-                ours_attrs = {**chat, "loopsight.step": step, "loopsight.usage.in_child": True} if numbered else chat
-                with span("chat gpt-4o-mini", ours_attrs) as ours:
-                    usage = {"gen_ai.usage.input_tokens": 100 * (step + 1), "gen_ai.usage.output_tokens": 7}
-                    with span("chat gpt-4o-mini", {**chat, **usage}) as theirs:
-                        if step == TURNS - 1:
-                            with span("chat gpt-4o-mini", chat) as deeper:
-                                deeper.end(end_time=tick())
-                        theirs.end(end_time=tick())
-                    ours.end(end_time=tick())
-                tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
-                with span("execute_tool search", {**tool_attrs, "loopsight.step": step} if numbered else tool_attrs) as tool:
-                    tool.end(end_time=tick())
-            run.end(end_time=tick())
-    provider.shutdown()
-    return list(exporter.get_finished_spans())
+        chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
+        for agent, numbered in runs:
+            with span(
+                f"invoke_agent {agent}",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": agent,
+                    "loopsight.termination_reason": "completed",
+                },
+            ) as run:
+                for step in range(TURNS):
+                    ours_attrs = (
+                        {**chat, "loopsight.step": step, "loopsight.usage.in_child": True} if numbered else chat
+                    )
+                    with span("chat gpt-4o-mini", ours_attrs) as ours:
+                        usage = {"gen_ai.usage.input_tokens": 100 * (step + 1), "gen_ai.usage.output_tokens": 7}
+                        with span("chat gpt-4o-mini", {**chat, **usage}) as theirs:
+                            if step == TURNS - 1:
+                                with span("chat gpt-4o-mini", chat) as deeper:
+                                    deeper.end(end_time=tick())
+                            theirs.end(end_time=tick())
+                        ours.end(end_time=tick())
+                    tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+                    with span(
+                        "execute_tool search", {**tool_attrs, "loopsight.step": step} if numbered else tool_attrs
+                    ) as tool:
+                        tool.end(end_time=tick())
+                run.end(end_time=tick())
+        return list(exporter.get_finished_spans())

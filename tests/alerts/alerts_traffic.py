@@ -10,22 +10,22 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
+from service_tracers import ServiceTracers
 
 from loopsight import attributes as A
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
-from service_tracers import ServiceTracers
 
 T0 = datetime(2026, 3, 2, 12, 0, 0)
 
 
 def ns(at: datetime) -> int:
-    return int(at.replace(tzinfo=timezone.utc).timestamp() * 1e9)
+    return int(at.replace(tzinfo=UTC).timestamp() * 1e9)
 
 
 @dataclass(frozen=True)
@@ -62,18 +62,34 @@ class Traffic:
     ) -> str:
         """One run starting at ``at``: a chat span and its tool calls per step; returns the trace id."""
         tracer = self._tracer(service)
-        root = tracer.start_span(f"invoke_agent {agent}", start_time=ns(at), attributes={
-            A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.TERMINATION_REASON: termination})
+        root = tracer.start_span(
+            f"invoke_agent {agent}",
+            start_time=ns(at),
+            attributes={A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.TERMINATION_REASON: termination},
+        )
         ctx = trace.set_span_in_context(root)
         clock = at
         for step, call in enumerate(calls):
-            chat = tracer.start_span("chat m", context=ctx, start_time=ns(clock), attributes={
-                A.OPERATION_NAME: A.OP_CHAT, A.REQUEST_MODEL: "m", A.USAGE_INPUT_TOKENS: tokens[0],
-                A.USAGE_OUTPUT_TOKENS: tokens[1], A.STEP: step})
+            chat = tracer.start_span(
+                "chat m",
+                context=ctx,
+                start_time=ns(clock),
+                attributes={
+                    A.OPERATION_NAME: A.OP_CHAT,
+                    A.REQUEST_MODEL: "m",
+                    A.USAGE_INPUT_TOKENS: tokens[0],
+                    A.USAGE_OUTPUT_TOKENS: tokens[1],
+                    A.STEP: step,
+                },
+            )
             clock += timedelta(milliseconds=5)
             chat.end(end_time=ns(clock))
-            attrs = {A.OPERATION_NAME: A.OP_EXECUTE_TOOL, A.TOOL_NAME: call.tool, A.STEP: step,
-                     A.TOOL_ARGS_HASH: f"{abs(hash(call.args)) % 16**16:016x}"}
+            attrs = {
+                A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
+                A.TOOL_NAME: call.tool,
+                A.STEP: step,
+                A.TOOL_ARGS_HASH: f"{abs(hash(call.args)) % 16**16:016x}",
+            }
             if call.error_class:
                 attrs[A.ERROR_CLASS] = call.error_class
             if call.error_type:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from alerts_traffic import Hook, Traffic
 
 from loopsight.collector.store import Store
-from alerts_traffic import Hook, Traffic
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def hook() -> Iterator[Hook]:
     state: dict[str, Hook] = {}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             h = state["hook"]
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             with h.lock:

@@ -4,20 +4,20 @@ real OTLP exporter -> collector on a loopback port -> evaluator -> webhook; /api
 from __future__ import annotations
 
 import io
-import socket
 import threading
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 import uvicorn
+from alerts_traffic import Call, Hook, Traffic
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from ports import free_port
 from rich.console import Console
 
-from alerts_traffic import Call, Hook, Traffic
 from loopsight.alerts import Evaluator, Notifier, check
 from loopsight.alerts.evaluator import utcnow
 from loopsight.collector.app import Settings, create_app
@@ -91,9 +91,7 @@ def test_check_errors_exit_2(tmp_path: Path, store: Store) -> None:
     assert code == 2 and f"{bad}:5: rule 'x', key 'threshold': must be a number, got 'high'" in text.replace("\n", "")
     code, text = run_check(rules_file(tmp_path), db=str(tmp_path / "missing.duckdb"))
     assert code == 2 and "does not exist" in text
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     code, text = run_check(rules_file(tmp_path), collector=f"http://127.0.0.1:{port}")
     assert code == 2 and f"cannot reach the collector at http://127.0.0.1:{port}" in text
     assert "Traceback" not in text
@@ -102,8 +100,9 @@ def test_check_errors_exit_2(tmp_path: Path, store: Store) -> None:
 @pytest.fixture
 def live(store: Store) -> Iterator[str]:
     """The collector's HTTP app (OTLP + query API, token "s3cret") on a free loopback port."""
-    config = uvicorn.Config(create_app(store, Settings(token="s3cret")), host="127.0.0.1", port=0,
-                            log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        create_app(store, Settings(token="s3cret")), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -152,8 +151,11 @@ def test_alerts_inside_a_live_collector(tmp_path: Path, store: Store, live: str,
         series = httpx.get(f"{live}/api/v1/alerts/series", params={"rule": "loop-rate"}, headers=auth).json()
         assert len(series["series"]) >= 2 and series["series"][-1]["samples"] >= 4
         assert httpx.get(f"{live}/api/v1/alerts").status_code == 401
-        for params in ({"metric": "nope", "since": "-5m", "until": "-1m"}, {"metric": "loop_rate"},
-                       {"metric": "loop_rate", "since": "-5m", "until": "-1m", "stat": "p99"}):
+        for params in (
+            {"metric": "nope", "since": "-5m", "until": "-1m"},
+            {"metric": "loop_rate"},
+            {"metric": "loop_rate", "since": "-5m", "until": "-1m", "stat": "p99"},
+        ):
             answer = httpx.get(f"{live}/api/v1/alerts/metric", params=params, headers=auth)
             assert answer.status_code == 400 and "error" in answer.json()
         assert any(line.startswith("loopsight_loop_rate ") for line in evaluator.prometheus_lines())

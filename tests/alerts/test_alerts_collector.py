@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
-
 
 RULE = '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\nnotify = ["log"]\n'
 
@@ -33,11 +33,12 @@ def test_collector_evaluates_rules_and_exposes_gauges(tmp_path: Path, start_coll
 
 
 def test_collector_without_rules_exposes_agent_gauges_computed_at_most_every_interval(
-        start_collector: Callable[..., Any]) -> None:
+    start_collector: Callable[..., Any],
+) -> None:
     """design.md: /metrics carries agent gauges; without --rules too, cached for --alert-interval."""
+    from alerts_traffic import Call, Traffic
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    from alerts_traffic import Call, Traffic
     from loopsight.alerts.evaluator import utcnow
 
     collector = start_collector("--grpc-port", "0", "--alert-interval", "3600")
@@ -50,8 +51,10 @@ def test_collector_without_rules_exposes_agent_gauges_computed_at_most_every_int
 
     now = utcnow()
     traffic.run(now - timedelta(seconds=30), [Call("fetch", "same")] * 3, termination="loop_detected")
-    traffic.run(now - timedelta(seconds=20), [Call("search", "a"), Call("fetch", "b", error_type="timeout",
-                                                                            error_class="transient")])
+    traffic.run(
+        now - timedelta(seconds=20),
+        [Call("search", "a"), Call("fetch", "b", error_type="timeout", error_class="transient")],
+    )
     send()
     first = collector.metrics()
     assert (first["loopsight_runs"], first["loopsight_loop_rate"]) == (2, 0.5)
@@ -96,17 +99,20 @@ def _poll(url: str, until: Callable[[Any], bool], timeout: float = 60) -> Any:
 # the evaluator, state tables and API below work without that check (verified with it bypassed).
 # strict: once the check is gone this passes and the marker must go.
 def test_collector_on_clickhouse_evaluates_rules_and_keeps_state_across_restart(
-        tmp_path: Path, start_collector: Callable[..., Any], hook: Any) -> None:
+    tmp_path: Path, start_collector: Callable[..., Any], hook: Any
+) -> None:
     """``--store chdb://… --rules``: state in ClickHouse's alert tables, one notification across a restart."""
     pytest.importorskip("chdb")
+    from alerts_traffic import Call, Traffic
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    from alerts_traffic import Call, Traffic
     from loopsight.alerts.evaluator import utcnow
 
     rules = tmp_path / "rules.toml"
-    rules.write_text('[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\n'
-                     f'min_samples = 3\nnotify = ["webhook:{hook.url}"]\n')
+    rules.write_text(
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\n'
+        f'min_samples = 3\nnotify = ["webhook:{hook.url}"]\n'
+    )
     store = f"chdb://{tmp_path / 'ch'}"
     flags = ("--store", store, "--rules", str(rules), "--alert-interval", "0.2", "--grpc-port", "0")
     collector = start_collector(*flags)
@@ -117,10 +123,19 @@ def test_collector_on_clickhouse_evaluates_rules_and_keeps_state_across_restart(
     assert exporter.export(traffic.exporter.get_finished_spans()).name == "SUCCESS"
     exporter.shutdown()
 
-    firing = _poll(f"{collector.url}/api/v1/alerts", lambda v: v["rules"] and v["rules"][0]["state"] == "firing"
-                          and v["events"] and v["events"][0]["notify_status"] == "sent")
+    firing = _poll(
+        f"{collector.url}/api/v1/alerts",
+        lambda v: (
+            v["rules"]
+            and v["rules"][0]["state"] == "firing"
+            and v["events"]
+            and v["events"][0]["notify_status"] == "sent"
+        ),
+    )
     assert (firing["rules"][0]["value"], firing["rules"][0]["samples"]) == (1.0, 4)
-    assert [(e["from_state"], e["to_state"], e["notify_status"]) for e in firing["events"]] == [("ok", "firing", "sent")]
+    assert [(e["from_state"], e["to_state"], e["notify_status"]) for e in firing["events"]] == [
+        ("ok", "firing", "sent")
+    ]
     assert [(b["rule"], b["status"]) for b in hook.wait_for(1)] == [("loops", "firing")]
     _poll(f"{collector.url}/metrics", lambda text: 'loopsight_alert_firing{rule="loops"} 1' in text.splitlines())
     assert collector.stop() == 0

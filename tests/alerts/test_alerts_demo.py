@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from alerts_traffic import Call, Hook, Traffic
+
 from loopsight.alerts import Evaluator, Notifier
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
 from loopsight.react.demo import run_scenarios
 
 
-def test_demo_traffic_fires_then_resolves(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
-                                          loopsight_spans: Any) -> None:
+def test_demo_traffic_fires_then_resolves(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, loopsight_spans: Any
+) -> None:
     run_scenarios(runs=40, seed=7, concurrency=4, speed=40.0)
     spans = loopsight_spans.spans
     assert ingest_request(store, spans_to_request(spans)) == len(spans)
-    end = datetime.fromtimestamp(max(s.end_time for s in spans) / 1e9, timezone.utc).replace(tzinfo=None)
+    end = datetime.fromtimestamp(max(s.end_time for s in spans) / 1e9, UTC).replace(tzinfo=None)
     rules = tmp_path / "rules.toml"
     rules.write_text(f"""
 [[rules]]
@@ -40,7 +42,10 @@ notify = ["webhook:{hook.url}"]
     evaluator.notifier.start()
     try:
         results = evaluator.evaluate_once(end + timedelta(seconds=1))
-        assert [(r.rule.name, r.state.state) for r in results] == [("loop-rate", "firing"), ("transient-failures", "firing")]
+        assert [(r.rule.name, r.state.state) for r in results] == [
+            ("loop-rate", "firing"),
+            ("transient-failures", "firing"),
+        ]
         loops = results[0].verdict.current
         assert loops.samples == 40 and len(loops.examples) == min(5, round(loops.value * 40)) > 0
         # an hour of clean traffic later, both resolve
@@ -51,6 +56,10 @@ notify = ["webhook:{hook.url}"]
         assert [r.state.state for r in results] == ["resolved", "resolved"]
         assert evaluator.notifier.flush(10)
         assert sorted((b["rule"], b["status"]) for b in hook.wait_for(4)) == [
-            ("loop-rate", "firing"), ("loop-rate", "resolved"), ("transient-failures", "firing"), ("transient-failures", "resolved")]
+            ("loop-rate", "firing"),
+            ("loop-rate", "resolved"),
+            ("transient-failures", "firing"),
+            ("transient-failures", "resolved"),
+        ]
     finally:
         evaluator.stop()

@@ -3,15 +3,16 @@ cooldown, restart without duplicate notifications; notifications reach a real we
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-import itertools
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import duckdb
 import pytest
-
 from alerts_traffic import T0, Call, Hook, Traffic
+
 from loopsight.alerts import Evaluator, Notifier, alerts_overview
 from loopsight.collector.store import Store
 from loopsight.stores import open_writer
@@ -30,7 +31,9 @@ _databases = itertools.count()
 
 
 @pytest.fixture
-def open_store(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Any]]:
+def open_store(
+    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[], Any]]:
     """Opens (and reopens, for restarts) one store: a DuckDB file, or (``BOTH_STORES``) a ClickHouse database on chdb."""
     opened: list[Any] = []
     if getattr(request, "param", "duckdb") == "duckdb":
@@ -59,8 +62,13 @@ def store(open_store: Callable[[], Any]) -> Any:
 
 
 def make_evaluator(store: Store, rules: str) -> Evaluator:
-    evaluator = Evaluator(store.reader, rules, 30, dashboard_url="http://127.0.0.1:8501/",
-                          notifier=Notifier(timeout=2.0, retries=2, backoff=0.05))
+    evaluator = Evaluator(
+        store.reader,
+        rules,
+        30,
+        dashboard_url="http://127.0.0.1:8501/",
+        notifier=Notifier(timeout=2.0, retries=2, backoff=0.05),
+    )
     evaluator.notifier.start()
     return evaluator
 
@@ -81,7 +89,9 @@ def overview(store: Store) -> dict:
         con.close()
 
 
-def runs(traffic: Traffic, start: datetime, count: int, *, loops: int = 0, fails: int = 0, spacing: float = 10) -> list[str]:
+def runs(
+    traffic: Traffic, start: datetime, count: int, *, loops: int = 0, fails: int = 0, spacing: float = 10
+) -> list[str]:
     """``count`` runs from ``start``; the first ``loops`` repeat fetch 3x, the next ``fails`` have a failing fetch."""
     ids = []
     for i in range(count):
@@ -98,9 +108,12 @@ def runs(traffic: Traffic, start: datetime, count: int, *, loops: int = 0, fails
 
 
 @BOTH_STORES
-def test_fires_on_loops_and_failures_then_resolves(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
-                                                   stop_later: list[Evaluator]) -> None:
-    rules = write_rules(tmp_path, f"""
+def test_fires_on_loops_and_failures_then_resolves(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]
+) -> None:
+    rules = write_rules(
+        tmp_path,
+        f"""
 [[rules]]
 name = "loop-rate"
 metric = "loop_rate"
@@ -117,7 +130,8 @@ window = "5m"
 threshold = 0.2
 min_samples = 5
 notify = ["slack:{hook.url}", "log"]
-""")
+""",
+    )
     evaluator = make_evaluator(store, rules)
     stop_later.append(evaluator)
     assert [r.state.state for r in evaluator.evaluate_once(T0 - 10 * MIN)] == ["ok", "ok"]
@@ -125,12 +139,19 @@ notify = ["slack:{hook.url}", "log"]
     bad = runs(traffic, T0 - 4 * MIN, 10, loops=4, fails=5)  # fetch: 12 looping + 5 failing + 1 clean calls
     results = evaluator.evaluate_once(T0)
     assert {r.rule.name: (r.state.state, r.verdict.current.value) for r in results} == {
-        "loop-rate": ("firing", 0.4), "fetch-failing": ("firing", pytest.approx(5 / 18))}
+        "loop-rate": ("firing", 0.4),
+        "fetch-failing": ("firing", pytest.approx(5 / 18)),
+    }
     assert evaluator.notifier.flush(10)
     sent = hook.wait_for(2)
     generic = next(b for b in sent if "rule" in b)
     slack = next(b for b in sent if "blocks" in b)
-    assert (generic["status"], generic["rule"], generic["value"], generic["samples"]) == ("firing", "loop-rate", 0.4, 10)
+    assert (generic["status"], generic["rule"], generic["value"], generic["samples"]) == (
+        "firing",
+        "loop-rate",
+        0.4,
+        10,
+    )
     assert {e["trace_id"] for e in generic["examples"]} == set(bad[:4])
     assert generic["examples"][0]["url"] == f"http://127.0.0.1:8501/?run={generic['examples'][0]['trace_id']}"
     assert slack["text"].startswith(":rotating_light: [FIRING] fetch-failing: tool_fail_rate (tool=fetch)")
@@ -145,11 +166,19 @@ notify = ["slack:{hook.url}", "log"]
     assert [r.state.state for r in results] == ["resolved", "resolved"]
     assert evaluator.notifier.flush(10)
     resolved = hook.wait_for(4)[2:]
-    assert {b.get("status") or b["text"].split("]")[0] for b in resolved} == {"resolved", ":white_check_mark: [RESOLVED"}
+    assert {b.get("status") or b["text"].split("]")[0] for b in resolved} == {
+        "resolved",
+        ":white_check_mark: [RESOLVED",
+    }
 
     view = overview(store)
-    assert [(r["name"], r["state"]) for r in view["rules"]] == [("fetch-failing", "resolved"), ("loop-rate", "resolved")]
-    loop_events = [(e["from_state"], e["to_state"], e["notify_status"]) for e in view["events"] if e["rule"] == "loop-rate"]
+    assert [(r["name"], r["state"]) for r in view["rules"]] == [
+        ("fetch-failing", "resolved"),
+        ("loop-rate", "resolved"),
+    ]
+    loop_events = [
+        (e["from_state"], e["to_state"], e["notify_status"]) for e in view["events"] if e["rule"] == "loop-rate"
+    ]
     assert loop_events == [("firing", "resolved", "sent"), ("ok", "firing", "sent")]
     firing = next(e for e in view["events"] if e["rule"] == "loop-rate" and e["to_state"] == "firing")
     assert (firing["value"], firing["threshold"], firing["samples"]) == (0.4, 0.3, 10)
@@ -160,7 +189,9 @@ notify = ["slack:{hook.url}", "log"]
 
 
 def test_spike_against_baseline(tmp_path: Path, store: Store, traffic: Traffic, stop_later: list[Evaluator]) -> None:
-    rules = write_rules(tmp_path, """
+    rules = write_rules(
+        tmp_path,
+        """
 [[rules]]
 name = "fetch-spike"
 metric = "tool_fail_rate"
@@ -171,7 +202,8 @@ factor = 3
 threshold = 0.1
 min_samples = 5
 notify = ["log"]
-""")
+""",
+    )
     evaluator = make_evaluator(store, rules)
     stop_later.append(evaluator)
     # baseline hour [T0-65m, T0-5m): 20% of fetch calls fail
@@ -188,9 +220,12 @@ notify = ["log"]
     assert result.verdict.current.value == pytest.approx(0.7)
 
 
-def test_min_samples_and_for_suppress(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook,
-                                      stop_later: list[Evaluator]) -> None:
-    rules = write_rules(tmp_path, f"""
+def test_min_samples_and_for_suppress(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]
+) -> None:
+    rules = write_rules(
+        tmp_path,
+        f"""
 [[rules]]
 name = "loops-held"
 metric = "loop_rate"
@@ -199,7 +234,8 @@ threshold = 0.3
 min_samples = 5
 for = "2m"
 notify = ["webhook:{hook.url}"]
-""")
+""",
+    )
     evaluator = make_evaluator(store, rules)
     stop_later.append(evaluator)
     runs(traffic, T0 - 9 * MIN, 2, loops=1)  # one looping run of two
@@ -228,12 +264,19 @@ notify = ["webhook:{hook.url}"]
     assert evaluator.notifier.flush(5)
     assert [b["status"] for b in hook.wait_for(2)] == ["firing", "resolved"]
     events = [(e["from_state"], e["to_state"], e["notify_status"]) for e in reversed(overview(store)["events"])]
-    assert events == [("ok", "pending", "none"), ("pending", "firing", "sent"), ("firing", "resolved", "sent"),
-                      ("resolved", "pending", "none"), ("pending", "ok", "none")]
+    assert events == [
+        ("ok", "pending", "none"),
+        ("pending", "firing", "sent"),
+        ("firing", "resolved", "sent"),
+        ("resolved", "pending", "none"),
+        ("pending", "ok", "none"),
+    ]
 
 
 def test_cooldown(tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]) -> None:
-    rules = write_rules(tmp_path, f"""
+    rules = write_rules(
+        tmp_path,
+        f"""
 [[rules]]
 name = "loops"
 metric = "loop_rate"
@@ -242,7 +285,8 @@ threshold = 0.5
 min_samples = 2
 cooldown = "30m"
 notify = ["webhook:{hook.url}"]
-""")
+""",
+    )
     evaluator = make_evaluator(store, rules)
     stop_later.append(evaluator)
     timeline = []
@@ -256,14 +300,23 @@ notify = ["webhook:{hook.url}"]
     statuses = [b["status"] for b in hook.wait_for(4)]
     assert statuses == ["firing", "resolved", "firing", "resolved"]  # the re-fire at 4m stayed quiet
     events = [(e["to_state"], e["notify_status"]) for e in reversed(overview(store)["events"])]
-    assert events == [("firing", "sent"), ("resolved", "sent"), ("firing", "suppressed"), ("resolved", "none"),
-                      ("firing", "sent"), ("resolved", "sent")]
+    assert events == [
+        ("firing", "sent"),
+        ("resolved", "sent"),
+        ("firing", "suppressed"),
+        ("resolved", "none"),
+        ("firing", "sent"),
+        ("resolved", "sent"),
+    ]
 
 
 @BOTH_STORES
-def test_restart_keeps_state_and_sends_no_duplicate(tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic,
-                                                    hook: Hook) -> None:
-    rules = write_rules(tmp_path, f"""
+def test_restart_keeps_state_and_sends_no_duplicate(
+    tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic, hook: Hook
+) -> None:
+    rules = write_rules(
+        tmp_path,
+        f"""
 [[rules]]
 name = "loops"
 metric = "loop_rate"
@@ -280,7 +333,8 @@ threshold = 0.3
 min_samples = 5
 for = "5m"
 notify = ["webhook:{hook.url}"]
-""")
+""",
+    )
     traffic.store.close()  # the store is closed and opened again below, as across a collector restart
     first = open_store()
     traffic.store = first
@@ -310,15 +364,21 @@ notify = ["webhook:{hook.url}"]
 
 
 @BOTH_STORES
-def test_rules_removed_from_the_file_become_inactive_and_reload(tmp_path: Path, store: Store, stop_later: list[Evaluator]) -> None:
-    rules = write_rules(tmp_path, '[[rules]]\nname = "a"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n'
-                                  '[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n')
+def test_rules_removed_from_the_file_become_inactive_and_reload(
+    tmp_path: Path, store: Store, stop_later: list[Evaluator]
+) -> None:
+    rules = write_rules(
+        tmp_path,
+        '[[rules]]\nname = "a"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n'
+        '[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n',
+    )
     evaluator = make_evaluator(store, rules)
     stop_later.append(evaluator)
     evaluator.evaluate_once(T0)
     assert [r["name"] for r in overview(store)["rules"]] == ["a", "b"]
     Path(rules).write_text('[[rules]]\nname = "b"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.5\n')
     import os
+
     os.utime(rules, ns=(1, 1))  # a different mtime even on coarse file systems
     evaluator.evaluate_once(T0 + MIN)
     assert [(r["name"], r["window"]) for r in overview(store)["rules"]] == [("b", "10m")]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from alerts_traffic import T0, Call, Traffic
+
 from loopsight.alerts import AgentGauges, MetricSpec, gauges, measure, prometheus_lines
 from loopsight.analytics import tool_stats
 from loopsight.analytics.loops import loop_rate
@@ -24,20 +24,28 @@ def traces(store: Store, traffic: Traffic) -> dict[str, list[str]]:
     at = lambda s: T0 - timedelta(minutes=5) + timedelta(seconds=s)  # noqa: E731
     ids: dict[str, list[str]] = {"clean": [], "loop": [], "fail": [], "garbage": [], "other": [], "stuck": []}
     for i in range(4):
-        ids["clean"].append(traffic.run(at(10 + i), [Call("search", f"q{i}"), Call("fetch", f"u{i}")], tokens=(100, 10)))
+        ids["clean"].append(
+            traffic.run(at(10 + i), [Call("search", f"q{i}"), Call("fetch", f"u{i}")], tokens=(100, 10))
+        )
     for i in range(2):
-        ids["loop"].append(traffic.run(at(30 + i), [Call("fetch", "same")] * 3, termination="loop_detected", tokens=(1000, 100)))
+        ids["loop"].append(
+            traffic.run(at(30 + i), [Call("fetch", "same")] * 3, termination="loop_detected", tokens=(1000, 100))
+        )
     for i in range(2):
-        ids["fail"].append(traffic.run(at(50 + i), [Call("fetch", f"x{i}", error_type="timeout", error_class="transient")]))
+        ids["fail"].append(
+            traffic.run(at(50 + i), [Call("fetch", f"x{i}", error_type="timeout", error_class="transient")])
+        )
     ids["garbage"].append(traffic.run(at(70), [Call("search", "g", error_class="garbage")]))
-    ids["other"].append(traffic.run(at(80), [Call("search", "o")], agent="billing", service="svc-b", termination="max_steps"))
+    ids["other"].append(
+        traffic.run(at(80), [Call("search", "o")], agent="billing", service="svc-b", termination="max_steps")
+    )
     traffic.run(T0 - timedelta(minutes=30), [Call("fetch", "old", error_type="timeout", error_class="transient")])
     ids["stuck"].append(traffic.run(at(60), [Call("fetch", "s")], finished=False))
     traffic.flush()
     return ids
 
 
-def m(store: Store, spec: MetricSpec):  # noqa: ANN201
+def m(store: Store, spec: MetricSpec):
     con = store.reader()
     try:
         return measure(con, spec, SINCE, UNTIL)
@@ -121,8 +129,9 @@ def test_gauges_and_prometheus_text(store: Store, traces: dict[str, list[str]]) 
     assert lines.count("# TYPE loopsight_tool_fail_rate gauge") == 1
 
 
-def test_agent_gauges_are_gauges_recomputed_at_most_every_max_age(store: Store, traffic: Traffic,
-                                                                  traces: dict[str, list[str]]) -> None:
+def test_agent_gauges_are_gauges_recomputed_at_most_every_max_age(
+    store: Store, traffic: Traffic, traces: dict[str, list[str]]
+) -> None:
     """Without rules, /metrics gets the same gauges(), computed on scrape at most every max_age_seconds."""
     ticks = [0.0]
     cached = AgentGauges(store.reader, max_age_seconds=30, clock=lambda: UNTIL, monotonic=lambda: ticks[0])
@@ -139,4 +148,3 @@ def test_agent_gauges_are_gauges_recomputed_at_most_every_max_age(store: Store, 
     assert cached.prometheus_lines() == expected
     ticks[0] = 30.0
     assert "loopsight_runs 11" in cached.prometheus_lines()
-

@@ -8,18 +8,37 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from alerts_traffic import T0, Call, Hook, Traffic
-from loopsight.alerts import Evaluator, Notification, Notifier, alerts_overview, parse_rules, slack_payload, webhook_payload
+
+from loopsight.alerts import (
+    Evaluator,
+    Notification,
+    Notifier,
+    alerts_overview,
+    parse_rules,
+    slack_payload,
+    webhook_payload,
+)
 from loopsight.collector.store import Store
 
 
-def rule_for(url: str, kind: str = "webhook"):  # noqa: ANN201
-    return parse_rules(f'[[rules]]\nname = "r"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\n'
-                       f'description = "runs repeat the same call"\nnotify = ["{kind}:{url}"]\n')[0]
+def rule_for(url: str, kind: str = "webhook"):
+    return parse_rules(
+        f'[[rules]]\nname = "r"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\n'
+        f'description = "runs repeat the same call"\nnotify = ["{kind}:{url}"]\n'
+    )[0]
 
 
-def note(rule, **kwargs) -> Notification:  # noqa: ANN001
-    return Notification(rule, kwargs.pop("status", "firing"), datetime(2026, 3, 2, 12), 0.5, None, 10,
-                        ["0af7651916cd43dd8448eb211c80319c"], **kwargs)
+def note(rule, **kwargs) -> Notification:
+    return Notification(
+        rule,
+        kwargs.pop("status", "firing"),
+        datetime(2026, 3, 2, 12),
+        0.5,
+        None,
+        10,
+        ["0af7651916cd43dd8448eb211c80319c"],
+        **kwargs,
+    )
 
 
 def test_500_is_retried_with_backoff_then_delivered(hook: Hook) -> None:
@@ -36,7 +55,11 @@ def test_500_is_retried_with_backoff_then_delivered(hook: Hook) -> None:
         notifier.stop()
     assert hook.attempts == 3 and len(hook.received) == 1
     assert results == [("sent", None)]
-    assert (notifier.stats.retries["webhook"], notifier.stats.sent["webhook"], notifier.stats.failed["webhook"]) == (2, 1, 0)
+    assert (notifier.stats.retries["webhook"], notifier.stats.sent["webhook"], notifier.stats.failed["webhook"]) == (
+        2,
+        1,
+        0,
+    )
 
 
 def test_4xx_is_final_and_counted(hook: Hook) -> None:
@@ -50,7 +73,9 @@ def test_4xx_is_final_and_counted(hook: Hook) -> None:
     finally:
         notifier.stop()
     assert hook.attempts == 1
-    assert results == [("failed", "webhook:http://127.0.0.1:%d/…: HTTP 404 (not retried)" % int(hook.url.split(":")[2].split("/")[0]))]
+    assert results == [
+        ("failed", f"webhook:http://127.0.0.1:{int(hook.url.split(':')[2].split('/')[0])}/…: HTTP 404 (not retried)")
+    ]
     assert notifier.stats.failed["webhook"] == 1
 
 
@@ -68,21 +93,29 @@ def test_payloads_link_to_the_dashboard_run_view() -> None:
     slack = slack_payload(n)
     assert slack["text"] == ":rotating_light: [FIRING] r: loop_rate = 0.5 (>= 0.3 over 5m, 10 samples)"
     assert slack["blocks"][1]["elements"][0]["text"] == "runs repeat the same call"
-    assert slack["blocks"][2]["text"]["text"] == ("Example runs: <http://127.0.0.1:8501/?run=0af7651916cd43dd8448eb211c80319c"
-                                                  "|0af7651916cd>")
+    assert slack["blocks"][2]["text"]["text"] == (
+        "Example runs: <http://127.0.0.1:8501/?run=0af7651916cd43dd8448eb211c80319c|0af7651916cd>"
+    )
     body = webhook_payload(n)
-    assert body["examples"] == [{"trace_id": "0af7651916cd43dd8448eb211c80319c",
-                                 "url": "http://127.0.0.1:8501/?run=0af7651916cd43dd8448eb211c80319c"}]
+    assert body["examples"] == [
+        {
+            "trace_id": "0af7651916cd43dd8448eb211c80319c",
+            "url": "http://127.0.0.1:8501/?run=0af7651916cd43dd8448eb211c80319c",
+        }
+    ]
     assert (body["event_id"], body["status"], body["at"]) == (7, "firing", "2026-03-02T12:00:00Z")
     assert "secret" not in str(rule.describe())
 
 
-def test_timing_out_webhook_does_not_stall_evaluation_or_ingest(tmp_path: Path, store: Store, traffic: Traffic,
-                                                                hook: Hook) -> None:
+def test_timing_out_webhook_does_not_stall_evaluation_or_ingest(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook
+) -> None:
     hook.script = [(200, 2.5)] * 2  # answers after the client's 1 s timeout, every time
     rules = tmp_path / "rules.toml"
-    rules.write_text(f'[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\n'
-                     f'min_samples = 2\nnotify = ["webhook:{hook.url}"]\n')
+    rules.write_text(
+        f'[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\n'
+        f'min_samples = 2\nnotify = ["webhook:{hook.url}"]\n'
+    )
     evaluator = Evaluator(store.reader, str(rules), 30, notifier=Notifier(timeout=1.0, retries=1, backoff=0.05))
     evaluator.notifier.start()
     try:

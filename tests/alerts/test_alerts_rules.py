@@ -34,7 +34,13 @@ notify = ["slack:https://hooks.example.com/T000/B000/XXX", "log"]
 
 def test_issue_example_parses() -> None:
     loop, fetch = parse_rules(EXAMPLE)
-    assert (loop.name, loop.metric, loop.window_seconds, loop.threshold, loop.min_samples) == ("loop-rate", "loop_rate", 300, 0.3, 5)
+    assert (loop.name, loop.metric, loop.window_seconds, loop.threshold, loop.min_samples) == (
+        "loop-rate",
+        "loop_rate",
+        300,
+        0.3,
+        5,
+    )
     assert (loop.for_seconds, loop.cooldown_seconds, loop.spike) == (0, 1800, False)
     assert loop.notify[0].kind == "webhook" and loop.notify[0].url == "http://127.0.0.1:9000/hook"
     assert fetch.spike and fetch.baseline_seconds == 3600 and fetch.factor == 3 and fetch.spec.tool == "fetch"
@@ -62,24 +68,70 @@ window = "1h"
 @pytest.mark.parametrize(
     "text, expected",
     [
-        (EXAMPLE.replace("factor = 3", 'factor = "three"'), "r.toml:17: rule 'fetch-failing', key 'factor': must be a number"),
-        (EXAMPLE.replace("threshold = 0.3", "treshold = 0.3"), "r.toml:5: rule 'loop-rate', key 'treshold': unknown key (did you mean 'threshold'?)"),
-        (EXAMPLE.replace('window = "5m"\nbaseline', 'window = "5 minutes"\nbaseline'), "r.toml:15: rule 'fetch-failing', key 'window': '5 minutes' is not a duration"),
-        (EXAMPLE.replace("threshold = 0.2", 'threshold = 0.2\nreason = "timeout"'), "r.toml:19: rule 'fetch-failing', key 'reason': does not apply to metric 'tool_fail_rate'"),
-        (EXAMPLE.replace('metric = "loop_rate"', 'metric = "loop_rat"'), "r.toml:3: rule 'loop-rate', key 'metric': 'loop_rat' is not one of"),
-        (EXAMPLE.replace("threshold = 0.3", "threshold = 30"), "r.toml:5: rule 'loop-rate', key 'threshold': loop_rate is a fraction between 0 and 1"),
-        (EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"pager:duty"'), "r.toml:9: rule 'loop-rate', key 'notify': 'pager:duty'"),
-        (EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"webhook:ftp://x/y"'), "r.toml:9: rule 'loop-rate', key 'notify': 'webhook:ftp://x/y': webhook needs an http(s) URL"),
-        (EXAMPLE.replace('min_samples = 5\nfor', 'min_samples = -1\nfor'), "r.toml:6: rule 'loop-rate', key 'min_samples': must be a whole number >= 0"),
-        (EXAMPLE.replace('name = "fetch-failing"', 'name = "loop-rate"'), "r.toml:12: rule 'loop-rate', key 'name': duplicate name"),
+        (
+            EXAMPLE.replace("factor = 3", 'factor = "three"'),
+            "r.toml:17: rule 'fetch-failing', key 'factor': must be a number",
+        ),
+        (
+            EXAMPLE.replace("threshold = 0.3", "treshold = 0.3"),
+            "r.toml:5: rule 'loop-rate', key 'treshold': unknown key (did you mean 'threshold'?)",
+        ),
+        (
+            EXAMPLE.replace('window = "5m"\nbaseline', 'window = "5 minutes"\nbaseline'),
+            "r.toml:15: rule 'fetch-failing', key 'window': '5 minutes' is not a duration",
+        ),
+        (
+            EXAMPLE.replace("threshold = 0.2", 'threshold = 0.2\nreason = "timeout"'),
+            "r.toml:19: rule 'fetch-failing', key 'reason': does not apply to metric 'tool_fail_rate'",
+        ),
+        (
+            EXAMPLE.replace('metric = "loop_rate"', 'metric = "loop_rat"'),
+            "r.toml:3: rule 'loop-rate', key 'metric': 'loop_rat' is not one of",
+        ),
+        (
+            EXAMPLE.replace("threshold = 0.3", "threshold = 30"),
+            "r.toml:5: rule 'loop-rate', key 'threshold': loop_rate is a fraction between 0 and 1",
+        ),
+        (
+            EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"pager:duty"'),
+            "r.toml:9: rule 'loop-rate', key 'notify': 'pager:duty'",
+        ),
+        (
+            EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"webhook:ftp://x/y"'),
+            "r.toml:9: rule 'loop-rate', key 'notify': 'webhook:ftp://x/y': webhook needs an http(s) URL",
+        ),
+        (
+            EXAMPLE.replace("min_samples = 5\nfor", "min_samples = -1\nfor"),
+            "r.toml:6: rule 'loop-rate', key 'min_samples': must be a whole number >= 0",
+        ),
+        (
+            EXAMPLE.replace('name = "fetch-failing"', 'name = "loop-rate"'),
+            "r.toml:12: rule 'loop-rate', key 'name': duplicate name",
+        ),
         (EXAMPLE.replace('name = "fetch-failing"\n', ""), "r.toml:11: rule #2: missing required key 'name'"),
-        (EXAMPLE.replace('baseline = "1h"        # spike mode: current window against the baseline window before it\n', ""),
-         "r.toml:16: rule 'fetch-failing', key 'factor': only applies in spike mode"),
-        (EXAMPLE.replace("[[rules]]\nname = \"fetch", "[[rules]\nname = \"fetch"), "r.toml: not valid TOML: Expected ']]' at the end of an array declaration (at line 11"),
+        (
+            EXAMPLE.replace(
+                'baseline = "1h"        # spike mode: current window against the baseline window before it\n', ""
+            ),
+            "r.toml:16: rule 'fetch-failing', key 'factor': only applies in spike mode",
+        ),
+        (
+            EXAMPLE.replace('[[rules]]\nname = "fetch', '[[rules]\nname = "fetch'),
+            "r.toml: not valid TOML: Expected ']]' at the end of an array declaration (at line 11",
+        ),
         ("title = 'x'\n" + EXAMPLE, "r.toml:1: unknown top-level key 'title'"),
-        ('[[rules]]\nname = "x"\nmetric = "termination_rate"\nwindow = "5m"\nthreshold = 0.5\n', "r.toml:1: rule 'x': metric 'termination_rate' needs reason"),
-        ('[[rules]]\nname = "x"\nmetric = "stuck_runs"\nwindow = "5m"\n', "r.toml:4: rule 'x', key 'window': must be longer than stuck_after (5m)"),
-        ('[[rules]]\nname = "x"\nmetric = "tokens_per_run"\nwindow = "5m"\nthreshold = 9\ntool = "a"\n', "r.toml:6: rule 'x', key 'tool': does not apply to metric 'tokens_per_run'"),
+        (
+            '[[rules]]\nname = "x"\nmetric = "termination_rate"\nwindow = "5m"\nthreshold = 0.5\n',
+            "r.toml:1: rule 'x': metric 'termination_rate' needs reason",
+        ),
+        (
+            '[[rules]]\nname = "x"\nmetric = "stuck_runs"\nwindow = "5m"\n',
+            "r.toml:4: rule 'x', key 'window': must be longer than stuck_after (5m)",
+        ),
+        (
+            '[[rules]]\nname = "x"\nmetric = "tokens_per_run"\nwindow = "5m"\nthreshold = 9\ntool = "a"\n',
+            "r.toml:6: rule 'x', key 'tool': does not apply to metric 'tokens_per_run'",
+        ),
     ],
 )
 def test_invalid_rules_name_the_line(text: str, expected: str) -> None:
@@ -97,7 +149,10 @@ def test_load_rules_missing_and_unreadable(tmp_path: Path) -> None:
         load_rules(bad)
 
 
-@pytest.mark.parametrize("text, seconds", [("30s", 30), ("5m", 300), ("1h", 3600), ("1h30m", 5400), ("250ms", 0.25), ("0s", 0), ("2d", 172800)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("30s", 30), ("5m", 300), ("1h", 3600), ("1h30m", 5400), ("250ms", 0.25), ("0s", 0), ("2d", 172800)],
+)
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 

@@ -7,22 +7,22 @@ ingested through the collector's own pipeline into a real DuckDB file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from service_tracers import ServiceTracers
 
 from loopsight import attributes as A
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
-from service_tracers import ServiceTracers
 
 T0 = datetime(2026, 1, 10)
 
 
 def ns(at: datetime) -> int:
     """Naive-UTC datetime -> Unix nanoseconds."""
-    return int(at.replace(tzinfo=timezone.utc).timestamp() * 1_000_000) * 1000
+    return int(at.replace(tzinfo=UTC).timestamp() * 1_000_000) * 1000
 
 
 @dataclass
@@ -99,27 +99,40 @@ class Recorder:
             parent = root
             if step.sub_agent:
                 parent = tracer.start_span(
-                    f"invoke_agent {step.sub_agent}", context=trace.set_span_in_context(root), start_time=ns(at),
+                    f"invoke_agent {step.sub_agent}",
+                    context=trace.set_span_in_context(root),
+                    start_time=ns(at),
                     attributes={A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: step.sub_agent},
                 )
             context = trace.set_span_in_context(parent)
             chat = tracer.start_span(
-                "chat gpt-test", context=context, kind=SpanKind.CLIENT, start_time=ns(at),
+                "chat gpt-test",
+                context=context,
+                kind=SpanKind.CLIENT,
+                start_time=ns(at),
                 attributes={
-                    A.OPERATION_NAME: A.OP_CHAT, A.REQUEST_MODEL: "gpt-test", A.STEP: index,
-                    A.USAGE_INPUT_TOKENS: step.input_tokens, A.USAGE_OUTPUT_TOKENS: step.output_tokens,
+                    A.OPERATION_NAME: A.OP_CHAT,
+                    A.REQUEST_MODEL: "gpt-test",
+                    A.STEP: index,
+                    A.USAGE_INPUT_TOKENS: step.input_tokens,
+                    A.USAGE_OUTPUT_TOKENS: step.output_tokens,
                 },
             )
             at += timedelta(milliseconds=step.chat_ms)
             chat.end(end_time=ns(at))
             for call in step.calls:
                 attrs: dict[str, str | int] = {
-                    A.OPERATION_NAME: A.OP_EXECUTE_TOOL, A.TOOL_NAME: call.tool, A.TOOL_ARGS_HASH: call.args_hash,
-                    A.STEP: index, A.TOOL_ATTEMPTS: call.attempts,
+                    A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
+                    A.TOOL_NAME: call.tool,
+                    A.TOOL_ARGS_HASH: call.args_hash,
+                    A.STEP: index,
+                    A.TOOL_ATTEMPTS: call.attempts,
                 }
                 if call.loop_kind:
                     attrs[A.LOOP_KIND] = call.loop_kind
-                span = tracer.start_span(f"execute_tool {call.tool}", context=context, start_time=ns(at), attributes=attrs)
+                span = tracer.start_span(
+                    f"execute_tool {call.tool}", context=context, start_time=ns(at), attributes=attrs
+                )
                 for attempt in range(call.attempts - 1):
                     span.add_event(
                         A.EVENT_RETRY,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import duckdb
 import pytest
-
 from analytics_fixture import Recorder
 from analytics_world import World, record_world
+
 from loopsight.collector.store import Store
 
 

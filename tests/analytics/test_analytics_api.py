@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from analytics_world import World
@@ -31,8 +31,12 @@ def test_runs_filters_tool_and_min_tokens(world: World, client: TestClient) -> N
     answer = client.get("/api/v1/runs", params={"status": "error", "termination_reason": "loop_detected"})
     assert names(world, answer.json()["runs"]) == ["R2"]
     answer = client.get("/api/v1/runs", params={"sort": "tokens", "limit": "2", **CURRENT})
-    assert [(name, run["tokens"]) for name, run in zip(names(world, answer.json()["runs"]), answer.json()["runs"])] == [
-        ("R5", 1200), ("R1", 1100),
+    assert [
+        (name, run["tokens"])
+        for name, run in zip(names(world, answer.json()["runs"]), answer.json()["runs"], strict=False)
+    ] == [
+        ("R5", 1200),
+        ("R1", 1100),
     ]
 
 
@@ -47,9 +51,20 @@ def test_run_detail(world: World, client: TestClient) -> None:
 def test_tools_route(client: TestClient) -> None:
     body = client.get("/api/v1/tools", params=CURRENT).json()
     assert [(t["tool"], t["calls"], t["errors"], t["errors_by_class"]) for t in body["tools"]] == [
-        ("search", 5, 0, {}), ("refund", 3, 2, {"permanent": 1, "transient": 1}), ("lookup", 1, 1, {"transient": 1}),
+        ("search", 5, 0, {}),
+        ("refund", 3, 2, {"permanent": 1, "transient": 1}),
+        ("lookup", 1, 1, {"transient": 1}),
     ]
-    assert set(body["tools"][0]) == {"tool", "calls", "errors", "fail_rate", "errors_by_class", "retries", "p50_ms", "p95_ms"}
+    assert set(body["tools"][0]) == {
+        "tool",
+        "calls",
+        "errors",
+        "fail_rate",
+        "errors_by_class",
+        "retries",
+        "p50_ms",
+        "p95_ms",
+    }
     grouped = client.get("/api/v1/tools", params={"group_by": "agent", "agent": "billing"}).json()["tools"]
     assert [(t["tool"], t["agent"], t["calls"]) for t in grouped] == [("refund", "billing", 4)]
 
@@ -65,7 +80,9 @@ def test_terminations_route(client: TestClient) -> None:
     body = client.get("/api/v1/terminations", params={"bucket": "86400", "service": "svc-b"}).json()
     assert body["bucket_seconds"] == 86400
     assert [(r["bucket"][:10], r["termination_reason"], r["runs"]) for r in body["terminations"]] == [
-        ("2026-01-10", "timeout", 1), ("2026-01-11", "completed", 1), ("2026-01-11", "max_steps", 1),
+        ("2026-01-10", "timeout", 1),
+        ("2026-01-11", "completed", 1),
+        ("2026-01-11", "max_steps", 1),
     ]
 
 
@@ -93,7 +110,11 @@ def test_terminations_route(client: TestClient) -> None:
         ("/api/v1/overview", {"until": "2026-01-01T00:00:00+25:00"}, "until="),
         ("/api/v1/overview", {"since": "2026-01-02", "until": "2026-01-02"}, "since must be before until"),
         ("/api/v1/terminations", {"bucket": "0"}, "bucket=0 is out of range"),
-        ("/api/v1/terminations", {"bucket": "1", "since": "2020-01-01", "until": "2026-01-01"}, "more than 10000 buckets"),
+        (
+            "/api/v1/terminations",
+            {"bucket": "1", "since": "2020-01-01", "until": "2026-01-01"},
+            "more than 10000 buckets",
+        ),
     ],
 )
 def test_bad_parameters_are_400_with_a_reason(client: TestClient, path: str, params: dict, message: str) -> None:
@@ -106,13 +127,15 @@ def test_bad_parameters_are_400_with_a_reason(client: TestClient, path: str, par
     ("paths", "params"),
     [
         (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"agent": "orders' OR '1'='1"}),
-        (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"service": "svc-a\"; DROP TABLE spans; --"}),
+        (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"service": 'svc-a"; DROP TABLE spans; --'}),
         (("/api/v1/runs", "/api/v1/tools"), {"tool": "search' UNION SELECT * FROM spans --"}),
         (("/api/v1/runs",), {"termination_reason": "completed' OR 'x'='x"}),
         (("/api/v1/runs", "/api/v1/tools", "/api/v1/terminations"), {"agent": "🦆" * 100}),
     ],
 )
-def test_injection_attempts_are_plain_values(world: World, client: TestClient, paths: tuple[str, ...], params: dict) -> None:
+def test_injection_attempts_are_plain_values(
+    world: World, client: TestClient, paths: tuple[str, ...], params: dict
+) -> None:
     for path in paths:
         answer = client.get(path, params=params)
         assert answer.status_code == 200, answer.text

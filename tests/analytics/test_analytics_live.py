@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -30,7 +30,9 @@ def collector_url(tmp_path: Path) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(store, Settings(token=TOKEN)), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        create_app(store, Settings(token=TOKEN)), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -53,14 +55,28 @@ def test_query_api_over_a_running_collector(collector_url: str) -> None:
 
     with httpx.Client(base_url=collector_url, headers=AUTH, timeout=10) as client:
         window = {"since": "2026-01-11T00:00:00Z", "until": "2026-01-12T00:00:00Z"}
-        found = client.get("/api/v1/runs", params={"tool": "search", "min_tokens": 496, "agent": "orders"}).json()["runs"]
+        found = client.get("/api/v1/runs", params={"tool": "search", "min_tokens": 496, "agent": "orders"}).json()[
+            "runs"
+        ]
         assert [run["run_id"] for run in found] == [runs["O1"].run_id, runs["R1"].run_id]
         tools = client.get("/api/v1/tools", params=window).json()["tools"]
-        assert [(t["tool"], t["calls"], t["errors"]) for t in tools] == [("search", 5, 0), ("refund", 3, 2), ("lookup", 1, 1)]
+        assert [(t["tool"], t["calls"], t["errors"]) for t in tools] == [
+            ("search", 5, 0),
+            ("refund", 3, 2),
+            ("lookup", 1, 1),
+        ]
         tiles = client.get("/api/v1/overview", params=window).json()["tiles"]
-        assert (tiles["runs"]["value"], tiles["success_rate"]["value"], tiles["tokens_per_success"]["value"]) == (5, 0.4, 1150.0)
+        assert (tiles["runs"]["value"], tiles["success_rate"]["value"], tiles["tokens_per_success"]["value"]) == (
+            5,
+            0.4,
+            1150.0,
+        )
         reasons = client.get("/api/v1/terminations", params={**window, "bucket": 86400}).json()["totals"]
-        assert [(t["termination_reason"], t["runs"]) for t in reasons] == [("completed", 3), ("loop_detected", 1), ("max_steps", 1)]
+        assert [(t["termination_reason"], t["runs"]) for t in reasons] == [
+            ("completed", 3),
+            ("loop_detected", 1),
+            ("max_steps", 1),
+        ]
         detail = client.get(f"/api/v1/runs/{runs['R1'].trace_id}").json()
         assert [s["tool_errors"] for s in detail["steps"]] == [0, 1, 0, 0]
         assert client.get("/api/v1/overview", params={"since": "nope"}).status_code == 400

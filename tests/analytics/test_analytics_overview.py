@@ -45,11 +45,18 @@ def test_tiles_with_the_previous_window(world: World, con: duckdb.DuckDBPyConnec
 
 def test_filters_and_empty_windows(con: duckdb.DuckDBPyConnection) -> None:
     billing = overview(con, agent="billing", **CURRENT)["tiles"]
-    assert (billing["runs"]["value"], billing["success_rate"]["value"], billing["tokens_per_success"]["value"]) == (2, 0.0, None)
+    assert (billing["runs"]["value"], billing["success_rate"]["value"], billing["tokens_per_success"]["value"]) == (
+        2,
+        0.0,
+        None,
+    )
     assert billing["tool_fail_rate"]["value"] == pytest.approx(2 / 3)
     empty = overview(con, since=datetime(2020, 1, 1), until=datetime(2020, 1, 2))["tiles"]
     assert empty["runs"] == {"value": 0, "previous": 0, "change": 0, "change_pct": None}
-    assert all(empty[name]["value"] is None for name in ("success_rate", "loop_rate", "tool_fail_rate", "tokens_per_success", "p95_duration_ms"))
+    assert all(
+        empty[name]["value"] is None
+        for name in ("success_rate", "loop_rate", "tool_fail_rate", "tokens_per_success", "p95_duration_ms")
+    )
 
 
 def test_default_window_is_the_last_day_before_now(con: duckdb.DuckDBPyConnection) -> None:
@@ -67,7 +74,8 @@ def test_loop_detection_is_swappable(con: duckdb.DuckDBPyConnection) -> None:
         seen.append((since, until))
         return con.execute(
             "SELECT count(*) FROM spans WHERE span_type = 'agent' AND \"SpanId\" = run_id AND agent = 'billing'"
-            " AND \"Timestamp\" >= $since AND \"Timestamp\" < $until", {"since": since, "until": until}
+            ' AND "Timestamp" >= $since AND "Timestamp" < $until',
+            {"since": since, "until": until},
         ).fetchone()[0]
 
     built_in = overview(con, **CURRENT)["tiles"]["loop_rate"]
@@ -81,8 +89,10 @@ def test_terminations_per_day(con: duckdb.DuckDBPyConnection) -> None:
     result = terminations(con, bucket_seconds=86400)
     rows = [(r["bucket"][:10], r["termination_reason"], r["runs"], r["ok"], r["rate"]) for r in result["terminations"]]
     assert rows == [
-        ("2026-01-10", "completed", 1, 1, 0.5), ("2026-01-10", "timeout", 1, 0, 0.5),
-        ("2026-01-11", "completed", 3, 2, 0.6), ("2026-01-11", "loop_detected", 1, 0, 0.2),
+        ("2026-01-10", "completed", 1, 1, 0.5),
+        ("2026-01-10", "timeout", 1, 0, 0.5),
+        ("2026-01-11", "completed", 3, 2, 0.6),
+        ("2026-01-11", "loop_detected", 1, 0, 0.2),
         ("2026-01-11", "max_steps", 1, 0, 0.2),
         ("2026-01-12", "completed", 1, 1, 1.0),
     ]
@@ -93,7 +103,8 @@ def test_terminations_per_day(con: duckdb.DuckDBPyConnection) -> None:
 def test_terminations_hourly_in_a_window(con: duckdb.DuckDBPyConnection) -> None:
     result = terminations(con, bucket_seconds=3600, agent="orders", **CURRENT)
     assert [(r["bucket"], r["termination_reason"]) for r in result["terminations"]] == [
-        ("2026-01-11T01:00:00.000000Z", "completed"), ("2026-01-11T02:00:00.000000Z", "loop_detected"),
+        ("2026-01-11T01:00:00.000000Z", "completed"),
+        ("2026-01-11T02:00:00.000000Z", "loop_detected"),
         ("2026-01-11T23:00:00.000000Z", "completed"),
     ]
     assert terminations(con, **CURRENT)["bucket_seconds"] == 1800

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import uvicorn
+from ports import free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -21,22 +21,33 @@ async def completions(request: Request) -> JSONResponse:
         message = {"role": "assistant", "content": "Order A-1 has shipped."}
         finish, usage = "stop", {"prompt_tokens": 61, "completion_tokens": 9, "total_tokens": 70}
     else:
-        message = {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_order", "arguments": '{"order_id": "A-1"}'},
-        }]}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": '{"order_id": "A-1"}'},
+                }
+            ],
+        }
         finish, usage = "tool_calls", {"prompt_tokens": 42, "completion_tokens": 12, "total_tokens": 54}
-    return JSONResponse({
-        "id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "gpt-4o-mini"),
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage,
-    })
+    return JSONResponse(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "gpt-4o-mini"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
+    )
 
 
 def serve_fake_openai() -> Iterator[str]:
     """Yield the base URL (``http://127.0.0.1:PORT/v1``) of a running fake server."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)

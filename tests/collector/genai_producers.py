@@ -21,8 +21,16 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-TOOLS = [{"type": "function", "function": {"name": "get_order", "description": "Look an order up",
-                                           "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order",
+            "description": "Look an order up",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        },
+    }
+]
 
 
 def loop(client, tool_span) -> None:
@@ -31,8 +39,10 @@ def loop(client, tool_span) -> None:
     first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]
     result = tool_span(call.function.name, call.function.arguments)
-    messages += [first.choices[0].message.model_dump(exclude_none=True),
-                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}]
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
+    ]
     client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
 
 
@@ -46,8 +56,14 @@ def main(vocabulary: str, base_url: str, out: str) -> None:
         from traceloop.sdk.decorators import agent, tool
         from traceloop.sdk.instruments import Instruments
 
-        Traceloop.init(app_name="traceloop-agent", exporter=memory, disable_batch=True, telemetry_enabled=False,
-                       instruments={Instruments.OPENAI}, api_endpoint="http://127.0.0.1:9")
+        Traceloop.init(
+            app_name="traceloop-agent",
+            exporter=memory,
+            disable_batch=True,
+            telemetry_enabled=False,
+            instruments={Instruments.OPENAI},
+            api_endpoint="http://127.0.0.1:9",
+        )
 
         @tool(name="get_order")
         def get_order(name: str, arguments: str) -> dict:
@@ -70,9 +86,14 @@ def main(vocabulary: str, base_url: str, out: str) -> None:
             run_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "order-assistant"}
 
             def get_order(name: str, arguments: str) -> dict:
-                with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.arguments": arguments,
-                }):
+                with tracer.start_as_current_span(
+                    f"execute_tool {name}",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.arguments": arguments,
+                    },
+                ):
                     return {"status": "shipped"}
         else:
             from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -81,14 +102,20 @@ def main(vocabulary: str, base_url: str, out: str) -> None:
             run_attrs = {"openinference.span.kind": "AGENT", "agent.name": "order-assistant", "session.id": "s-1"}
 
             def get_order(name: str, arguments: str) -> dict:
-                with tracer.start_as_current_span(name, attributes={
-                    "openinference.span.kind": "TOOL", "tool.name": name, "input.value": arguments,
-                    "output.value": '{"status": "shipped"}',
-                }):
+                with tracer.start_as_current_span(
+                    name,
+                    attributes={
+                        "openinference.span.kind": "TOOL",
+                        "tool.name": name,
+                        "input.value": arguments,
+                        "output.value": '{"status": "shipped"}',
+                    },
+                ):
                     return {"status": "shipped"}
 
-        with tracer.start_as_current_span("order-assistant" if vocabulary == "openinference" else "invoke_agent order-assistant",
-                                          attributes=run_attrs):
+        with tracer.start_as_current_span(
+            "order-assistant" if vocabulary == "openinference" else "invoke_agent order-assistant", attributes=run_attrs
+        ):
             loop(openai.OpenAI(**client_kwargs), get_order)
         provider.force_flush()
 

@@ -14,9 +14,9 @@ import grpc
 import httpx
 import pytest
 from google.rpc.error_details_pb2 import RetryInfo
+from spans import make_run, request_of
 
 from loopsight.collector.admission import Admission
-from otlp_builders import make_run, request_of
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 HTTP_SENDERS, GRPC_SENDERS, REQUESTS_EACH, RUNS_PER_REQUEST = 6, 2, 5, 40
@@ -42,7 +42,9 @@ def test_small_budget_refuses_with_503_and_loses_nothing(start_collector):
             for _ in range(REQUESTS_EACH):
                 body, n = _body()
                 while time.monotonic() < deadline:
-                    response = client.post(collector.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"})
+                    response = client.post(
+                        collector.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"}
+                    )
                     with lock:
                         outcomes[f"http {response.status_code}"] += 1
                     if response.status_code == 200:
@@ -150,7 +152,9 @@ def test_a_body_over_the_limit_is_413_even_while_the_budget_is_spent(store):
     held = budget.admit(10)  # another request in flight
     try:
         with TestClient(app) as client:
-            response = client.post("/v1/traces", content=b"\x00" * 5000, headers={"Content-Type": "application/x-protobuf"})
+            response = client.post(
+                "/v1/traces", content=b"\x00" * 5000, headers={"Content-Type": "application/x-protobuf"}
+            )
             assert response.status_code == 413, response.content
             small = request_of(make_run(1)).SerializeToString()
             assert len(small) < 1000

@@ -11,25 +11,30 @@ import pytest
 from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from spans import make_run, request_of
 from starlette.testclient import TestClient
 
 from loopsight.collector.app import Settings, create_app
 from loopsight.collector.grpc_receiver import start_grpc
 from loopsight.collector.pipeline import prepare
 from loopsight.collector.store import Store
-from otlp_builders import make_run, request_of
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 def _export(channel: grpc.Channel):
-    return channel.unary_unary(EXPORT, request_serializer=ExportTraceServiceRequest.SerializeToString,
-                               response_deserializer=ExportTraceServiceResponse.FromString)
+    return channel.unary_unary(
+        EXPORT,
+        request_serializer=ExportTraceServiceRequest.SerializeToString,
+        response_deserializer=ExportTraceServiceResponse.FromString,
+    )
 
 
 @pytest.fixture
@@ -54,7 +59,10 @@ def test_http_answers_503_with_retry_after_then_200(blocked_store):
         assert response.headers["Retry-After"] == "3"
         release.set()
         filler.result(timeout=30)
-        assert client.post("/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"}).status_code == 200
+        assert (
+            client.post("/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"}).status_code
+            == 200
+        )
         metrics = client.get("/metrics").text
     assert 'loopsight_spans_rejected_total{reason="queue_full"} 4' in metrics
     assert 'loopsight_export_requests_total{transport="http",outcome="queue_full"} 1' in metrics
@@ -67,7 +75,7 @@ def _finished_spans(n_tools: int = 2):
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("bp")
     with tracer.start_as_current_span("invoke_agent bp", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        for i in range(n_tools):
+        for _i in range(n_tools):
             with tracer.start_as_current_span("execute_tool t", attributes={"gen_ai.tool.name": "t"}):
                 pass
     provider.shutdown()
@@ -75,7 +83,7 @@ def _finished_spans(n_tools: int = 2):
 
 
 def test_grpc_unavailable_carries_retry_info_and_the_sdk_exporter_retries(blocked_store, free_tcp_port):
-    store, release, filler = blocked_store
+    store, release, _filler = blocked_store
     app = create_app(store, Settings())
     port = free_tcp_port()
     server = start_grpc(app.state.receiver, "127.0.0.1", port, retry_after_seconds=1)

@@ -8,11 +8,11 @@ import time
 import duckdb
 import httpx
 import pytest
+from spans import make_run, request_of
 
 from loopsight.collector.pipeline import prepare
 from loopsight.collector.store import Store
 from loopsight.migrations import current, upgrade
-from otlp_builders import make_run, request_of
 
 PB = {"Content-Type": "application/x-protobuf"}
 
@@ -72,7 +72,9 @@ def test_upgrade_from_0001_keeps_every_span_and_the_writer_keeps_working(tmp_pat
     table = prepare(request_of(spans)).table
     con.register("incoming", table)
     con.execute("INSERT INTO spans BY NAME SELECT * FROM incoming")
-    con.execute("UPDATE spans SET run_id = (SELECT \"SpanId\" FROM spans WHERE span_type = 'agent')")  # as 0001's writer did
+    con.execute(
+        "UPDATE spans SET run_id = (SELECT \"SpanId\" FROM spans WHERE span_type = 'agent')"
+    )  # as 0001's writer did
     before = con.execute('SELECT * EXCLUDE (ingested_at) FROM spans ORDER BY "SpanId"').fetchall()
     con.close()
 
@@ -84,9 +86,11 @@ def test_upgrade_from_0001_keeps_every_span_and_the_writer_keeps_working(tmp_pat
         # the same spans again are duplicates; a new run is stored and resolved
         store.submit(table).result(timeout=30)
         store.submit(prepare(request_of(make_run(tools=1))).table).result(timeout=30)
-        total, runs = store.reader().execute(
-            "SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans"
-        ).fetchone()
+        total, runs = (
+            store.reader()
+            .execute("SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans")
+            .fetchone()
+        )
         assert (total, runs) == (5 + 3, 2)
     finally:
         store.close()

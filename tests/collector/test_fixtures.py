@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 import httpx
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from spans import memory_tracer
 
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 
 
 def _finished_spans(n: int = 3):
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
-    with tracer.start_as_current_span("invoke_agent helper", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        for i in range(n - 1):
-            with tracer.start_as_current_span(f"execute_tool t{i}", attributes={"gen_ai.tool.name": f"t{i}"}):
-                pass
-    provider.shutdown()
-    return exporter.get_finished_spans()
+    with memory_tracer() as (tracer, exporter):
+        with tracer.start_as_current_span("invoke_agent helper", attributes={"gen_ai.operation.name": "invoke_agent"}):
+            for i in range(n - 1):
+                with tracer.start_as_current_span(f"execute_tool t{i}", attributes={"gen_ai.tool.name": f"t{i}"}):
+                    pass
+        return exporter.get_finished_spans()
 
 
 def test_ingest_request_commits_and_resolves_the_run(store):
     spans = _finished_spans(3)
     assert ingest_request(store, spans_to_request(spans)) == 3
     con = store.reader()
-    rows = con.execute('SELECT span_type, run_id IS NOT NULL FROM spans ORDER BY span_type').fetchall()
+    rows = con.execute("SELECT span_type, run_id IS NOT NULL FROM spans ORDER BY span_type").fetchall()
     assert rows == [("agent", True), ("tool", True), ("tool", True)]
 
 

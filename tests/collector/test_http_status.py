@@ -11,8 +11,7 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-from otlp_builders import make_run, request_of
+from spans import make_run, request_of
 
 PB = {"Content-Type": "application/x-protobuf"}
 
@@ -40,21 +39,45 @@ def test_protobuf_json_gzip_and_deflate_are_stored_and_answered_in_kind(server):
     assert response.headers["content-type"] == "application/x-protobuf"
     assert not ExportTraceServiceResponse.FromString(response.content).HasField("partial_success")
 
-    assert post(server, gzip.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "gzip"}).status_code == 200
-    assert post(server, zlib.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "deflate"}).status_code == 200
+    assert (
+        post(
+            server, gzip.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "gzip"}
+        ).status_code
+        == 200
+    )
+    assert (
+        post(
+            server, zlib.compress(request_of(make_run()).SerializeToString()), {**PB, "Content-Encoding": "deflate"}
+        ).status_code
+        == 200
+    )
 
     trace_id = "ab" * 16
     run = {
-        "resourceSpans": [{
-            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
-            "scopeSpans": [{"spans": [{
-                "traceId": trace_id, "spanId": "0102030405060708", "name": "invoke_agent json", "kind": 1,
-                "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
-                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
-                               {"key": "gen_ai.agent.name", "value": {"stringValue": "json"}}],
-                "unknownField": {"ignored": True},
-            }]}],
-        }]
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": "0102030405060708",
+                                "name": "invoke_agent json",
+                                "kind": 1,
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000001000000000",
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                                    {"key": "gen_ai.agent.name", "value": {"stringValue": "json"}},
+                                ],
+                                "unknownField": {"ignored": True},
+                            }
+                        ]
+                    }
+                ],
+            }
+        ]
     }
     response = post(server, json.dumps(run).encode(), {"Content-Type": "application/json; charset=utf-8"})
     assert response.status_code == 200
@@ -71,19 +94,35 @@ def test_protobuf_json_gzip_and_deflate_are_stored_and_answered_in_kind(server):
 def test_snake_case_json_ids_are_hex_as_camel_case_ones(server):
     """The OTel Collector reads ``trace_id``/``span_id``/``parent_span_id`` in OTLP/JSON as hex too;
     they were read as base64 and the spans rejected for their length."""
-    root = {"trace_id": "5e" * 16, "span_id": "0a" * 8, "name": "invoke_agent snake", "start_time_unix_nano": "1700000000000000000",
-            "end_time_unix_nano": "1700000002000000000",
-            "attributes": [{"key": "gen_ai.operation.name", "value": {"string_value": "invoke_agent"}},
-                           {"key": "gen_ai.agent.name", "value": {"string_value": "snake"}}]}
-    tool = {"trace_id": "5e" * 16, "span_id": "0b" * 8, "parent_span_id": "0a" * 8, "name": "execute_tool search",
-            "start_time_unix_nano": "1700000000500000000", "end_time_unix_nano": "1700000001000000000",
-            "attributes": [{"key": "gen_ai.tool.name", "value": {"string_value": "search"}}]}
+    root = {
+        "trace_id": "5e" * 16,
+        "span_id": "0a" * 8,
+        "name": "invoke_agent snake",
+        "start_time_unix_nano": "1700000000000000000",
+        "end_time_unix_nano": "1700000002000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"string_value": "invoke_agent"}},
+            {"key": "gen_ai.agent.name", "value": {"string_value": "snake"}},
+        ],
+    }
+    tool = {
+        "trace_id": "5e" * 16,
+        "span_id": "0b" * 8,
+        "parent_span_id": "0a" * 8,
+        "name": "execute_tool search",
+        "start_time_unix_nano": "1700000000500000000",
+        "end_time_unix_nano": "1700000001000000000",
+        "attributes": [{"key": "gen_ai.tool.name", "value": {"string_value": "search"}}],
+    }
     body = json.dumps({"resource_spans": [{"scope_spans": [{"spans": [tool, root]}]}]}).encode()
     response = post(server, body, {"Content-Type": "application/json"})
     assert (response.status_code, response.json()) == (200, {})
     detail = httpx.get(server.url + "/api/v1/runs/" + "5e" * 16, headers=server.headers, timeout=30).json()
     assert [(r["agent"], r["tool_calls"]) for r in detail["runs"]] == [("snake", 1)]
-    assert {(s["name"], s["parent_span_id"]) for s in detail["spans"]} == {("invoke_agent snake", None), ("execute_tool search", "0a" * 8)}
+    assert {(s["name"], s["parent_span_id"]) for s in detail["spans"]} == {
+        ("invoke_agent snake", None),
+        ("execute_tool search", "0a" * 8),
+    }
 
 
 def test_spans_with_bad_ids_are_reported_in_partial_success(server):
@@ -94,8 +133,14 @@ def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     # OTLP: an all-zero id is invalid; stored, every sender's zero ids would share one trace
     spans.append(Span(trace_id=bytes(16), span_id=b"\x03" * 8, name="zero trace"))
     spans.append(Span(trace_id=b"\x04" * 16, span_id=bytes(8), name="zero span"))
-    root = Span(trace_id=b"\x05" * 16, span_id=b"\x06" * 8, parent_span_id=bytes(8), name="invoke_agent zero-parent",
-                start_time_unix_nano=1_700_000_000_000_000_000, end_time_unix_nano=1_700_000_001_000_000_000)
+    root = Span(
+        trace_id=b"\x05" * 16,
+        span_id=b"\x06" * 8,
+        parent_span_id=bytes(8),
+        name="invoke_agent zero-parent",
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_001_000_000_000,
+    )
     spans.append(root)
     response = post(server, request_of(spans).SerializeToString(), PB)
     assert response.status_code == 200
@@ -120,7 +165,12 @@ def test_a_gzip_body_of_several_members_is_read_whole(server):
     [
         (b"\xff\xff\xff\xff garbage", PB, 400, "malformed protobuf"),
         (b'{"resourceSpans": [', {"Content-Type": "application/json"}, 400, "malformed JSON"),
-        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', {"Content-Type": "application/json"}, 400, "not hex"),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+            {"Content-Type": "application/json"},
+            400,
+            "not hex",
+        ),
         (b"[1, 2]", {"Content-Type": "application/json"}, 400, "must be an object"),
         (gzip.compress(b"x")[:-6], {**PB, "Content-Encoding": "gzip"}, 400, "truncated"),
         (gzip.compress(b"") + b"not gzip", {**PB, "Content-Encoding": "gzip"}, 400, "not valid gzip"),
@@ -131,7 +181,19 @@ def test_a_gzip_body_of_several_members_is_read_whole(server):
         # 64 MiB of zeros compresses to ~64 KiB: the cap stops decompression at 200 kB.
         (gzip.compress(b"\x00" * (64 << 20)), {**PB, "Content-Encoding": "gzip"}, 413, "after decompression"),
     ],
-    ids=["protobuf", "json", "json-ids", "json-array", "gzip-truncated", "gzip-trailing-garbage", "deflate-trailing-data", "media-type", "encoding", "too-large", "gzip-bomb"],
+    ids=[
+        "protobuf",
+        "json",
+        "json-ids",
+        "json-array",
+        "gzip-truncated",
+        "gzip-trailing-garbage",
+        "deflate-trailing-data",
+        "media-type",
+        "encoding",
+        "too-large",
+        "gzip-bomb",
+    ],
 )
 def test_bad_requests_get_the_otlp_status_and_a_readable_message(server, body, headers, status, needle):
     response = post(server, body, headers)
@@ -158,7 +220,9 @@ def test_token_is_required_everywhere_but_healthz(server):
     assert httpx.get(server.url + "/healthz").status_code == 200
     assert len(runs(server)) == before
     token = server.headers["Authorization"].split(" ", 1)[1]
-    assert httpx.get(server.url + "/api/v1/runs", headers={"Authorization": f"bearer {token}"}).status_code == 200  # scheme: any case
+    assert (
+        httpx.get(server.url + "/api/v1/runs", headers={"Authorization": f"bearer {token}"}).status_code == 200
+    )  # scheme: any case
 
 
 def test_query_api_errors_are_json_error_bodies(server):
@@ -180,7 +244,9 @@ def test_query_api_errors_are_json_error_bodies(server):
 
     otlp = httpx.post(server.traces_url, content=request_of(make_run()).SerializeToString(), headers=PB)
     assert otlp.status_code == 401  # in the request's content type, as every /v1/traces answer
-    assert status_pb2.Status.FromString(otlp.content) == status_pb2.Status(code=16, message="missing or wrong bearer token")
+    assert status_pb2.Status.FromString(otlp.content) == status_pb2.Status(
+        code=16, message="missing or wrong bearer token"
+    )
     assert httpx.get(server.url + "/metrics").json() == {"code": 16, "message": "missing or wrong bearer token"}
 
 

@@ -13,10 +13,10 @@ import sys
 
 from google.protobuf import json_format
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from spans import kv, make_run, request_of, span_count
 
 from loopsight.collector.ingest import ingest_files
 from loopsight.collector.normalize import TRUNCATION_MARKER, Limits, normalize_span
-from otlp_builders import kv, make_run, request_of, span_count
 
 
 def hexify(data: dict) -> dict:
@@ -39,7 +39,9 @@ def test_ingest_json_jsonl_protobuf_framed_and_gzip_files(tmp_path):
     proto = tmp_path / "one.pb"
     proto.write_bytes(request_of(runs[3]).SerializeToString())
     framed = tmp_path / "stream.binpb"
-    framed.write_bytes(b"".join(struct.pack(">I", len(b)) + b for b in (request_of(r).SerializeToString() for r in runs[4:6])))
+    framed.write_bytes(
+        b"".join(struct.pack(">I", len(b)) + b for b in (request_of(r).SerializeToString() for r in runs[4:6]))
+    )
     zipped = tmp_path / "again.jsonl.gz"
     zipped.write_bytes(gzip.compress(lines.read_bytes()))  # duplicates of exporter.jsonl
     broken = tmp_path / "broken.jsonl"
@@ -59,15 +61,22 @@ def test_ingest_cli_prints_a_summary(tmp_path):
     path = tmp_path / "t.pb"
     path.write_bytes(request_of(make_run(tools=1)).SerializeToString())
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
-    result = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "c.duckdb")],
-                            capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "c.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "3 stored" in result.stdout
 
 
 def ingest_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
-    return subprocess.run([sys.executable, "-m", "loopsight", "ingest", *args], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_ingest_cli_exits_1_when_a_file_is_skipped_and_0_for_duplicates(tmp_path):
@@ -105,7 +114,7 @@ def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr and "Aborted" not in done.stderr + done.stdout
     skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped: ")]
     assert len(skipped) == len(cases), done.stdout
-    for name, line in zip(cases, skipped):
+    for name, line in zip(cases, skipped, strict=False):
         assert line.startswith(f"skipped: {tmp_path / name}"), line
     assert f"{tmp_path / 'pretty.json'}: not valid JSON" in done.stdout and "line 5" in done.stdout
     assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout
@@ -125,9 +134,13 @@ def test_ingest_cli_refuses_a_directory_and_a_missing_file(tmp_path):
 
 def test_limits_truncate_long_values_and_cap_attributes_and_events():
     limits = Limits(max_attribute_length=32, max_attributes=5, max_events=2)
-    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search",
-                attributes=[kv("gen_ai.tool.name", "search"), kv("note", "x" * 100)] + [kv(f"k{i}", i) for i in range(20)],
-                events=[Span.Event(name=f"retry{i}", time_unix_nano=i, attributes=[kv("long", "y" * 50)]) for i in range(10)])
+    span = Span(
+        trace_id=b"\x01" * 16,
+        span_id=b"\x02" * 8,
+        name="execute_tool search",
+        attributes=[kv("gen_ai.tool.name", "search"), kv("note", "x" * 100)] + [kv(f"k{i}", i) for i in range(20)],
+        events=[Span.Event(name=f"retry{i}", time_unix_nano=i, attributes=[kv("long", "y" * 50)]) for i in range(10)],
+    )
     row = normalize_span(span, {}, "", "", limits)
     assert row.SpanAttributes["note"] == "x" * 32 + TRUNCATION_MARKER
     assert len(row.SpanAttributes) == 5
@@ -137,9 +150,17 @@ def test_limits_truncate_long_values_and_cap_attributes_and_events():
 
 
 def test_content_is_dropped_unless_captured_but_still_hashed():
-    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search",
-                attributes=[kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.call.arguments", '{"b": 1, "a": 2}'),
-                            kv("gen_ai.tool.call.result", "secret result"), kv("llm.input_messages.0.message.content", "hi")])
+    span = Span(
+        trace_id=b"\x01" * 16,
+        span_id=b"\x02" * 8,
+        name="execute_tool search",
+        attributes=[
+            kv("gen_ai.operation.name", "execute_tool"),
+            kv("gen_ai.tool.call.arguments", '{"b": 1, "a": 2}'),
+            kv("gen_ai.tool.call.result", "secret result"),
+            kv("llm.input_messages.0.message.content", "hi"),
+        ],
+    )
     dropped = normalize_span(span, {}, "", "", Limits())
     kept = normalize_span(span, {}, "", "", Limits(capture_content=True))
     assert set(dropped.SpanAttributes) == {"gen_ai.operation.name"}
@@ -173,7 +194,9 @@ def _stored_run_span(db_path: str) -> tuple[dict, int]:
 
     con = duckdb.connect(db_path, read_only=True)
     try:
-        attrs, events = con.execute("SELECT \"SpanAttributes\", len(\"Events\") FROM spans WHERE span_type = 'agent'").fetchone()
+        attrs, events = con.execute(
+            'SELECT "SpanAttributes", len("Events") FROM spans WHERE span_type = \'agent\''
+        ).fetchone()
     finally:
         con.close()
     return attrs, events
@@ -184,21 +207,42 @@ def test_collector_and_ingest_take_the_limits_as_flags_or_variables(start_collec
     server = start_collector(*flags)
     import httpx
 
-    assert httpx.post(server.traces_url, content=request_of(_long_run()).SerializeToString(),
-                      headers={"Content-Type": "application/x-protobuf"}, timeout=30).status_code == 200
+    assert (
+        httpx.post(
+            server.traces_url,
+            content=request_of(_long_run()).SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf"},
+            timeout=30,
+        ).status_code
+        == 200
+    )
     assert server.stop() == 0
     path = tmp_path / "run.pb"
     path.write_bytes(request_of(_long_run()).SerializeToString())
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")},
-           "LOOPSIGHT_MAX_ATTRIBUTE_LENGTH": "16", "LOOPSIGHT_MAX_ATTRIBUTES": "8", "LOOPSIGHT_MAX_EVENTS": "2"}
-    loaded = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "i.duckdb")],
-                            capture_output=True, text=True, timeout=120, env=env)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")},
+        "LOOPSIGHT_MAX_ATTRIBUTE_LENGTH": "16",
+        "LOOPSIGHT_MAX_ATTRIBUTES": "8",
+        "LOOPSIGHT_MAX_EVENTS": "2",
+    }
+    loaded = subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "i.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert loaded.returncode == 0, loaded.stderr
     for db in (server.db_path, str(tmp_path / "i.duckdb")):
         attrs, events = _stored_run_span(db)
         assert len(attrs) == 8 and events == 2, db
         assert attrs["note"] == "n" * 16 + TRUNCATION_MARKER, db
 
-    refused = subprocess.run([sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "j.duckdb")],
-                             capture_output=True, text=True, timeout=120, env={**env, "LOOPSIGHT_MAX_EVENTS": "0"})
+    refused = subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", str(path), "--db", str(tmp_path / "j.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "LOOPSIGHT_MAX_EVENTS": "0"},
+    )
     assert refused.returncode == 2 and "max-events" in refused.stderr and "Traceback" not in refused.stderr

@@ -26,7 +26,11 @@ VALUES = [
     ("nan", AnyValue(double_value=math.nan), "nan"),
     ("bytes", AnyValue(bytes_value=b"\x01\xff"), '"01ff"'),
     ("array", AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1), AnyValue(string_value="")])), '[1,""]'),
-    ("kvlist", AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key="a", value=AnyValue(bool_value=True))])), '{"a":true}'),
+    (
+        "kvlist",
+        AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key="a", value=AnyValue(bool_value=True))])),
+        '{"a":true}',
+    ),
 ]
 
 
@@ -37,11 +41,23 @@ def test_every_value_kind_is_rendered_as_text():
 
 
 def test_truncation_follows_each_limit_and_duplicates_count_once():
-    kvs = [KeyValue(key="k", value=AnyValue(string_value="x" * 10)), KeyValue(key="k", value=AnyValue(string_value="y" * 10)),
-           KeyValue(key="j", value=AnyValue(int_value=123456)), KeyValue(key="z", value=AnyValue(string_value="z"))]
+    kvs = [
+        KeyValue(key="k", value=AnyValue(string_value="x" * 10)),
+        KeyValue(key="k", value=AnyValue(string_value="y" * 10)),
+        KeyValue(key="j", value=AnyValue(int_value=123456)),
+        KeyValue(key="z", value=AnyValue(string_value="z")),
+    ]
     raw = kvs
-    assert attributes_to_dict(raw, Limits(max_attribute_length=4)) == {"k": "yyyy" + TRUNCATION_MARKER, "j": "1234" + TRUNCATION_MARKER, "z": "z"}
-    assert attributes_to_dict(raw, Limits(max_attribute_length=8)) == {"k": "y" * 8 + TRUNCATION_MARKER, "j": "123456", "z": "z"}
+    assert attributes_to_dict(raw, Limits(max_attribute_length=4)) == {
+        "k": "yyyy" + TRUNCATION_MARKER,
+        "j": "1234" + TRUNCATION_MARKER,
+        "z": "z",
+    }
+    assert attributes_to_dict(raw, Limits(max_attribute_length=8)) == {
+        "k": "y" * 8 + TRUNCATION_MARKER,
+        "j": "123456",
+        "z": "z",
+    }
     assert attributes_to_dict(raw, Limits()) == {"k": "y" * 10, "j": "123456", "z": "z"}
     # four key-values, three keys: the bound counts keys, the last value of a key wins
     assert list(attributes_to_dict(raw, Limits(max_attributes=2)).items()) == [("k", "y" * 10), ("j", "123456")]
@@ -67,33 +83,74 @@ def test_an_empty_event_or_link_is_still_one():
 def test_iter_rows_gives_normalize_span_rows():
     kv = lambda key, **value: KeyValue(key=key, value=AnyValue(**value))  # noqa: E731
     spans = [
-        Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="execute_tool search", status=Status(code=2, message="HTTP 503"),
-             attributes=[kv("gen_ai.operation.name", string_value="execute_tool"), kv("gen_ai.tool.call.arguments", string_value='{"q": 1}'),
-                         kv("loopsight.step", int_value=3)],
-             events=[Span.Event(name="exception", attributes=[kv("exception.type", string_value="TimeoutError"), kv("content", string_value="c")])]),
-        Span(trace_id=b"\x01" * 16, span_id=b"\x03" * 8, name="chat m", status=Status(code=7),
-             attributes=[kv("gen_ai.usage.input_tokens", int_value=10), kv("llm.input_messages.0.message.content", string_value="hi")],
-             links=[Span.Link(trace_id=b"\x09" * 16, span_id=b"\x08" * 8, attributes=[kv("l", bool_value=True)])]),
-        Span(trace_id=b"\x01" * 16, span_id=b"\x04" * 8, name="invoke_agent a", status=Status(message="only a message")),
+        Span(
+            trace_id=b"\x01" * 16,
+            span_id=b"\x02" * 8,
+            name="execute_tool search",
+            status=Status(code=2, message="HTTP 503"),
+            attributes=[
+                kv("gen_ai.operation.name", string_value="execute_tool"),
+                kv("gen_ai.tool.call.arguments", string_value='{"q": 1}'),
+                kv("loopsight.step", int_value=3),
+            ],
+            events=[
+                Span.Event(
+                    name="exception",
+                    attributes=[kv("exception.type", string_value="TimeoutError"), kv("content", string_value="c")],
+                )
+            ],
+        ),
+        Span(
+            trace_id=b"\x01" * 16,
+            span_id=b"\x03" * 8,
+            name="chat m",
+            status=Status(code=7),
+            attributes=[
+                kv("gen_ai.usage.input_tokens", int_value=10),
+                kv("llm.input_messages.0.message.content", string_value="hi"),
+            ],
+            links=[Span.Link(trace_id=b"\x09" * 16, span_id=b"\x08" * 8, attributes=[kv("l", bool_value=True)])],
+        ),
+        Span(
+            trace_id=b"\x01" * 16, span_id=b"\x04" * 8, name="invoke_agent a", status=Status(message="only a message")
+        ),
     ]
-    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[kv("service.name", string_value="svc")]),
-        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="sc", version="2"), spans=spans)])])
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(attributes=[kv("service.name", string_value="svc")]),
+                scope_spans=[ScopeSpans(scope=InstrumentationScope(name="sc", version="2"), spans=spans)],
+            )
+        ]
+    )
     for limits in (Limits(), Limits(capture_content=True, max_attribute_length=5, max_events=0)):
         rows = list(iter_rows(request, limits))
         assert rows == [normalize_span(span, {"service.name": "svc"}, "sc", "2", limits) for span in spans]
         assert to_arrow(rows).num_rows == 3
     first, second, third = list(iter_rows(request, Limits()))
-    assert (first.StatusCode, first.StatusMessage, first.error_type, first.error_class) == ("Error", "HTTP 503", "TimeoutError", "transient")
+    assert (first.StatusCode, first.StatusMessage, first.error_type, first.error_class) == (
+        "Error",
+        "HTTP 503",
+        "TimeoutError",
+        "transient",
+    )
     assert first.Events[0][2] == {"exception.type": "TimeoutError"} and first.step == 3 and first.args_hash
-    assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == ("Unset", 10, {"gen_ai.usage.input_tokens": "10"})
+    assert (second.StatusCode, second.input_tokens, second.SpanAttributes) == (
+        "Unset",
+        10,
+        {"gen_ai.usage.input_tokens": "10"},
+    )
     assert second.Links == [("09" * 16, "08" * 8, "", {"l": "true"})]
     assert (third.StatusCode, third.StatusMessage, third.termination_reason) == ("Unset", "only a message", "completed")
 
 
 def _tool_span(i: int, attributes: list[KeyValue]) -> Span:
-    return Span(trace_id=b"\x01" * 16, span_id=bytes([i + 1]) * 8, name="execute_tool write_file",
-                attributes=[KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="execute_tool")), *attributes])
+    return Span(
+        trace_id=b"\x01" * 16,
+        span_id=bytes([i + 1]) * 8,
+        name="execute_tool write_file",
+        attributes=[KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="execute_tool")), *attributes],
+    )
 
 
 def test_arguments_longer_than_the_limit_are_hashed_whole():
@@ -104,23 +161,37 @@ def test_arguments_longer_than_the_limit_are_hashed_whole():
     for i in range(2):
         args = {"blob": "a" * 9000 + str(i)}
         value = AnyValue(string_value=json.dumps(args))
-        row = normalize_span(_tool_span(i, [KeyValue(key="gen_ai.tool.call.arguments", value=value)]), {}, "", "", Limits(capture_content=True))
+        row = normalize_span(
+            _tool_span(i, [KeyValue(key="gen_ai.tool.call.arguments", value=value)]),
+            {},
+            "",
+            "",
+            Limits(capture_content=True),
+        )
         assert row.args_hash == args_hash(args)
         assert row.SpanAttributes["gen_ai.tool.call.arguments"].endswith(TRUNCATION_MARKER)  # stored cut all the same
         rows.append(row)
     assert rows[0].args_hash != rows[1].args_hash  # (their similarity sketches are near: nearly the same text)
 
 
-
 def test_names_keys_messages_and_trace_states_are_bounded_too():
     long = "n" * 100
     cut = "n" * 16 + TRUNCATION_MARKER
-    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name=long, trace_state=long,
-                status=Status(code=Status.STATUS_CODE_ERROR, message=long),
-                attributes=[KeyValue(key="k" * 2000, value=AnyValue(string_value="v"))],
-                events=[Span.Event(name=long)], links=[Span.Link(trace_id=b"\x03" * 16, span_id=b"\x04" * 8, trace_state=long)] * 5)
-    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        scope_spans=[ScopeSpans(scope=InstrumentationScope(name=long, version=long), spans=[span])])])
+    span = Span(
+        trace_id=b"\x01" * 16,
+        span_id=b"\x02" * 8,
+        name=long,
+        trace_state=long,
+        status=Status(code=Status.STATUS_CODE_ERROR, message=long),
+        attributes=[KeyValue(key="k" * 2000, value=AnyValue(string_value="v"))],
+        events=[Span.Event(name=long)],
+        links=[Span.Link(trace_id=b"\x03" * 16, span_id=b"\x04" * 8, trace_state=long)] * 5,
+    )
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(scope_spans=[ScopeSpans(scope=InstrumentationScope(name=long, version=long), spans=[span])])
+        ]
+    )
     [row] = list(iter_rows(request, Limits(max_attribute_length=16, max_events=3)))
     assert row.SpanName == row.TraceState == row.StatusMessage == row.ScopeName == row.ScopeVersion == cut
     assert list(row.SpanAttributes) == ["k" * MAX_KEY_LENGTH + TRUNCATION_MARKER]  # keys: a fixed bound

@@ -9,9 +9,7 @@ import sys
 import time
 
 import httpx
-import pytest
-
-from otlp_builders import make_run, request_of, span_count
+from spans import make_run, request_of, span_count
 
 PB = {"Content-Type": "application/x-protobuf"}
 
@@ -33,14 +31,21 @@ def metric(server, name: str) -> float:
 def test_forward_to_a_second_collector_and_survive_a_dead_upstream(start_collector, free_tcp_port):
     upstream = start_collector(token="up", wait=False)
     dead = f"http://127.0.0.1:{free_tcp_port()}"
-    front = start_collector("--forward-to", upstream.url, env={"LOOPSIGHT_FORWARD_HEADERS": "Authorization=Bearer up"}, wait=False)
+    front = start_collector(
+        "--forward-to", upstream.url, env={"LOOPSIGHT_FORWARD_HEADERS": "Authorization=Bearer up"}, wait=False
+    )
     lonely = start_collector("--forward-to", dead, wait=False)
     for server in (upstream, front, lonely):
         server.wait_healthy()
 
     runs = [make_run(tools=2, agent=f"fwd{i}") for i in range(3)]
     for spans in runs:
-        assert httpx.post(front.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30).status_code == 200
+        assert (
+            httpx.post(
+                front.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30
+            ).status_code
+            == 200
+        )
 
     def upstream_runs():
         listed = httpx.get(upstream.url + "/api/v1/runs", headers=upstream.headers, timeout=30).json()["runs"]
@@ -54,7 +59,12 @@ def test_forward_to_a_second_collector_and_survive_a_dead_upstream(start_collect
     # The upstream is down: ingest answers as fast as ever and keeps the spans.
     started = time.monotonic()
     for spans in runs:
-        assert httpx.post(lonely.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30).status_code == 200
+        assert (
+            httpx.post(
+                lonely.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30
+            ).status_code
+            == 200
+        )
     assert time.monotonic() - started < 10
     assert len(httpx.get(lonely.url + "/api/v1/runs", timeout=30).json()["runs"]) == 3
     wait_for(lambda: metric(lonely, "loopsight_forward_retries_total") >= 1)
@@ -64,10 +74,20 @@ def test_retention_deletes_old_spans_in_the_background(start_collector):
     server = start_collector("--retention", "30d", env={"LOOPSIGHT_RETENTION_INTERVAL": "0.5"})
     old = make_run(tools=3, agent="old", start_ns=time.time_ns() - 40 * 86400 * 10**9)
     fresh = make_run(tools=3, agent="fresh")
-    assert httpx.post(server.traces_url, content=request_of(old + fresh).SerializeToString(), headers=PB, timeout=30).status_code == 200
+    assert (
+        httpx.post(
+            server.traces_url, content=request_of(old + fresh).SerializeToString(), headers=PB, timeout=30
+        ).status_code
+        == 200
+    )
     wait_for(lambda: metric(server, "loopsight_retention_deleted_spans_total") >= 5)
     # ingest keeps going while retention runs
-    assert httpx.post(server.traces_url, content=request_of(make_run(agent="later")).SerializeToString(), headers=PB, timeout=30).status_code == 200
+    assert (
+        httpx.post(
+            server.traces_url, content=request_of(make_run(agent="later")).SerializeToString(), headers=PB, timeout=30
+        ).status_code
+        == 200
+    )
     agents = {r["agent"] for r in httpx.get(server.url + "/api/v1/runs", timeout=30).json()["runs"]}
     assert agents == {"fresh", "later"}
     server.stop()
@@ -76,7 +96,9 @@ def test_retention_deletes_old_spans_in_the_background(start_collector):
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
-    return subprocess.Popen([sys.executable, "-m", "loopsight", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "loopsight", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -102,7 +124,12 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     json_file.write_text('{"note": "not a database"}\n')
     cases = {  # each fails before binding anything, so they can share the free ports
         "locked by another process": ["--db", collector_server.db_path],
-        f"cannot listen on 127.0.0.1:{collector_server.http_port}": ["--db", str(tmp_path / "a.duckdb"), "--http-port", str(collector_server.http_port)],
+        f"cannot listen on 127.0.0.1:{collector_server.http_port}": [
+            "--db",
+            str(tmp_path / "a.duckdb"),
+            "--http-port",
+            str(collector_server.http_port),
+        ],
         "does not exist": ["--db", str(tmp_path / "nope" / "x.duckdb")],
         "not a DuckDB database": ["--db", str(not_a_db)],
         "not a duration": ["--db", str(tmp_path / "b.duckdb"), "--retention", "soon"],
@@ -119,7 +146,9 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     if os.geteuid() != 0:  # root writes anywhere
         read_only = tmp_path / "ro"
         read_only.mkdir(mode=0o500)
-        result = run_cli("collector", "--db", str(read_only / "x.duckdb"), "--http-port", free[0], "--grpc-port", free[1])
+        result = run_cli(
+            "collector", "--db", str(read_only / "x.duckdb"), "--http-port", free[0], "--grpc-port", free[1]
+        )
         assert_clean_failure(result, "not writable")
 
 
@@ -138,5 +167,13 @@ def test_port_check_names_the_grpc_port(collector_server, tmp_path, free_tcp_por
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
-        result = run_cli("collector", "--db", str(tmp_path / "g.duckdb"), "--http-port", str(free_tcp_port()), "--grpc-port", str(port))
+        result = run_cli(
+            "collector",
+            "--db",
+            str(tmp_path / "g.duckdb"),
+            "--http-port",
+            str(free_tcp_port()),
+            "--grpc-port",
+            str(port),
+        )
     assert_clean_failure(result, "OTLP/gRPC")

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_openai import serve_fake_openai
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from fake_openai import serve_fake_openai
 from loopsight.collector.ingest import iter_requests
 from loopsight.collector.pipeline import ingest_request
 
@@ -35,8 +35,13 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     url = next(server)
     env = {**os.environ, "TRACELOOP_TELEMETRY": "false", "OTEL_SDK_DISABLED": "false"}
     running = {
-        name: subprocess.Popen([sys.executable, str(HERE / "genai_producers.py"), name, url, str(out / f"{name}.pb")],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        name: subprocess.Popen(
+            [sys.executable, str(HERE / "genai_producers.py"), name, url, str(out / f"{name}.pb")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
         for name in PRODUCERS
     }
     for name, process in running.items():
@@ -55,7 +60,7 @@ def ingest(store, path: Path) -> list[dict]:
         'map_keys("SpanAttributes") AS keys, map_values("SpanAttributes") AS values FROM spans ORDER BY "Timestamp"'
     )
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
 
 
 def assert_no_content(rows: list[dict]) -> None:
@@ -73,7 +78,9 @@ def test_real_instrumentations_give_runs_steps_tokens_and_tool_calls(store, reco
     assert run["agent"] == "order-assistant" and run["termination_reason"] == "completed"
     assert all(r["run_id"] == run["span_id"] for r in rows)
     assert [(r["model"], r["input_tokens"], r["output_tokens"], r["step"]) for r in llm] == [
-        ("gpt-4o-mini", 42, 12, 0), ("gpt-4o-mini", 61, 9, 1)]
+        ("gpt-4o-mini", 42, 12, 0),
+        ("gpt-4o-mini", 61, 9, 1),
+    ]
     assert tool["tool"] == "get_order" and tool["step"] == 0
     assert tool["args_hash"] is not None and len(tool["args_hash"]) == 16
     if producer != "traceloop":  # both saw the raw arguments {"order_id": "A-1"}: same canonical hash
@@ -91,7 +98,12 @@ def test_pydantic_ai_recording(store):
     assert run["input_tokens"] is None  # the aggregated run usage is not counted again
     assert [(r["input_tokens"], r["output_tokens"], r["step"]) for r in by_kind["llm"]] == [(57, 16, 0), (98, 21, 1)]
     [tool] = by_kind["tool"]
-    assert (tool["tool"], tool["step"], tool["error_type"], tool["error_class"]) == ("get_weather", 0, "TimeoutError", "transient")
+    assert (tool["tool"], tool["step"], tool["error_type"], tool["error_class"]) == (
+        "get_weather",
+        0,
+        "TimeoutError",
+        "transient",
+    )
     assert tool["args_hash"] == hashlib.sha256(b'{"city":"Paris"}').hexdigest()[:16]
     assert {r["run_id"] for r in rows} == {run["span_id"]}
     assert_no_content(rows)
@@ -104,7 +116,12 @@ def test_langfuse_recording(store):
     llm = kinds["llm"]
     assert (llm["model"], llm["input_tokens"], llm["output_tokens"], llm["step"]) == ("claude-sonnet-4", 120, 30, 0)
     tool = kinds["tool"]
-    assert (tool["tool"], tool["error_type"], tool["error_class"], tool["step"]) == ("refund", "403 Forbidden", "fatal", 0)
+    assert (tool["tool"], tool["error_type"], tool["error_class"], tool["step"]) == (
+        "refund",
+        "403 Forbidden",
+        "fatal",
+        0,
+    )
     assert tool["args_hash"] is not None
     assert {r["run_id"] for r in rows} == {kinds["agent"]["span_id"]}
     assert_no_content(rows)

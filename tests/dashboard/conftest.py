@@ -7,8 +7,8 @@ of ``dashboard/app.py`` at a collector URL (with an optional token) or a DuckDB 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import pytest
 import streamlit as st
@@ -49,8 +49,11 @@ def filled_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
 @pytest.fixture(scope="module")
 def looping_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
     """A closed DuckDB file with a success, an exact loop and a run that loops twice (exact and repeated_error)."""
-    return _fill(str(tmp_path_factory.mktemp("dashboard-loops") / "loops.duckdb"), rounds=1,
-                 scenarios=("success", "loop", "error_loop"))
+    return _fill(
+        str(tmp_path_factory.mktemp("dashboard-loops") / "loops.duckdb"),
+        rounds=1,
+        scenarios=("success", "loop", "error_loop"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +71,13 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., AppTest]
     """``make_app(collector=URL, token=None)`` or ``make_app(db=PATH)``: an AppTest not yet run."""
     st.cache_data.clear()
 
-    def make(*, collector: str | None = None, db: str | None = None, token: str | None = None,
-             query: dict[str, str] | None = None) -> AppTest:
+    def make(
+        *,
+        collector: str | None = None,
+        db: str | None = None,
+        token: str | None = None,
+        query: dict[str, str] | None = None,
+    ) -> AppTest:
         st.cache_data.clear()
         monkeypatch.delenv("LOOPSIGHT_DASHBOARD_DB", raising=False)
         monkeypatch.delenv("LOOPSIGHT_TOKEN", raising=False)

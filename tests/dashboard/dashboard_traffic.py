@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -60,34 +60,68 @@ class _Run:
         self.agent = agent
         self.now = start_ns
         self.root = tracer.start_span(
-            f"invoke_agent {agent}", kind=SpanKind.INTERNAL, start_time=start_ns,
+            f"invoke_agent {agent}",
+            kind=SpanKind.INTERNAL,
+            start_time=start_ns,
             attributes={A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.BUDGET_MAX_STEPS: 8},
         )
         self.context = set_span_in_context(self.root)
 
     def chat(self, step: int, input_tokens: int, output_tokens: int, ms: int = 300) -> None:
         span = self.tracer.start_span(
-            "chat gpt-4o", kind=SpanKind.CLIENT, context=self.context, start_time=self.now,
-            attributes={A.OPERATION_NAME: A.OP_CHAT, A.REQUEST_MODEL: "gpt-4o", A.STEP: step,
-                        A.USAGE_INPUT_TOKENS: input_tokens, A.USAGE_OUTPUT_TOKENS: output_tokens},
+            "chat gpt-4o",
+            kind=SpanKind.CLIENT,
+            context=self.context,
+            start_time=self.now,
+            attributes={
+                A.OPERATION_NAME: A.OP_CHAT,
+                A.REQUEST_MODEL: "gpt-4o",
+                A.STEP: step,
+                A.USAGE_INPUT_TOKENS: input_tokens,
+                A.USAGE_OUTPUT_TOKENS: output_tokens,
+            },
         )
         self.now += ms * MS
         span.end(end_time=self.now)
         self.now += 5 * MS
 
-    def tool(self, step: int, name: str, args: dict, ms: int = 120, *, error: str | None = None,
-             error_class: str | None = None, retries: int = 0, loop_kind: str | None = None,
-             extra: dict | None = None) -> None:
-        attributes = {A.OPERATION_NAME: A.OP_EXECUTE_TOOL, A.TOOL_NAME: name, A.STEP: step,
-                      A.TOOL_ARGS_HASH: args_hash(args), A.TOOL_ATTEMPTS: retries + 1, **(extra or {})}
+    def tool(
+        self,
+        step: int,
+        name: str,
+        args: dict,
+        ms: int = 120,
+        *,
+        error: str | None = None,
+        error_class: str | None = None,
+        retries: int = 0,
+        loop_kind: str | None = None,
+        extra: dict | None = None,
+    ) -> None:
+        attributes = {
+            A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
+            A.TOOL_NAME: name,
+            A.STEP: step,
+            A.TOOL_ARGS_HASH: args_hash(args),
+            A.TOOL_ATTEMPTS: retries + 1,
+            **(extra or {}),
+        }
         if loop_kind:
             attributes[A.LOOP_KIND] = loop_kind
-        span = self.tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, context=self.context,
-                                      start_time=self.now, attributes=attributes)
+        span = self.tracer.start_span(
+            f"execute_tool {name}",
+            kind=SpanKind.INTERNAL,
+            context=self.context,
+            start_time=self.now,
+            attributes=attributes,
+        )
         for attempt in range(retries):
             self.now += 400 * MS
-            span.add_event(A.EVENT_RETRY, {A.ERROR_TYPE: "timeout", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 800 * (attempt + 1)},
-                           timestamp=self.now)
+            span.add_event(
+                A.EVENT_RETRY,
+                {A.ERROR_TYPE: "timeout", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 800 * (attempt + 1)},
+                timestamp=self.now,
+            )
             self.now += 800 * (attempt + 1) * MS
         if loop_kind:
             span.add_event(A.EVENT_LOOP_DETECTED, {A.LOOP_KIND: loop_kind}, timestamp=self.now)
@@ -136,8 +170,14 @@ def _error_loop(run: _Run) -> str:
     """The same failing call again and again: one run, two loops (exact and repeated_error) on the same calls."""
     for step in range(4):
         run.chat(step, 1200 + 1000 * step, 40)
-        run.tool(step, "query_order", {"order_id": "D-9"}, error="not_found", error_class="permanent",
-                 loop_kind="exact" if step == 3 else None)
+        run.tool(
+            step,
+            "query_order",
+            {"order_id": "D-9"},
+            error="not_found",
+            error_class="permanent",
+            loop_kind="exact" if step == 3 else None,
+        )
     return run.end("repeated_error", error="repeated_error")
 
 
@@ -149,8 +189,14 @@ def _fatal(run: _Run) -> str:
 
 def _hostile(run: _Run) -> str:
     run.chat(0, 700, 30)
-    run.tool(0, HOSTILE_LINK, {"q": HOSTILE_SCRIPT}, error=HOSTILE_SCRIPT, error_class="garbage",
-             extra={"note": HOSTILE_LINK, "payload": HOSTILE_SCRIPT, "long": "x" * 5000})
+    run.tool(
+        0,
+        HOSTILE_LINK,
+        {"q": HOSTILE_SCRIPT},
+        error=HOSTILE_SCRIPT,
+        error_class="garbage",
+        extra={"note": HOSTILE_LINK, "payload": HOSTILE_SCRIPT, "long": "x" * 5000},
+    )
     return run.end("error", error=HOSTILE_LINK)
 
 
@@ -161,17 +207,36 @@ def _stuck(run: _Run) -> str:
     return format(run.root.get_span_context().trace_id, "032x")
 
 
-SCENARIOS = {"success": _success, "retried_timeout": _retried_timeout, "loop": _loop, "fatal": _fatal, "hostile": _hostile,
-             "stuck": _stuck, "error_loop": _error_loop}
+SCENARIOS = {
+    "success": _success,
+    "retried_timeout": _retried_timeout,
+    "loop": _loop,
+    "fatal": _fatal,
+    "hostile": _hostile,
+    "stuck": _stuck,
+    "error_loop": _error_loop,
+}
 # What emit() sends unless told: every scenario but the extras some tests ask for by name.
 DEFAULT_SCENARIOS = ("success", "retried_timeout", "loop", "fatal", "hostile", "stuck")
-AGENTS = {"success": "order-assistant", "retried_timeout": "web-researcher", "loop": "order-assistant",
-          "fatal": "refund-bot", "hostile": HOSTILE_AGENT, "stuck": "order-assistant", "error_loop": "order-assistant"}
+AGENTS = {
+    "success": "order-assistant",
+    "retried_timeout": "web-researcher",
+    "loop": "order-assistant",
+    "fatal": "refund-bot",
+    "hostile": HOSTILE_AGENT,
+    "stuck": "order-assistant",
+    "error_loop": "order-assistant",
+}
 STUCK_MINUTES_AGO = 12
 
 
-def emit(exporter: SpanExporter, rounds: int = 2, service: str = "shop-agents",
-         scenarios: Sequence[str] = DEFAULT_SCENARIOS, minutes_ago: float = 30.0) -> Emitted:
+def emit(
+    exporter: SpanExporter,
+    rounds: int = 2,
+    service: str = "shop-agents",
+    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
+    minutes_ago: float = 30.0,
+) -> Emitted:
     """Emit ``rounds`` runs of each scenario through ``exporter``, spread over the last minutes."""
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -7,20 +7,22 @@ Reads a real collector filled by ``loopsight demo`` plus our hostile, looping an
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 from dashboard_helpers import charts, tables
 from dashboard_helpers import page as page_of
 from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, Emitted, emit_to_collector
+from ports import free_port
 from processes import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
@@ -62,14 +64,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class Live:
     """A dashboard process reading a collector filled with demo traffic and our scenarios."""
@@ -90,22 +84,41 @@ def live(collector_launcher, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     log = open(tmp_path / "dashboard.log", "wb")
     try:
         demo = subprocess.run(
-            [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector.url, "--runs", "16", "--speed", "400",
-             "--concurrency", "4"],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "loopsight",
+                "demo",
+                "--endpoint",
+                collector.url,
+                "--runs",
+                "16",
+                "--speed",
+                "400",
+                "--concurrency",
+                "4",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert demo.returncode == 0, demo.stdout + demo.stderr
-        emitted = emit_to_collector(collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"),
-                                    minutes_ago=5)
+        emitted = emit_to_collector(
+            collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"), minutes_ago=5
+        )
         deadline = time.monotonic() + 30
         while not any(r.get("state") == "firing" for r in httpx.get(f"{collector.url}/api/v1/alerts").json()["rules"]):
             assert time.monotonic() < deadline, "the loop-rate rule did not fire:\n" + collector.log()
             time.sleep(0.5)
-        port = _free_port()
+        port = free_port()
         process = subprocess.Popen(
-            [sys.executable, "-c",
-             f"from loopsight.dashboard import launch; raise SystemExit(launch(collector={collector.url!r}, port={port}))"],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-c",
+                f"from loopsight.dashboard import launch; raise SystemExit(launch(collector={collector.url!r}, port={port}))",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -135,8 +148,14 @@ def browser(live: Live) -> Iterator[object]:
     with sync_playwright() as p:
         chromium = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         try:
             yield chromium
@@ -149,11 +168,13 @@ def _settle(page, title: str, charts: int) -> None:
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=45_000)
     if charts:
         page.wait_for_function(
-            "n => document.querySelectorAll('.vega-embed canvas, .vega-embed svg.marks').length >= n", arg=charts,
+            "n => document.querySelectorAll('.vega-embed canvas, .vega-embed svg.marks').length >= n",
+            arg=charts,
             timeout=45_000,
         )
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')?.innerText.includes('Running')", timeout=45_000,
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')?.innerText.includes('Running')",
+        timeout=45_000,
     )
     page.wait_for_timeout(600)
 
@@ -165,7 +186,9 @@ def test_every_page_renders_in_chromium(live: Live, browser, make_app) -> None:
     rules = tables(alerts)[0]
     assert set(rules["name"]) == {"loop-rate", "refunds-failing"}
     assert "firing" in " ".join(rules["state"])
-    assert all(re.fullmatch(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)?", str(t)) for t in rules["state_since"]), list(rules["state_since"])
+    assert all(re.fullmatch(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)?", str(t)) for t in rules["state_since"]), list(
+        rules["state_since"]
+    )
     assert not rules.isna().any().any() and "None" not in rules.astype(str).to_numpy(), "empty cells are blank"
     assert {m.label: m.value for m in alerts.metric}["Firing"] != "0"
     assert charts(alerts), "the metric of each rule against its threshold"
@@ -179,7 +202,8 @@ def test_every_page_renders_in_chromium(live: Live, browser, make_app) -> None:
             _settle(page, title, min_charts)
             assert page.locator('[data-testid="stException"]').count() == 0, f"{path}: Streamlit exception"
             assert page.locator('[data-testid="stAlertContentError"]').count() == 0, (
-                f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text())
+                f"{path}: " + page.locator('[data-testid="stAlertContentError"]').first.inner_text()
+            )
             assert page.get_by_text("Page not found").count() == 0, path
             page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)
 
@@ -200,7 +224,8 @@ def test_every_page_renders_in_chromium(live: Live, browser, make_app) -> None:
             page.goto(f"{url}/{path}")
             _settle(page, "Run timeline" if path.startswith("run?") else dict((p, t) for p, t, _ in PAGES)[path], 1)
             anchors = page.evaluate(
-                "() => [...document.querySelectorAll(\"a[href*='evil']:not([href^='#'])\")].map(a => a.closest('[data-testid]')?.dataset.testid + ': ' + a.outerHTML)")
+                "() => [...document.querySelectorAll(\"a[href*='evil']:not([href^='#'])\")].map(a => a.closest('[data-testid]')?.dataset.testid + ': ' + a.outerHTML)"
+            )
             assert anchors == [], f"{path}: a hostile link became a link"
             assert page.locator('a[href*="evil.example"]').count() == 0, f"{path}: a hostile link became a link"
             assert page.locator("script", has_text="alert(1)").count() == 0, f"{path}: a hostile script was injected"
@@ -230,7 +255,7 @@ def test_waterfall_shows_one_readable_label_per_bar(live: Live, browser, scenari
         labels = _y_labels(page)
         assert len(labels) == len(spans), labels
         tops = [top for _, top in labels]
-        assert all(b - a >= 14 for a, b in zip(tops, tops[1:])), f"labels overlap: {labels}"
+        assert all(b - a >= 14 for a, b in itertools.pairwise(tops)), f"labels overlap: {labels}"
     finally:
         page.close()
 
@@ -245,16 +270,19 @@ def test_overview_path_and_top_offenders_at_1440px(live: Live, browser) -> None:
         assert page.url == f"{live.url}/?range=all"
         assert page.get_by_text("all time · refreshes every").count() == 1, "the filters in the link are kept"
         # all four tables drawn, each with its rows (they render one after another)
-        page.wait_for_function("""() => {
+        page.wait_for_function(
+            """() => {
             const grids = [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')];
             return grids.length === 4 && grids.every(g => g.querySelectorAll('tbody td').length >= 4);
-        }""", timeout=20_000)
+        }""",
+            timeout=20_000,
+        )
         # Glide renders the accessible table of the cells in view only: a column cut off has no header.
         shown = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')].map(t => ({
             columns: +t.getAttribute('aria-colcount'),
             headers: [...t.querySelectorAll('th')].map(h => h.textContent),
             first: [...t.querySelectorAll('tbody tr')].map(r => r.querySelector('td')?.textContent)}))""")
-        tokens, loops, stalls, tools = shown
+        _tokens, _loops, stalls, tools = shown
         for table in shown:
             assert len(table["headers"]) == table["columns"], f"columns cut off at 1440 px: {table}"
         assert [t["headers"][0] for t in shown] == ["tokens", "repeats", "duration", "fail rate"]

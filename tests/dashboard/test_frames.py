@@ -11,17 +11,33 @@ from loopsight.dashboard.data import ApiSource, DuckDBSource, source_from_env
 
 
 def _span(span_id: str, parent: str | None, start: str, ms: float, **extra) -> dict:
-    return {"span_id": span_id, "parent_span_id": parent, "name": f"span {span_id}", "start": start,
-            "duration_ms": ms, "status": "unset", "kind": "tool", **extra}
+    return {
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": f"span {span_id}",
+        "start": start,
+        "duration_ms": ms,
+        "status": "unset",
+        "kind": "tool",
+        **extra,
+    }
 
 
 def test_waterfall_frames_keep_tree_order_and_place_markers() -> None:
     spans = [
         _span("c", "a", "2026-01-01T00:00:00.300Z", 50, status="error", error_type="timeout", error_class="transient"),
         _span("a", None, "2026-01-01T00:00:00.000Z", 1000, kind="agent"),
-        _span("b", "a", "2026-01-01T00:00:00.100Z", 100, attributes={"loopsight.loop.kind": "exact"},
-              events=[{"time": "2026-01-01T00:00:00.150Z", "name": "retry", "attributes": {"error.type": "429"}},
-                      {"time": "2026-01-01T00:00:00.160Z", "name": "log", "attributes": {}}]),
+        _span(
+            "b",
+            "a",
+            "2026-01-01T00:00:00.100Z",
+            100,
+            attributes={"loopsight.loop.kind": "exact"},
+            events=[
+                {"time": "2026-01-01T00:00:00.150Z", "name": "retry", "attributes": {"error.type": "429"}},
+                {"time": "2026-01-01T00:00:00.160Z", "name": "log", "attributes": {}},
+            ],
+        ),
         _span("d", "zz", "2026-01-01T00:00:00.500Z", 10),  # parent never arrived
     ]
     bars, markers = frames.waterfall_frames(spans)
@@ -43,16 +59,26 @@ def test_span_tree_survives_a_parent_cycle() -> None:
 
 
 def test_span_detail_is_all_text() -> None:
-    detail = frames.span_detail({"span_id": "a", "input_tokens": None, "attributes": {"k": "<b>v</b>"},
-                                 "events": [{"time": "t", "name": "retry", "attributes": {"x": 1}}]})
+    detail = frames.span_detail(
+        {
+            "span_id": "a",
+            "input_tokens": None,
+            "attributes": {"k": "<b>v</b>"},
+            "events": [{"time": "t", "name": "retry", "attributes": {"x": 1}}],
+        }
+    )
     assert detail.to_dict("records") == [
-        {"field": "span_id", "value": "a"}, {"field": "input_tokens", "value": ""},
-        {"field": "attribute k", "value": "<b>v</b>"}, {"field": "event 0 retry", "value": "t x=1"}]
+        {"field": "span_id", "value": "a"},
+        {"field": "input_tokens", "value": ""},
+        {"field": "attribute k", "value": "<b>v</b>"},
+        {"field": "event 0 retry", "value": "t x=1"},
+    ]
 
 
 def test_runs_frame_adds_tokens_and_parses_times() -> None:
-    frame = frames.runs_frame([{"trace_id": "t", "started_at": "2026-01-01T00:00:01.000000Z", "input_tokens": 5,
-                                "output_tokens": 2}])
+    frame = frames.runs_frame(
+        [{"trace_id": "t", "started_at": "2026-01-01T00:00:01.000000Z", "input_tokens": 5, "output_tokens": 2}]
+    )
     assert frame["tokens"].tolist() == [7]
     assert frame["started_at"].iloc[0] == pd.Timestamp("2026-01-01 00:00:01")
     assert frames.runs_frame([]).empty
@@ -62,8 +88,8 @@ def test_runs_frame_adds_tokens_and_parses_times() -> None:
 def test_literal_is_a_code_span_holding_the_value(value: str) -> None:
     span = ui.literal(value)
     fence = span[: len(span) - len(span.lstrip("`"))]
-    assert span.endswith(fence) and fence not in span[len(fence):-len(fence)]
-    assert span[len(fence):-len(fence)].strip(" ") == value.strip(" ")
+    assert span.endswith(fence) and fence not in span[len(fence) : -len(fence)]
+    assert span[len(fence) : -len(fence)].strip(" ") == value.strip(" ")
 
 
 def test_escape_defuses_markdown_and_autolinks() -> None:
@@ -72,7 +98,9 @@ def test_escape_defuses_markdown_and_autolinks() -> None:
 
 
 def test_source_from_env_prefers_the_dashboard_db() -> None:
-    assert source_from_env({"LOOPSIGHT_DASHBOARD_DB": "/x.duckdb", "LOOPSIGHT_COLLECTOR_URL": "http://h:1"}) == DuckDBSource("/x.duckdb")
+    assert source_from_env(
+        {"LOOPSIGHT_DASHBOARD_DB": "/x.duckdb", "LOOPSIGHT_COLLECTOR_URL": "http://h:1"}
+    ) == DuckDBSource("/x.duckdb")
     assert source_from_env({"LOOPSIGHT_DB": "/collector.duckdb"}) == ApiSource("http://127.0.0.1:4318")
     api = source_from_env({"LOOPSIGHT_COLLECTOR_URL": "http://h:1/", "LOOPSIGHT_TOKEN": "s3cret"})
     assert (api.url, api.token) == ("http://h:1", "s3cret")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ports import free_port
 
 
 def streamlit_pids(port: int) -> list[int]:
@@ -25,11 +26,12 @@ def streamlit_pids(port: int) -> list[int]:
 
 
 def test_sigterm_stops_the_streamlit_child(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    parent = subprocess.Popen([sys.executable, "-m", "loopsight", "dashboard", "--port", str(port),
-                               "--collector", "http://127.0.0.1:9"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "loopsight", "dashboard", "--port", str(port), "--collector", "http://127.0.0.1:9"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not streamlit_pids(port) and time.monotonic() < deadline:

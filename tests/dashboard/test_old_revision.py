@@ -34,13 +34,15 @@ def test_an_old_revision_file_says_how_to_upgrade_it(tmp_path: Path, filled_db, 
     for name in ("overview", "stalls", "burn"):
         app = page(make_app(db=path), name)
         assert not app.exception, [e.value for e in app.exception]
-        (error,) = app.error
+        (_error,) = app.error
         shown = texts(app)
         assert f"is at schema revision 0004, this loopsight reads revision {head()}" in shown
         assert "Catalog Error" not in shown and "does not exist" not in shown
         assert [c.value for c in app.code] == [f"loopsight db upgrade --db {path}"]
 
-    done = subprocess.run([sys.executable, "-m", "loopsight", "db", "upgrade", "--db", path], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopsight", "db", "upgrade", "--db", path], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     app = page(make_app(db=path), "stalls")
     assert_clean(app)

@@ -28,9 +28,13 @@ def test_overview_tiles_terminations_and_offenders(filled_db, make_app) -> None:
     assert tiles["Runs"] == "10"
     assert tiles["Success rate"] == "40.0%"  # success + retried_timeout of 5 scenarios
     assert tiles["Loop rate"] == "20.0%"
-    (spec, (terminations,)), = charts(app)
+    ((_spec, (terminations,)),) = charts(app)
     assert dict(terminations.groupby("termination_reason")["runs"].sum()) == {
-        "completed": 4, "loop_detected": 2, "fatal_error": 2, "error": 2}
+        "completed": 4,
+        "loop_detected": 2,
+        "fatal_error": 2,
+        "error": 2,
+    }
     top_tokens, top_loops, _stalls, failing = tables(app)
     assert _trace_ids(top_loops["trace_id"]) == set(filled_db.emitted.traces["loop"])
     assert _trace_ids(top_tokens["trace_id"][:2]) == set(filled_db.emitted.traces["loop"]), "loop runs spend the most"
@@ -56,8 +60,10 @@ def test_loops_page(filled_db, make_app) -> None:
     (loops,) = tables(app)
     assert _trace_ids(loops["link"]) == set(filled_db.emitted.traces["loop"])
     runs = tables(page(make_app(db=filled_db.path), "runs"))[0]
-    started = dict(zip(runs["link"], runs["started_at"]))
-    assert all(started[link] == at for link, at in zip(loops["link"], loops["started_at"])), "each row links its own run"
+    started = dict(zip(runs["link"], runs["started_at"], strict=False))
+    assert all(started[link] == at for link, at in zip(loops["link"], loops["started_at"], strict=False)), (
+        "each row links its own run"
+    )
     assert set(loops["tool"]) == {"query_order"} and set(loops["kind"]) == {"exact"}
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Loop rate (runs with a loop)"] == "20.0%"
@@ -83,7 +89,7 @@ def test_tools_page(filled_db, make_app) -> None:
     assert (fetch["calls"], fetch["errors"], fetch["retries"]) == (2, 0, 4)
     refund = table[table["tool"] == "refund_order"].iloc[0]
     assert refund["fail_rate"] == 1.0 and refund["errors_by_class"] == "fatal: 2"
-    (_, (by_class,)), (_, (latency,)) = charts(app)
+    (_, (by_class,)), (_, (_latency,)) = charts(app)
     assert set(by_class["error_class"]) == {"fatal", "garbage"}
 
 
@@ -162,8 +168,11 @@ def test_hostile_values_are_never_markdown(filled_db, make_app) -> None:
     app = make_app(db=filled_db.path, query={"run": trace})
     app.run()
     assert_clean(app)
-    raw = [str(e.value) for kind in ("markdown", "caption", "subheader", "title", "info", "warning", "error")
-           for e in app.get(kind)]
+    raw = [
+        str(e.value)
+        for kind in ("markdown", "caption", "subheader", "title", "info", "warning", "error")
+        for e in app.get(kind)
+    ]
     assert any(ui.literal(HOSTILE_AGENT) in text for text in raw), "the agent name, verbatim in a code span"
     detail = tables(app)[-1]
     assert HOSTILE_LINK in set(detail["value"]), "the raw value is shown as text in the detail table"

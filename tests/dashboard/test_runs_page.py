@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 
 import pandas as pd
 from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import HOSTILE_AGENT, emit_to_collector
+from ports import free_port
 
 
 def _links(app) -> list[str]:
@@ -39,14 +39,20 @@ def test_empty_then_filled_collector_with_token(start_collector, make_app) -> No
     assert charts(app), "runs over time chart"
     table = tables(app)[0]
     loop_row = table[table["link"] == f"run?run={emitted.first('loop')}"].iloc[0]
-    assert (loop_row["agent"], loop_row["status"], loop_row["termination_reason"]) == ("order-assistant", "error", "loop_detected")
+    assert (loop_row["agent"], loop_row["status"], loop_row["termination_reason"]) == (
+        "order-assistant",
+        "error",
+        "loop_detected",
+    )
     assert loop_row["steps"] == 4 and loop_row["tokens"] == sum(1000 + 1400 * s + 50 for s in range(4))
 
     app.selectbox(key="runs_reason").select("loop_detected").run()
     assert [link.split("=", 1)[1] for link in _links(app)] == [emitted.first("loop")]
     app.selectbox(key="runs_reason").select("any").run()
     app.selectbox(key="runs_status").select("ok").run()
-    assert sorted(link.split("=", 1)[1] for link in _links(app)) == sorted([emitted.first("success"), emitted.first("retried_timeout")])
+    assert sorted(link.split("=", 1)[1] for link in _links(app)) == sorted(
+        [emitted.first("success"), emitted.first("retried_timeout")]
+    )
 
     timeline = make_app(collector=collector.url, token="s3cret", query={"run": emitted.first("retried_timeout")})
     timeline.run()
@@ -58,7 +64,11 @@ def test_empty_then_filled_collector_with_token(start_collector, make_app) -> No
     spec, (bars, markers) = charts(timeline)[0]
     assert '"start_ms"' in spec and '"at_ms"' in spec
     assert list(bars["row"].str[4:]) == [
-        "invoke_agent web-researcher", "· chat gpt-4o", "· execute_tool fetch_page", "· chat gpt-4o"]
+        "invoke_agent web-researcher",
+        "· chat gpt-4o",
+        "· execute_tool fetch_page",
+        "· chat gpt-4o",
+    ]
     assert list(markers["marker"]) == ["retry", "retry"]
     assert list(bars["start_ms"]) == sorted(bars["start_ms"]) and bars["start_ms"].iloc[0] == 0
 
@@ -68,9 +78,7 @@ def test_empty_then_filled_collector_with_token(start_collector, make_app) -> No
 
 
 def test_unreachable_collector_names_the_url_tried(make_app) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    url = f"http://127.0.0.1:{free_port()}"
     app = make_app(collector=url)
     app.run()
     assert not app.exception
@@ -95,10 +103,13 @@ def test_deep_link_opens_the_timeline_from_the_root_url(filled_db, make_app) -> 
     app.run()
     assert_clean(app)
     assert "termination=fatal_error" in texts(app)
-    (_, (bars, markers)), (_, (tokens,)) = charts(app)
+    (_, (_bars, markers)), (_, (tokens,)) = charts(app)
     assert set(markers["marker"]) == {"error"} and len(markers) == 2, "the failed tool call and the failed run"
     assert "permission_denied" in set(markers["detail"].str.split(" / ").str[0])
-    assert tokens.to_dict("records") == [{"step": 0, "direction": "input", "tokens": 800}, {"step": 0, "direction": "output", "tokens": 40}]
+    assert tokens.to_dict("records") == [
+        {"step": 0, "direction": "input", "tokens": 800},
+        {"step": 0, "direction": "output", "tokens": 40},
+    ]
     detail = tables(app)[-1]
     assert "permission_denied" in set(detail["value"]), "the failing span is preselected in the detail panel"
 

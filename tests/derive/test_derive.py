@@ -9,6 +9,7 @@ every stored span, and the questions reading them must answer as the rules run o
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import subprocess
@@ -30,7 +31,7 @@ sys.path.insert(0, str(HERE.parent / "collector"))
 from analytics_fixture import T0, Call, Recorder, Step  # noqa: E402
 from detection_corpus import emit, generate  # noqa: E402
 from opentelemetry.proto.trace.v1.trace_pb2 import Span  # noqa: E402
-from otlp_builders import make_run, request_of  # noqa: E402
+from spans import make_run, request_of  # noqa: E402
 
 from loopsight import analytics  # noqa: E402
 from loopsight.analytics.loops import compose  # noqa: E402
@@ -42,12 +43,43 @@ from loopsight.migrations.runner import head, upgrade  # noqa: E402
 
 FILTERS = {"since": None, "until": None, "agent": None, "service": None}
 GROWTH = ["trace_id", "run_id", "agent", "points", "sxx", "sxy", "syy"]
-MEMBERS = ["trace_id", "run_id", "span_id", "agent", "service", "started_at", "span_type", "what", "call_ms", "backoff_ms", "gap_ms", "at_ms"]
-STALL_PARAMS = {**FILTERS, "kind": None, "now": datetime(2100, 1, 1), "stuck_after_seconds": 300.0, "stuck_max_age_seconds": 21600.0,
-                "min_samples": 50, "min_backoff_ms": 1000.0, "min_gap_ms": 2000.0, "limit": 1_000_000}
+MEMBERS = [
+    "trace_id",
+    "run_id",
+    "span_id",
+    "agent",
+    "service",
+    "started_at",
+    "span_type",
+    "what",
+    "call_ms",
+    "backoff_ms",
+    "gap_ms",
+    "at_ms",
+]
+STALL_PARAMS = {
+    **FILTERS,
+    "kind": None,
+    "now": datetime(2100, 1, 1),
+    "stuck_after_seconds": 300.0,
+    "stuck_max_age_seconds": 21600.0,
+    "min_samples": 50,
+    "min_backoff_ms": 1000.0,
+    "min_gap_ms": 2000.0,
+    "limit": 1_000_000,
+}
 STALL_KEYS = ["trace_id", "run_id", "span_id", "kind", "tool", "duration_ms", "expected_ms"]
 BURN_PARAMS = {**FILTERS, "superlinear_k": 1.2, "min_runs": 3, "min_points": 10}
-BURN_KEYS = ["agent", "runs", "growth_exponent", "superlinear", "tokens_per_success", "tokens_on_failures", "growth_exponent_se", "fit_points"]
+BURN_KEYS = [
+    "agent",
+    "runs",
+    "growth_exponent",
+    "superlinear",
+    "tokens_per_success",
+    "tokens_on_failures",
+    "growth_exponent_se",
+    "fit_points",
+]
 LOOP_PARAMS = {**FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
 
 
@@ -57,7 +89,7 @@ def _sums(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _sorted(found: list[dict[str, Any]], keys: list[str]) -> list[tuple[Any, ...]]:
-    return sorted((tuple(str(r[k]) for k in keys) for r in found))
+    return sorted(tuple(str(r[k]) for k in keys) for r in found)
 
 
 def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str, list[tuple[Any, ...]]]:
@@ -143,7 +175,9 @@ def test_scrambled_arrival_matches_a_full_recompute(tmp_path: Path, corpus_spans
         store.close()
 
 
-def test_the_write_ahead_log_is_checkpointed_while_passes_update_stored_spans(tmp_path: Path, corpus_spans: list[Any]) -> None:
+def test_the_write_ahead_log_is_checkpointed_while_passes_update_stored_spans(
+    tmp_path: Path, corpus_spans: list[Any]
+) -> None:
     """Run spans arriving after their children make each pass update spans stored earlier; the
     writer's checkpoints must still run, or the write-ahead log grows without bound."""
     path = tmp_path / "s.duckdb"
@@ -188,7 +222,13 @@ def test_sub_agents_roll_up_into_the_enclosing_run(tmp_path: Path) -> None:
         con = store.reader()
         (run,) = analytics.list_runs(con)
         assert (run["trace_id"], run["run_id"], run["agent"]) == (info.trace_id, info.run_id, "outer")
-        assert (run["steps"], run["llm_calls"], run["tool_calls"], run["tool_errors"], run["retries"]) == (3, 3, 3, 1, 2)
+        assert (run["steps"], run["llm_calls"], run["tool_calls"], run["tool_errors"], run["retries"]) == (
+            3,
+            3,
+            3,
+            1,
+            2,
+        )
         # the sub-agent's loop mark rolls up; two calls are not a loop detection lists (``loops``)
         assert (run["input_tokens"], run["output_tokens"], run["loops"]) == (600, 60, 0)
         assert con.execute("SELECT loop_marks FROM run_facts WHERE run_id = $r", {"r": info.run_id}).fetchone()[0] == 1
@@ -236,7 +276,9 @@ def test_a_late_call_of_a_long_run_gets_its_run(tmp_path: Path) -> None:
         assert store.reader().execute("SELECT count(*) FROM derive_pending").fetchone()[0] == 0
         ingest_request(store, spans_to_request([late]))
         con = store.reader()
-        run_of_late = con.execute("SELECT run_id, step FROM spans WHERE \"SpanId\" = $s", {"s": format(late.context.span_id, "016x")}).fetchone()
+        run_of_late = con.execute(
+            'SELECT run_id, step FROM spans WHERE "SpanId" = $s', {"s": format(late.context.span_id, "016x")}
+        ).fetchone()
         assert run_of_late == (info.run_id, 1)
         assert analytics.list_runs(con)[0]["tool_calls"] == 2
         assert derived(con) == expected_from_spans(con)
@@ -295,7 +337,9 @@ def assert_corpus_derived(con: duckdb.DuckDBPyConnection) -> None:
 def test_traces_pending_at_a_crash_are_derived_on_open(tmp_path: Path, corpus_spans: list[Any]) -> None:
     """kill -9 after the acknowledgement and before the derive pass: the next open derives them."""
     path = str(tmp_path / "s.duckdb")
-    child = subprocess.Popen([sys.executable, "-c", _ACK_THEN_HANG, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ACK_THEN_HANG, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         child.stdin.write(spans_to_request(corpus_spans).SerializeToString())
         child.stdin.close()
@@ -417,7 +461,7 @@ def test_commits_are_answered_while_a_pass_runs(tmp_path: Path) -> None:
         assert ingest_request(store, request_of(late)) == len(late)
         answered = time.monotonic()
         reader.join()
-        (derived, ended), = pass_ended
+        ((derived, ended),) = pass_ended
         assert derived and store.stats.derive_passes == 1 and answered < ended
         con = store.reader()  # waits for a pass that covers the late commit
         assert con.execute("SELECT count(*) FROM run_facts WHERE trace_id = ?", ["07" * 16]).fetchone()[0] == 1
@@ -439,8 +483,11 @@ def test_a_pass_starts_derive_interval_after_the_last_one_ended(tmp_path: Path) 
             if not seen or stats.derive_passes > seen[-1][0]:
                 seen.append((stats.derive_passes, time.monotonic(), stats.derive_seconds_sum))
         # Idle time before each pass: its end (as seen) less its length, less the previous end.
-        idle = [(t - (spent - spent_before)) - t_before
-                for (n_before, t_before, spent_before), (n, t, spent) in zip(seen, seen[1:]) if n == n_before + 1]
+        idle = [
+            (t - (spent - spent_before)) - t_before
+            for (n_before, t_before, spent_before), (n, t, spent) in itertools.pairwise(seen)
+            if n == n_before + 1
+        ]
         # 0.5 s each, less how late each end is seen (~0.23 s when a pass was due from its first commit)
         assert len(idle) >= 2 and min(idle) >= 0.4, idle
     finally:
@@ -465,8 +512,14 @@ def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
         trace = poisoned[0].trace_id.hex()
 
         def poison(con: duckdb.DuckDBPyConnection) -> None:  # as an earlier normalizer stored it
-            con.execute("""UPDATE spans SET input_tokens = 5000000000000000000 WHERE "TraceId" = $t AND span_type = 'llm'""", {"t": trace})
-            con.execute("""INSERT INTO derive_pending SELECT $t, min("Timestamp") FROM spans WHERE "TraceId" = $t""", {"t": trace})
+            con.execute(
+                """UPDATE spans SET input_tokens = 5000000000000000000 WHERE "TraceId" = $t AND span_type = 'llm'""",
+                {"t": trace},
+            )
+            con.execute(
+                """INSERT INTO derive_pending SELECT $t, min("Timestamp") FROM spans WHERE "TraceId" = $t""",
+                {"t": trace},
+            )
 
         store.run_job(poison).result()
         healthy = [make_run(tools=2, agent=f"healthy-{i}") for i in range(5)]

@@ -37,8 +37,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from loopsight.analytics.burn import burn
-from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
 from loopsight.analytics.loops import loop_run_ids
+from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
 from loopsight.collector.pipeline import ingest_request, spans_to_request
 from loopsight.collector.store import Store
 from loopsight.instrumentation.hashing import args_hash, canonical_json
@@ -63,20 +63,61 @@ LATENCY = {
     "calculator": (6.0, 0.4),
 }
 TOPICS = [
-    "refund policy for damaged items", "shipping times to canada", "reset my account password",
-    "best running shoes for flat feet", "cheap flights from london to new york", "kubernetes pod crashloopbackoff fix",
-    "python list comprehension examples", "warranty terms espresso machine", "cancel my monthly subscription",
-    "gift card balance check", "international return label printing", "change delivery address after dispatch",
-    "loyalty points expiry rules", "store opening hours sunday", "vegan protein powder reviews",
-    "noise cancelling headphones comparison", "mortgage interest deduction rules", "symptoms of vitamin d deficiency",
-    "sourdough starter troubleshooting", "electric bike battery range", "how to repot a monstera plant",
-    "postgres index bloat cleanup", "learn spanish verb conjugation", "child car seat installation guide",
-    "laptop overheating while charging", "wedding speech opening lines", "rust borrow checker lifetime errors",
-    "solar panel installation cost", "marathon training plan beginner", "sleep apnea treatment options",
+    "refund policy for damaged items",
+    "shipping times to canada",
+    "reset my account password",
+    "best running shoes for flat feet",
+    "cheap flights from london to new york",
+    "kubernetes pod crashloopbackoff fix",
+    "python list comprehension examples",
+    "warranty terms espresso machine",
+    "cancel my monthly subscription",
+    "gift card balance check",
+    "international return label printing",
+    "change delivery address after dispatch",
+    "loyalty points expiry rules",
+    "store opening hours sunday",
+    "vegan protein powder reviews",
+    "noise cancelling headphones comparison",
+    "mortgage interest deduction rules",
+    "symptoms of vitamin d deficiency",
+    "sourdough starter troubleshooting",
+    "electric bike battery range",
+    "how to repot a monstera plant",
+    "postgres index bloat cleanup",
+    "learn spanish verb conjugation",
+    "child car seat installation guide",
+    "laptop overheating while charging",
+    "wedding speech opening lines",
+    "rust borrow checker lifetime errors",
+    "solar panel installation cost",
+    "marathon training plan beginner",
+    "sleep apnea treatment options",
 ]
-CITIES = ["paris", "berlin", "tokyo", "madrid", "toronto", "sydney", "chicago", "lisbon", "oslo", "nairobi", "lima", "seoul"]
-ENTITY_TEMPLATES = ["weather forecast {c}", "flights to {c} next week", "hotels in {c} under budget", "museums open late in {c}"]
-URLS = [f"https://docs.example.com/{slug}" for slug in ("returns", "shipping", "warranty", "billing", "accounts", "api", "faq", "status")]
+CITIES = [
+    "paris",
+    "berlin",
+    "tokyo",
+    "madrid",
+    "toronto",
+    "sydney",
+    "chicago",
+    "lisbon",
+    "oslo",
+    "nairobi",
+    "lima",
+    "seoul",
+]
+ENTITY_TEMPLATES = [
+    "weather forecast {c}",
+    "flights to {c} next week",
+    "hotels in {c} under budget",
+    "museums open late in {c}",
+]
+URLS = [
+    f"https://docs.example.com/{slug}"
+    for slug in ("returns", "shipping", "warranty", "billing", "accounts", "api", "faq", "status")
+]
 FILLER_STOP = ["the", "for", "please", "what is", "about"]
 
 
@@ -186,7 +227,9 @@ class _Filler:
     def call(self, avoid_tools: tuple[str, ...] = ()) -> Call:
         rng = self.rng
         while True:
-            tool = rng.choice([t for t in ("kb_lookup", "calculator", "query_order", "weather") if t not in avoid_tools])
+            tool = rng.choice(
+                [t for t in ("kb_lookup", "calculator", "query_order", "weather") if t not in avoid_tools]
+            )
             if tool == "kb_lookup":
                 args = {"topic": rng.choice(TOPICS), "section": rng.randint(1, 40)}
             elif tool == "calculator":
@@ -207,15 +250,30 @@ def _calls_for(rng: random.Random, scenario: str, filler: _Filler) -> tuple[list
     if scenario == "normal":
         calls = [filler.call() for _ in range(rng.randint(2, 5))]
         if rng.random() < 0.5:  # the same tool failing twice with one error type is not a loop
-            tool_calls = [Call("query_order", {"order_id": f"B-{rng.randint(10000, 99999)}"}, _latency(rng, "query_order"), "NotFound", "permanent") for _ in range(2)]
-            calls[1:1] = tool_calls + [Call("query_order", {"order_id": f"C-{rng.randint(10000, 99999)}"}, _latency(rng, "query_order"))]
+            tool_calls = [
+                Call(
+                    "query_order",
+                    {"order_id": f"B-{rng.randint(10000, 99999)}"},
+                    _latency(rng, "query_order"),
+                    "NotFound",
+                    "permanent",
+                )
+                for _ in range(2)
+            ]
+            calls[1:1] = [
+                *tool_calls,
+                Call("query_order", {"order_id": f"C-{rng.randint(10000, 99999)}"}, _latency(rng, "query_order")),
+            ]
         return calls, set()
     if scenario == "pagination":
         mode = rng.choice(("page", "offset", "cursor"))
         query = rng.choice(TOPICS)
         for page in range(rng.randint(3, 6)):
             if mode == "page":
-                args = {"customer": f"cust-{rng.randint(100, 999)}" if page == 0 else calls[0].args["customer"], "page": page + 1}
+                args = {
+                    "customer": f"cust-{rng.randint(100, 999)}" if page == 0 else calls[0].args["customer"],
+                    "page": page + 1,
+                }
                 tool = "list_orders"
             elif mode == "offset":
                 args, tool = {"query": query, "offset": page * 20, "limit": 20}, "search"
@@ -260,7 +318,11 @@ def _calls_for(rng: random.Random, scenario: str, filler: _Filler) -> tuple[list
         error, cls = ("NotFound", "permanent") if kind == "query_order" else ("403", "fatal")
         calls = [filler.call(avoid_tools=(kind,))]
         for _ in range(rng.randint(3, 4)):
-            args = {"order_id": f"X-{rng.randint(10000, 99999)}"} if kind == "query_order" else {"url": f"{rng.choice(URLS)}/{rng.randint(1, 9999)}"}
+            args = (
+                {"order_id": f"X-{rng.randint(10000, 99999)}"}
+                if kind == "query_order"
+                else {"url": f"{rng.choice(URLS)}/{rng.randint(1, 9999)}"}
+            )
             calls.append(Call(kind, args, _latency(rng, kind), error, cls))
             if rng.random() < 0.3:
                 calls.append(filler.call(avoid_tools=(kind,)))
@@ -315,11 +377,22 @@ def generate(seed: int = 7, runs_per_vocab: int = 120) -> list[RunSpec]:
             while pending:
                 take = 2 if len(pending) > 2 and rng.random() < 0.2 else 1
                 step_calls, pending = pending[:take], pending[take:]
-                steps.append(Step(0, rng.randint(40, 300), 600 * math.exp(rng.gauss(0, 0.3)), rng.uniform(5, 250), step_calls))
+                steps.append(
+                    Step(0, rng.randint(40, 300), 600 * math.exp(rng.gauss(0, 0.3)), rng.uniform(5, 250), step_calls)
+                )
             steps.append(Step(0, rng.randint(80, 400), 700 * math.exp(rng.gauss(0, 0.3)), rng.uniform(5, 250)))
             for n, step in enumerate(steps):
                 step.input_tokens = _tokens(rng, curve, n, base, per_step)
-            spec = RunSpec(index, vocab, agent, scenario, BASE + timedelta(seconds=index * RUN_SPACING_S), steps, kinds, content=content)
+            spec = RunSpec(
+                index,
+                vocab,
+                agent,
+                scenario,
+                BASE + timedelta(seconds=index * RUN_SPACING_S),
+                steps,
+                kinds,
+                content=content,
+            )
             if rng.random() < 0.06:  # natural tail stays far below the rule; these are far above it
                 call = rng.choice([c for s in steps for c in s.calls])
                 call.duration_ms = slow_threshold_ms(call.tool) * rng.uniform(1.3, 3.0)
@@ -327,7 +400,9 @@ def generate(seed: int = 7, runs_per_vocab: int = 120) -> list[RunSpec]:
             if vocab == "loopsight" and rng.random() < 0.25:
                 call = rng.choice([c for s in steps for c in s.calls])
                 big = rng.random() < 0.5
-                call.backoffs_ms = [rng.uniform(600, 2500) for _ in range(rng.randint(1, 3))] if big else [rng.uniform(100, 600)]
+                call.backoffs_ms = (
+                    [rng.uniform(600, 2500) for _ in range(rng.randint(1, 3))] if big else [rng.uniform(100, 600)]
+                )
             if rng.random() < 0.08 and len(steps) > 1:
                 rng.choice(steps[1:]).gap_ms = rng.uniform(4000, 30000)
                 spec.idle_gap = True
@@ -374,22 +449,32 @@ def _run_attrs(vocab: str, agent: str) -> tuple[str, dict[str, Any]]:
 def _llm_attrs(vocab: str, step: Step, n: int) -> tuple[str, dict[str, Any]]:
     if vocab == "loopsight":
         return f"chat {MODEL}", {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": MODEL, "loopsight.step": n,
-            "gen_ai.usage.input_tokens": step.input_tokens, "gen_ai.usage.output_tokens": step.output_tokens,
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": MODEL,
+            "loopsight.step": n,
+            "gen_ai.usage.input_tokens": step.input_tokens,
+            "gen_ai.usage.output_tokens": step.output_tokens,
         }
     if vocab == "openinference":
         return "ChatCompletion", {
-            "openinference.span.kind": "LLM", "llm.model_name": MODEL,
-            "llm.token_count.prompt": step.input_tokens, "llm.token_count.completion": step.output_tokens,
+            "openinference.span.kind": "LLM",
+            "llm.model_name": MODEL,
+            "llm.token_count.prompt": step.input_tokens,
+            "llm.token_count.completion": step.output_tokens,
         }
     if vocab == "traceloop":
         return "openai.chat", {
-            "gen_ai.system": "openai", "llm.request.type": "chat", "gen_ai.request.model": MODEL,
-            "gen_ai.usage.prompt_tokens": step.input_tokens, "gen_ai.usage.completion_tokens": step.output_tokens,
+            "gen_ai.system": "openai",
+            "llm.request.type": "chat",
+            "gen_ai.request.model": MODEL,
+            "gen_ai.usage.prompt_tokens": step.input_tokens,
+            "gen_ai.usage.completion_tokens": step.output_tokens,
         }
     return f"chat {MODEL}", {
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": MODEL,
-        "gen_ai.usage.input_tokens": step.input_tokens, "gen_ai.usage.output_tokens": step.output_tokens,
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": MODEL,
+        "gen_ai.usage.input_tokens": step.input_tokens,
+        "gen_ai.usage.output_tokens": step.output_tokens,
     }
 
 
@@ -397,8 +482,11 @@ def _tool_attrs(vocab: str, call: Call, n: int, content: bool) -> tuple[str, dic
     text = json.dumps(call.args)
     if vocab == "loopsight":
         attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool, "loopsight.step": n,
-            "loopsight.tool.args_hash": args_hash(call.args), "loopsight.tool.attempts": 1 + len(call.backoffs_ms),
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.tool,
+            "loopsight.step": n,
+            "loopsight.tool.args_hash": args_hash(call.args),
+            "loopsight.tool.attempts": 1 + len(call.backoffs_ms),
         }
         if content:
             attrs["gen_ai.tool.call.arguments"] = canonical_json(call.args)
@@ -413,7 +501,8 @@ def _tool_attrs(vocab: str, call: Call, n: int, content: bool) -> tuple[str, dic
         return call.tool, {"openinference.span.kind": "TOOL", "tool.name": call.tool, "input.value": text}
     if vocab == "traceloop":
         return f"{call.tool}.tool", {
-            "traceloop.span.kind": "tool", "traceloop.entity.name": call.tool,
+            "traceloop.span.kind": "tool",
+            "traceloop.entity.name": call.tool,
             "traceloop.entity.input": json.dumps({"args": [], "kwargs": call.args}),
         }
     attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool, "gen_ai.tool.call.arguments": text}
@@ -435,7 +524,13 @@ def emit(specs: list[RunSpec]) -> tuple[list[Any], dict[int, tuple[str, dict[int
             providers[spec.vocab] = provider
         tracer = provider.get_tracer(f"corpus.{spec.vocab}")
         name, attrs = _run_attrs(spec.vocab, spec.agent)
-        run = tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs, start_time=_ns(spec.start), context=trace.set_span_in_context(trace.INVALID_SPAN))
+        run = tracer.start_span(
+            name,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=_ns(spec.start),
+            context=trace.set_span_in_context(trace.INVALID_SPAN),
+        )
         ctx = trace.set_span_in_context(run)
         t = spec.start
         call_ids: dict[int, str] = {}
@@ -449,17 +544,31 @@ def emit(specs: list[RunSpec]) -> tuple[list[Any], dict[int, tuple[str, dict[int
             for call in step.calls:
                 t += timedelta(milliseconds=random.Random(call_no).uniform(1, 30))
                 tname, tattrs = _tool_attrs(spec.vocab, call, n, spec.content)
-                span = tracer.start_span(tname, context=ctx, kind=SpanKind.INTERNAL, attributes=tattrs, start_time=_ns(t))
+                span = tracer.start_span(
+                    tname, context=ctx, kind=SpanKind.INTERNAL, attributes=tattrs, start_time=_ns(t)
+                )
                 for backoff in call.backoffs_ms:
                     t += timedelta(milliseconds=call.duration_ms / 2)
-                    span.add_event("retry", {"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.backoff_ms": round(backoff, 1)}, timestamp=_ns(t))
+                    span.add_event(
+                        "retry",
+                        {
+                            "error.type": "timeout",
+                            "loopsight.error.class": "transient",
+                            "loopsight.backoff_ms": round(backoff, 1),
+                        },
+                        timestamp=_ns(t),
+                    )
                     t += timedelta(milliseconds=backoff)
                 if call.guard:
                     span.add_event("loop_detected", {"loopsight.loop.kind": call.guard}, timestamp=_ns(t))
                 t += timedelta(milliseconds=call.duration_ms)
                 if call.error:
                     if spec.vocab in ("openinference", "traceloop"):
-                        span.add_event("exception", {"exception.type": call.error, "exception.message": f"{call.tool} failed"}, timestamp=_ns(t))
+                        span.add_event(
+                            "exception",
+                            {"exception.type": call.error, "exception.message": f"{call.tool} failed"},
+                            timestamp=_ns(t),
+                        )
                     span.set_status(Status(StatusCode.ERROR, f"{call.tool} failed"))
                 span.end(end_time=_ns(t))
                 call_ids[call_no] = format(span.get_span_context().span_id, "016x")
@@ -517,7 +626,9 @@ def build(db_path: str | Path, seed: int = 7, runs_per_vocab: int = 120) -> Labe
 def _pr(truth: set[Any], found: set[Any]) -> dict[str, Any]:
     tp = len(truth & found)
     return {
-        "support": len(truth), "flagged": len(found), "tp": tp,
+        "support": len(truth),
+        "flagged": len(found),
+        "tp": tp,
         "precision": tp / len(found) if found else 1.0,
         "recall": tp / len(truth) if truth else 1.0,
     }
@@ -554,8 +665,14 @@ def score(con: Any, labels: Labels) -> dict[str, Any]:
         truth = {t for t, k in labels.run_loops.items() if kind in k}
         out["openlit"][kind] = _pr(truth, flagged & truth) | {"precision": None}
     out["openlit"]["any_loop"] = _pr(truth_any, flagged)
-    negatives = {t for t, s in labels.run_scenario.items() if s in ("pagination", "single_retry", "dissimilar", "normal")}
-    out["hard_negatives_flagged"] = {"loopsight": len(found_any & negatives), "openlit": len(flagged & negatives), "of": len(negatives)}
+    negatives = {
+        t for t, s in labels.run_scenario.items() if s in ("pagination", "single_retry", "dissimilar", "normal")
+    }
+    out["hard_negatives_flagged"] = {
+        "loopsight": len(found_any & negatives),
+        "openlit": len(flagged & negatives),
+        "of": len(negatives),
+    }
 
     found_stalls = stalls(con, now=labels.now, stuck_after_seconds=STUCK_AFTER_S, limit=100_000)
     got: dict[str, set[Any]] = defaultdict(set)
@@ -564,7 +681,9 @@ def score(con: Any, labels: Labels) -> dict[str, Any]:
             got[s["kind"]].add((s["trace_id"], s["span_id"]))
         else:
             got[s["kind"]].add(s["trace_id"])
-    got["slow_call"] = {x for x in got["slow_call"] if x[0] in labels.run_loops}  # tool calls only: the corpus labels tool calls
+    got["slow_call"] = {
+        x for x in got["slow_call"] if x[0] in labels.run_loops
+    }  # tool calls only: the corpus labels tool calls
     out["loopsight"]["slow_call"] = _pr(labels.slow_spans, got["slow_call"])
     out["loopsight"]["backoff"] = _pr(labels.backoff_spans, got["backoff"])
     out["loopsight"]["idle_gap"] = _pr(labels.idle_runs, got["idle_gap"])
@@ -577,15 +696,20 @@ def score(con: Any, labels: Labels) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The per-kind table for docs/detection.md."""
-    lines = ["| kind | support | loopsight precision | loopsight recall | OpenLIT rule recall |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| kind | support | loopsight precision | loopsight recall | OpenLIT rule recall |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, m in result["loopsight"].items():
         ol = result["openlit"].get(kind)
         ol_text = f"{ol['recall']:.2f}" if ol else "—"
         lines.append(f"| {kind} | {m['support']} | {m['precision']:.2f} | {m['recall']:.2f} | {ol_text} |")
     ol = result["openlit"]["any_loop"]
-    lines.append(f"\nOpenLIT rule, any loop: precision {ol['precision']:.2f}, recall {ol['recall']:.2f}. "
-                 f"Hard-negative runs flagged: loopsight {result['hard_negatives_flagged']['loopsight']}, "
-                 f"OpenLIT {result['hard_negatives_flagged']['openlit']} of {result['hard_negatives_flagged']['of']}.")
+    lines.append(
+        f"\nOpenLIT rule, any loop: precision {ol['precision']:.2f}, recall {ol['recall']:.2f}. "
+        f"Hard-negative runs flagged: loopsight {result['hard_negatives_flagged']['loopsight']}, "
+        f"OpenLIT {result['hard_negatives_flagged']['openlit']} of {result['hard_negatives_flagged']['of']}."
+    )
     return "\n".join(lines)
 
 
@@ -605,9 +729,16 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(result))
     print("\nper vocabulary:")
     for vocab, kinds in result["by_vocab"].items():
-        print(" ", vocab, {k: (round(v["precision"], 2), round(v["recall"], 2), v["support"]) for k, v in kinds.items()})
-    print("\ngrowth exponents:", {k: round(v, 2) if v is not None else None for k, v in sorted(result["exponents"].items())})
-    print(f"\n{sum(1 for _ in labels.run_loops)} finished runs + {len(labels.stuck_traces)} stuck; {time.perf_counter() - started:.1f} s")
+        print(
+            " ", vocab, {k: (round(v["precision"], 2), round(v["recall"], 2), v["support"]) for k, v in kinds.items()}
+        )
+    print(
+        "\ngrowth exponents:",
+        {k: round(v, 2) if v is not None else None for k, v in sorted(result["exponents"].items())},
+    )
+    print(
+        f"\n{sum(1 for _ in labels.run_loops)} finished runs + {len(labels.stuck_traces)} stuck; {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from detection_corpus import LOOP_KINDS, VOCABULARIES, score
 
 GOAL = 0.95

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import duckdb
 import pytest
+from detection_corpus import BASE, Call, RunSpec, Step, emit
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from detection_corpus import BASE, Call, RunSpec, Step, emit
 from loopsight import analytics
 from loopsight.analytics.sketch import near, sketch
 from loopsight.collector.api import query_routes
@@ -20,7 +19,9 @@ from loopsight.collector.store import Store
 def _run(index: int, calls: list[Call], vocab: str = "genai", tokens: int = 1000, **kw) -> RunSpec:
     steps = [Step(tokens + 100 * n, 50, 300.0, 10.0, [c]) for n, c in enumerate(calls)]
     steps.append(Step(tokens + 100 * len(calls), 50, 300.0, 10.0))
-    return RunSpec(index, vocab, kw.pop("agent", "unit-agent"), "unit", BASE + timedelta(minutes=index), steps, set(), **kw)
+    return RunSpec(
+        index, vocab, kw.pop("agent", "unit-agent"), "unit", BASE + timedelta(minutes=index), steps, set(), **kw
+    )
 
 
 def _c(tool: str, error: str | None = None, ms: float = 100.0, **args) -> Call:
@@ -45,8 +46,13 @@ def store_with(tmp_path):
 
 def test_sketch_tells_paraphrases_from_different_questions():
     base = sketch('{"query": "refund policy for damaged items"}')
-    for same in ("Refund Policy for damaged items?", "damaged items refund policy", "refund polciy for damaged items",
-                 "refund policy for the damaged item", "refund policy damaged items please"):
+    for same in (
+        "Refund Policy for damaged items?",
+        "damaged items refund policy",
+        "refund polciy for damaged items",
+        "refund policy for the damaged item",
+        "refund policy damaged items please",
+    ):
         assert near(base, sketch(same)), same
     assert near(base, sketch("refund policy for items"))  # one word dropped
     for other in ("refund policy for lost items", "shipping times to canada", "refund policy for damaged items 2024"):
@@ -54,36 +60,60 @@ def test_sketch_tells_paraphrases_from_different_questions():
     assert not near(sketch('{"q":"shoes","page":1}'), sketch('{"q":"shoes","page":2}'))
     assert sketch("") == 0 and not near(0, 0)
     long_text = " ".join(f"word{chr(97 + i % 26)}lorem{chr(97 + i // 26)}" for i in range(40))
-    assert near(sketch("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron"),
-                sketch("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron pi"))
+    assert near(
+        sketch("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron"),
+        sketch("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron pi"),
+    )
     assert isinstance(sketch(long_text), int) and 0 <= sketch(long_text) < 2**64
 
 
 def test_each_loop_kind_on_known_runs(store_with):
-    a, b, c = _c("search", query="alpha report"), _c("fetch_page", url="https://x.test/a"), _c("kb_lookup", topic="gamma 1")
+    a, b, c = (
+        _c("search", query="alpha report"),
+        _c("fetch_page", url="https://x.test/a"),
+        _c("kb_lookup", topic="gamma 1"),
+    )
     specs = [
         _run(0, [a, a, _c("calculator", expression="1+1"), a]),  # exact, count 3
         _run(1, [a, b, a, b]),  # oscillation of 2
         _run(2, [a, b, c, a, b, c]),  # oscillation of 3
         _run(3, [_c("query_order", "NotFound", order_id=f"A-{i}") for i in range(3)]),  # repeated error
-        _run(4, [_c("search", query=q) for q in ("cheap flights to lisbon", "Cheap flights to Lisbon!", "lisbon cheap flights")]),
+        _run(
+            4,
+            [
+                _c("search", query=q)
+                for q in ("cheap flights to lisbon", "Cheap flights to Lisbon!", "lisbon cheap flights")
+            ],
+        ),
         _run(5, [_c("search", query="alpha report"), _c("search", query="alpha report")]),  # a retry: nothing
         _run(6, [_c("list_orders", customer="c1", page=p) for p in (1, 2, 3, 4)]),  # pagination: nothing
-        _run(7, [_c("query_order", "NotFound", order_id="A-1"), _c("query_order", "Timeout", order_id="A-2"),
-                 _c("query_order", "NotFound", order_id="A-3")]),  # different errors: nothing
+        _run(
+            7,
+            [
+                _c("query_order", "NotFound", order_id="A-1"),
+                _c("query_order", "Timeout", order_id="A-2"),
+                _c("query_order", "NotFound", order_id="A-3"),
+            ],
+        ),  # different errors: nothing
     ]
     store, trace = store_with(specs)
     con = store.reader()
     found = {(r["trace_id"], r["kind"]): r for r in analytics.loops(con)}
     assert {(t, k) for t, k in found} == {
-        (trace[0], "exact"), (trace[1], "oscillation"), (trace[2], "oscillation"),
-        (trace[3], "repeated_error"), (trace[4], "semantic"),
+        (trace[0], "exact"),
+        (trace[1], "oscillation"),
+        (trace[2], "oscillation"),
+        (trace[3], "repeated_error"),
+        (trace[4], "semantic"),
     }
     exact = found[(trace[0], "exact")]
     assert (exact["tool"], exact["count"], exact["first_step"]) == ("search", 3, 0)
     # tokens of the model calls that began after the first repeated call: steps 1..4 of run 0
     assert exact["wasted_tokens"] == sum(1000 + 100 * n + 50 for n in range(1, 5))
-    assert found[(trace[1], "oscillation")]["count"] == 4 and found[(trace[1], "oscillation")]["tool"] == "fetch_page,search"
+    assert (
+        found[(trace[1], "oscillation")]["count"] == 4
+        and found[(trace[1], "oscillation")]["tool"] == "fetch_page,search"
+    )
     assert found[(trace[2], "oscillation")]["count"] == 6
     assert found[(trace[3], "repeated_error")]["count"] == 3
     rate = analytics.loop_rate(con)
@@ -102,7 +132,7 @@ def test_each_loop_kind_on_known_runs(store_with):
 def test_guard_record_counts_as_semantic_without_content(store_with):
     calls = [_c("search", query="q one"), _c("search", query="q two"), _c("search", query="q three")]
     calls[1].guard = calls[2].guard = "semantic"
-    store, trace = store_with([_run(0, calls, vocab="loopsight", content=False)])
+    store, _trace = store_with([_run(0, calls, vocab="loopsight", content=False)])
     con = store.reader()
     (row,) = analytics.loops(con)
     assert (row["kind"], row["count"], row["first_step"]) == ("semantic", 3, 0)
@@ -141,7 +171,7 @@ def test_burn_on_known_curves(store_with):
             step.input_tokens = 800 + 100 * n * n
         lin = _run(10 + i, [_c("kb_lookup", topic=f"u{i} {n}") for n in range(6)], agent="linear")
         specs += [quad, lin]
-    store, trace = store_with(specs)
+    store, _trace = store_with(specs)
     con = store.reader()
     result = analytics.burn(con)
     agents = {a["agent"]: a for a in result["agents"]}
@@ -169,5 +199,12 @@ def test_routes_answer_the_design_shapes(store_with):
     assert client.get("/api/v1/stalls").json() == {"stalls": []}
     burn = client.get("/api/v1/burn").json()
     assert set(burn) == {"agents", "runs"} and burn["runs"][0]["trace_id"] == trace[0]
-    assert set(burn["agents"][0]) >= {"agent", "runs", "growth_exponent", "superlinear", "tokens_per_success", "tokens_on_failures"}
+    assert set(burn["agents"][0]) >= {
+        "agent",
+        "runs",
+        "growth_exponent",
+        "superlinear",
+        "tokens_per_success",
+        "tokens_on_failures",
+    }
     assert client.get("/api/v1/burn/curve").json()["curve"][0]["step"] == 0

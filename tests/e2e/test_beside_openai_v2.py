@@ -6,14 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))
-from fake_openai import serve_fake_openai  # noqa: E402
+from fake_openai import serve_fake_openai
 
 AGENT = textwrap.dedent(
     """
@@ -57,12 +57,15 @@ def fake_openai() -> Iterator[str]:
     yield from serve_fake_openai()
 
 
-def test_official_chat_spans_nest_under_ours_and_tokens_count_once(collector_server, fake_openai: str, tmp_path: Path) -> None:
+def test_official_chat_spans_nest_under_ours_and_tokens_count_once(
+    collector_server, fake_openai: str, tmp_path: Path
+) -> None:
     pytest.importorskip("opentelemetry.instrumentation.openai_v2")
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    done = subprocess.run([sys.executable, str(script), collector_server.url, fake_openai],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), collector_server.url, fake_openai], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "shipped" in done.stdout
 

@@ -17,8 +17,13 @@ DEMO = ("demo", "--runs", "2", "--speed", "50")
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    return subprocess.run([sys.executable, "-m", "loopsight", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "loopsight", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**clean, **(env or {})},
+    )
 
 
 def listed(server) -> list[dict]:
@@ -58,17 +63,37 @@ def test_up_passes_its_token_to_the_demo(tmp_path: Path, free_tcp_port) -> None:
     http_port = free_tcp_port()
     log = tmp_path / "up.log"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    args = ["up", "--demo", "--demo-runs", "3", "--demo-every", "0", "--db", str(tmp_path / "up.duckdb"),
-            "--http-port", str(http_port), "--grpc-port", str(free_tcp_port()), "--dashboard-port", str(free_tcp_port())]
+    args = [
+        "up",
+        "--demo",
+        "--demo-runs",
+        "3",
+        "--demo-every",
+        "0",
+        "--db",
+        str(tmp_path / "up.duckdb"),
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(free_tcp_port()),
+        "--dashboard-port",
+        str(free_tcp_port()),
+    ]
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "loopsight", *args], stdout=out, stderr=subprocess.STDOUT,
-                                   env={**clean, "LOOPSIGHT_TOKEN": "s3cret"})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "loopsight", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**clean, "LOOPSIGHT_TOKEN": "s3cret"},
+        )
     try:
         deadline = time.monotonic() + 120
         while "Ctrl-C" not in log.read_text() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "demo traffic sent" in log.read_text(), log.read_text()
-        runs = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/runs", headers={"Authorization": "Bearer s3cret"}, timeout=30)
+        runs = httpx.get(
+            f"http://127.0.0.1:{http_port}/api/v1/runs", headers={"Authorization": "Bearer s3cret"}, timeout=30
+        )
         assert len(runs.json()["runs"]) == 3, log.read_text()
     finally:
         stop_process(process)

@@ -19,8 +19,13 @@ RULES = '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "3650d"\nthre
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    return subprocess.run([sys.executable, "-m", "loopsight", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "loopsight", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**clean, **(env or {})},
+    )
 
 
 def ingested(path: Path) -> Path:
@@ -38,7 +43,9 @@ def test_ingest_db_flag_beats_loopsight_store(tmp_path: Path) -> None:
 
 def test_ingest_without_flags_keeps_store_over_db_variable(tmp_path: Path) -> None:
     store_db, db_var = tmp_path / "s.duckdb", tmp_path / "d.duckdb"
-    done = cli("ingest", *map(str, FIXTURES), env={"LOOPSIGHT_STORE": f"duckdb:///{store_db}", "LOOPSIGHT_DB": str(db_var)})
+    done = cli(
+        "ingest", *map(str, FIXTURES), env={"LOOPSIGHT_STORE": f"duckdb:///{store_db}", "LOOPSIGHT_DB": str(db_var)}
+    )
     assert done.returncode == 0, done.stderr
     assert store_db.exists() and not db_var.exists()
 
@@ -85,7 +92,9 @@ def test_alerts_check_db_flag_beats_loopsight_collector_url(tmp_path: Path) -> N
     db = ingested(tmp_path / "x.duckdb")
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES)
-    done = cli("alerts", "check", "--rules", str(rules), "--db", str(db), env={"LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9"})
+    done = cli(
+        "alerts", "check", "--rules", str(rules), "--db", str(db), env={"LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9"}
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no rule fires" in done.stdout
 
@@ -97,8 +106,12 @@ def test_dashboard_db_flag_beats_loopsight_store(tmp_path: Path, free_tcp_port) 
     env = {**clean, "LOOPSIGHT_STORE": "chdb:///nowhere", "LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9"}
     log = tmp_path / "dashboard.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "loopsight", "dashboard", "--db", str(db), "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "loopsight", "dashboard", "--db", str(db), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         deadline = time.monotonic() + 60
         healthy = False

@@ -55,7 +55,9 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 def test_decorated_agent_reaches_the_query_api(collector_server, tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     script.write_text(AGENT_SCRIPT)
-    done = subprocess.run([sys.executable, str(script), collector_server.url], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script), collector_server.url], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
 
     runs = httpx.get(f"{collector_server.url}/api/v1/runs").json()["runs"]
@@ -71,7 +73,12 @@ def test_decorated_agent_reaches_the_query_api(collector_server, tmp_path: Path)
 
     detail = httpx.get(f"{collector_server.url}/api/v1/runs/{run['trace_id']}").json()
     spans = {s["name"]: s for s in detail["spans"]}
-    assert set(spans) == {"invoke_agent order-assistant", "chat gpt-test", "execute_tool query_order", "execute_tool cancel_order"}
+    assert set(spans) == {
+        "invoke_agent order-assistant",
+        "chat gpt-test",
+        "execute_tool query_order",
+        "execute_tool cancel_order",
+    }
     cancel = spans["execute_tool cancel_order"]
     assert cancel["kind"] == "tool" and cancel["error_type"] == "permission_denied" and cancel["error_class"] == "fatal"
     assert cancel["step"] == 1

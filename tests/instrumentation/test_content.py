@@ -17,19 +17,22 @@ def capture():
     content.SETTINGS.enabled, content.SETTINGS.max_length, content.SETTINGS.patterns[:] = saved
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("key sk-proj-abcdefghijklmnopqrstuv end", "key [REDACTED:api_key] end"),
-    ("sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA", "[REDACTED:api_key]"),
-    ("aws AKIAIOSFODNN7EXAMPLE", "aws [REDACTED:api_key]"),
-    ("gh ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gh [REDACTED:api_key]"),
-    ("Authorization: Bearer eyJhbGciOi.abc-def_ghi", "Authorization: [REDACTED:bearer]"),
-    ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nature", "token [REDACTED:jwt]"),
-    ("mail alice.smith+x@example.co.uk now", "mail [REDACTED:email] now"),
-    ("card 4111-1111-1111-1111 ok", "card [REDACTED:card] ok"),
-    ("card 5500 0000 0000 0004", "card [REDACTED:card]"),
-    ("order 1234567890123 is not a card", "order 1234567890123 is not a card"),
-    ("nothing secret here", "nothing secret here"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("key sk-proj-abcdefghijklmnopqrstuv end", "key [REDACTED:api_key] end"),
+        ("sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA", "[REDACTED:api_key]"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "aws [REDACTED:api_key]"),
+        ("gh ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gh [REDACTED:api_key]"),
+        ("Authorization: Bearer eyJhbGciOi.abc-def_ghi", "Authorization: [REDACTED:bearer]"),
+        ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nature", "token [REDACTED:jwt]"),
+        ("mail alice.smith+x@example.co.uk now", "mail [REDACTED:email] now"),
+        ("card 4111-1111-1111-1111 ok", "card [REDACTED:card] ok"),
+        ("card 5500 0000 0000 0004", "card [REDACTED:card]"),
+        ("order 1234567890123 is not a card", "order 1234567890123 is not a card"),
+        ("nothing secret here", "nothing secret here"),
+    ],
+)
 def test_default_redaction(text, expected):
     assert content.redact(text) == expected
 
@@ -51,12 +54,12 @@ def test_off_by_default(loopsight_spans, monkeypatch):
     search("secret query")
     model([{"role": "user", "content": "secret"}])
     for span in loopsight_spans.spans:
-        assert not {A.TOOL_CALL_ARGUMENTS, A.TOOL_CALL_RESULT, A.INPUT_MESSAGES,
-                    A.OUTPUT_MESSAGES} & set(span.attributes)
+        assert not {A.TOOL_CALL_ARGUMENTS, A.TOOL_CALL_RESULT, A.INPUT_MESSAGES, A.OUTPUT_MESSAGES} & set(
+            span.attributes
+        )
 
 
-@pytest.mark.parametrize("var", ["LOOPSIGHT_CAPTURE_CONTENT",
-                                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"])
+@pytest.mark.parametrize("var", ["LOOPSIGHT_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"])
 def test_env_switches(monkeypatch, var):
     saved = content.SETTINGS.enabled
     monkeypatch.setenv(var, "true")
@@ -108,9 +111,8 @@ def test_configure_capture_flag(capture):
 
 
 def test_exception_messages_and_stacktraces_are_redacted(loopsight_spans):
-    with pytest.raises(RuntimeError):
-        with loopsight.tool("t"):
-            raise RuntimeError("auth failed for key sk-abcdefghijklmnopqrstuvwx")
+    with pytest.raises(RuntimeError), loopsight.tool("t"):
+        raise RuntimeError("auth failed for key sk-abcdefghijklmnopqrstuvwx")
     (span,) = loopsight_spans.spans
     assert span.events[0].attributes["exception.message"] == "auth failed for key [REDACTED:api_key]"
     stacktrace = span.events[0].attributes["exception.stacktrace"]

@@ -13,14 +13,12 @@ def test_wrap_context_thread_nests_under_tool(loopsight_spans):
     def leaf(i):
         return i
 
-    with loopsight.agent("a"):
-        with loopsight.tool("fanout") as parent:
-            threads = [threading.Thread(target=loopsight.wrap_context(leaf), args=(i,))
-                       for i in range(3)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+    with loopsight.agent("a"), loopsight.tool("fanout") as parent:
+        threads = [threading.Thread(target=loopsight.wrap_context(leaf), args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     leaves = loopsight_spans.by_name("execute_tool leaf")
     assert len(leaves) == 3
     assert {s.parent.span_id for s in leaves} == {parent.span.get_span_context().span_id}

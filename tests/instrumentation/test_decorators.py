@@ -36,8 +36,10 @@ def test_bare_and_parameterised_sync(loopsight_spans):
     assert first.name == "execute_tool query_order"
     assert first.kind is SpanKind.INTERNAL
     assert attrs(first) == {
-        A.OPERATION_NAME: "execute_tool", A.TOOL_NAME: "query_order",
-        A.TOOL_ARGS_HASH: loopsight.args_hash({"order_id": "A1"}), A.TOOL_ATTEMPTS: 1,
+        A.OPERATION_NAME: "execute_tool",
+        A.TOOL_NAME: "query_order",
+        A.TOOL_ARGS_HASH: loopsight.args_hash({"order_id": "A1"}),
+        A.TOOL_ATTEMPTS: 1,
     }
     assert second.name == "execute_tool search"
     assert second.attributes[A.TOOL_IDEMPOTENT] is True
@@ -48,16 +50,17 @@ def test_bare_and_parameterised_sync(loopsight_spans):
 def test_run_chat_tool_attributes_and_steps(loopsight_spans):
     @loopsight.llm(model="gpt-4o", provider="openai")
     def call_model(messages):
-        return {"model": "gpt-4o-2024-08-06",
-                "usage": {"prompt_tokens": 100 * len(messages), "completion_tokens": 7},
-                "choices": [{"finish_reason": "tool_calls"}]}
+        return {
+            "model": "gpt-4o-2024-08-06",
+            "usage": {"prompt_tokens": 100 * len(messages), "completion_tokens": 7},
+            "choices": [{"finish_reason": "tool_calls"}],
+        }
 
     @loopsight.tool
     def lookup(key):
         return key.upper()
 
-    @loopsight.agent(name="order-assistant", max_steps=10, max_tool_calls=20,
-                     max_tokens=50_000, max_seconds=60.0)
+    @loopsight.agent(name="order-assistant", max_steps=10, max_tool_calls=20, max_tokens=50_000, max_seconds=60.0)
     def run(question):
         assert loopsight.current_step() == 0
         lookup("before-any-llm")
@@ -77,17 +80,26 @@ def test_run_chat_tool_attributes_and_steps(loopsight_spans):
     assert agent_span.name == "invoke_agent order-assistant"
     assert agent_span.kind is SpanKind.INTERNAL
     assert attrs(agent_span) == {
-        A.OPERATION_NAME: "invoke_agent", A.AGENT_NAME: "order-assistant",
-        A.BUDGET_MAX_STEPS: 10, A.BUDGET_MAX_TOOL_CALLS: 20, A.BUDGET_MAX_TOKENS: 50_000,
-        A.BUDGET_MAX_SECONDS: 60.0, A.TERMINATION_REASON: "completed",
+        A.OPERATION_NAME: "invoke_agent",
+        A.AGENT_NAME: "order-assistant",
+        A.BUDGET_MAX_STEPS: 10,
+        A.BUDGET_MAX_TOOL_CALLS: 20,
+        A.BUDGET_MAX_TOKENS: 50_000,
+        A.BUDGET_MAX_SECONDS: 60.0,
+        A.TERMINATION_REASON: "completed",
     }
     chats = loopsight_spans.by_name("chat")
     assert [c.attributes[A.STEP] for c in chats] == [0, 1, 2]
     assert chats[1].kind is SpanKind.CLIENT
     assert attrs(chats[1]) == {
-        A.OPERATION_NAME: "chat", A.REQUEST_MODEL: "gpt-4o", A.PROVIDER_NAME: "openai",
-        A.STEP: 1, A.USAGE_INPUT_TOKENS: 200, A.USAGE_OUTPUT_TOKENS: 7,
-        A.RESPONSE_FINISH_REASONS: ("tool_calls",), A.RESPONSE_MODEL: "gpt-4o-2024-08-06",
+        A.OPERATION_NAME: "chat",
+        A.REQUEST_MODEL: "gpt-4o",
+        A.PROVIDER_NAME: "openai",
+        A.STEP: 1,
+        A.USAGE_INPUT_TOKENS: 200,
+        A.USAGE_OUTPUT_TOKENS: 7,
+        A.RESPONSE_FINISH_REASONS: ("tool_calls",),
+        A.RESPONSE_MODEL: "gpt-4o-2024-08-06",
     }
     tools = loopsight_spans.by_name("execute_tool")
     assert [t.attributes[A.STEP] for t in tools] == [0, 0, 0, 1, 1, 2, 2]
@@ -123,9 +135,11 @@ def test_context_manager_forms(loopsight_spans):
     assert search.attributes[A.LOOP_KIND] == "exact"
     assert [e.name for e in search.events] == ["retry", "retry", "loop_detected"]
     assert dict(search.events[0].attributes) == {
-        A.ERROR_TYPE: "TimeoutError", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 200.0}
-    assert dict(search.events[1].attributes) == {
-        A.ERROR_TYPE: "429", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 400.0}
+        A.ERROR_TYPE: "TimeoutError",
+        A.ERROR_CLASS: "transient",
+        A.BACKOFF_MS: 200.0,
+    }
+    assert dict(search.events[1].attributes) == {A.ERROR_TYPE: "429", A.ERROR_CLASS: "transient", A.BACKOFF_MS: 400.0}
     assert search.status.status_code is StatusCode.UNSET
     assert search2.status.status_code is StatusCode.ERROR
     assert search2.attributes[A.ERROR_TYPE] == "PermissionError"
@@ -144,7 +158,7 @@ def test_unknown_model_span_named_chat_then_response_model(loopsight_spans):
     def call_model():
         return {"usage": {"input_tokens": 3, "output_tokens": 1}}
 
-    with loopsight.llm() as call:
+    with loopsight.llm():
         pass
     call_model()
     plain, named = loopsight_spans.spans
@@ -195,10 +209,9 @@ def test_exception_sets_error_and_propagates_unchanged(loopsight_spans):
 
 
 def test_exception_keeps_terminate_reason(loopsight_spans):
-    with pytest.raises(loopsight.FatalToolError):
-        with loopsight.agent("a") as run:
-            run.terminate("fatal_error", fallback="permission")
-            raise loopsight.FatalToolError("forbidden", error_type="403")
+    with pytest.raises(loopsight.FatalToolError), loopsight.agent("a") as run:
+        run.terminate("fatal_error", fallback="permission")
+        raise loopsight.FatalToolError("forbidden", error_type="403")
     (span,) = loopsight_spans.spans
     assert span.attributes[A.TERMINATION_REASON] == "fatal_error"
     assert span.attributes[A.ERROR_TYPE] == "403"
@@ -259,8 +272,7 @@ def test_async_with_forms(loopsight_spans):
     async def main():
         async with loopsight.agent("a") as run:
             async with loopsight.llm(model="m") as call:
-                call.record({"usage": {"input_tokens": 2, "output_tokens": 1},
-                             "stop_reason": "tool_use"})
+                call.record({"usage": {"input_tokens": 2, "output_tokens": 1}, "stop_reason": "tool_use"})
             async with loopsight.tool("t", args=[1, 2]) as t:
                 assert loopsight.current_tool() is t
             run.terminate("completed")
@@ -274,8 +286,7 @@ def test_async_with_forms(loopsight_spans):
 def test_generator_span_open_until_exhausted(loopsight_spans):
     @loopsight.tool
     def pages(n):
-        for i in range(n):
-            yield i
+        yield from range(n)
         return "end"
 
     gen = pages(3)
@@ -390,8 +401,13 @@ def test_methods_static_class_and_partial(loopsight_spans):
     part = loopsight.tool(functools.partial(add, 1))
     assert part(2) == 3
     spans = loopsight_spans.spans
-    assert [s.name for s in spans] == ["execute_tool count", "execute_tool ping",
-                                       "execute_tool ping", "execute_tool kind", "execute_tool add"]
+    assert [s.name for s in spans] == [
+        "execute_tool count",
+        "execute_tool ping",
+        "execute_tool ping",
+        "execute_tool kind",
+        "execute_tool add",
+    ]
     assert spans[0].attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash({"item": "apple"})
     assert spans[3].attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash({"x": "!"})
     assert spans[4].attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash({"b": 2, "c": 0})
@@ -404,8 +420,7 @@ def test_var_args_and_kwargs_are_hashed(loopsight_spans):
 
     f(1, 2, 3, k="v")
     (span,) = loopsight_spans.spans
-    assert span.attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash(
-        {"a": 1, "rest": [2, 3], "k": "v"})
+    assert span.attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash({"a": 1, "rest": [2, 3], "k": "v"})
 
 
 def test_nested_agent_shares_run_steps(loopsight_spans):

@@ -7,8 +7,19 @@ import importlib
 
 import pytest
 
-MODULES = ["hashing", "errors", "content", "tokens", "context", "decorators", "handles", "setup",
-           "testing", "nesting", "state"]
+MODULES = [
+    "hashing",
+    "errors",
+    "content",
+    "tokens",
+    "context",
+    "decorators",
+    "handles",
+    "setup",
+    "testing",
+    "nesting",
+    "state",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -18,8 +29,9 @@ def test_docstring_examples(name, loopsight_spans):
     saved = (dict(errors._registered), list(errors._classifiers), list(content.SETTINGS.patterns))
     module = importlib.import_module(f"loopsight.instrumentation.{name}")
     try:
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS,
-                                 extraglobs={"loopsight": importlib.import_module("loopsight")})
+        result = doctest.testmod(
+            module, optionflags=doctest.ELLIPSIS, extraglobs={"loopsight": importlib.import_module("loopsight")}
+        )
     finally:
         errors._registered.clear()
         errors._registered.update(saved[0])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 
 import httpx
 import pytest
@@ -19,32 +17,35 @@ def _http_error(status: int) -> httpx.HTTPStatusError:
     return httpx.HTTPStatusError(f"status {status}", request=request, response=response)
 
 
-@pytest.mark.parametrize(("exc", "expected"), [
-    (TimeoutError(), ("TimeoutError", "transient")),
-    (asyncio.TimeoutError(), ("TimeoutError", "transient")),
-    (socket.timeout(), ("TimeoutError", "transient")),
-    (ConnectionRefusedError(), ("ConnectionRefusedError", "transient")),
-    (httpx.ConnectTimeout("t"), ("ConnectTimeout", "transient")),
-    (httpx.ConnectError("c"), ("ConnectError", "transient")),
-    (httpx.RemoteProtocolError("r"), ("RemoteProtocolError", "transient")),
-    (_http_error(429), ("429", "transient")),
-    (_http_error(503), ("503", "transient")),
-    (_http_error(500), ("500", "transient")),
-    (_http_error(401), ("401", "fatal")),
-    (_http_error(403), ("403", "fatal")),
-    (_http_error(404), ("404", "permanent")),
-    (_http_error(422), ("422", "invalid_argument")),
-    (ValueError("bad"), ("ValueError", "invalid_argument")),
-    (TypeError("bad"), ("TypeError", "invalid_argument")),
-    (json.JSONDecodeError("x", "doc", 0), ("JSONDecodeError", "invalid_argument")),
-    (PermissionError(), ("PermissionError", "fatal")),
-    (FileNotFoundError(), ("FileNotFoundError", "permanent")),
-    (RuntimeError("?"), ("RuntimeError", "permanent")),
-    (loopsight.TransientToolError("x"), ("TransientToolError", "transient")),
-    (loopsight.InvalidArgumentError("x", error_type="schema"), ("schema", "invalid_argument")),
-    (loopsight.PermanentToolError("x", error_type="not_found"), ("not_found", "permanent")),
-    (loopsight.FatalToolError("x", error_type="permission_denied"), ("permission_denied", "fatal")),
-])
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (TimeoutError(), ("TimeoutError", "transient")),
+        (TimeoutError(), ("TimeoutError", "transient")),
+        (TimeoutError(), ("TimeoutError", "transient")),
+        (ConnectionRefusedError(), ("ConnectionRefusedError", "transient")),
+        (httpx.ConnectTimeout("t"), ("ConnectTimeout", "transient")),
+        (httpx.ConnectError("c"), ("ConnectError", "transient")),
+        (httpx.RemoteProtocolError("r"), ("RemoteProtocolError", "transient")),
+        (_http_error(429), ("429", "transient")),
+        (_http_error(503), ("503", "transient")),
+        (_http_error(500), ("500", "transient")),
+        (_http_error(401), ("401", "fatal")),
+        (_http_error(403), ("403", "fatal")),
+        (_http_error(404), ("404", "permanent")),
+        (_http_error(422), ("422", "invalid_argument")),
+        (ValueError("bad"), ("ValueError", "invalid_argument")),
+        (TypeError("bad"), ("TypeError", "invalid_argument")),
+        (json.JSONDecodeError("x", "doc", 0), ("JSONDecodeError", "invalid_argument")),
+        (PermissionError(), ("PermissionError", "fatal")),
+        (FileNotFoundError(), ("FileNotFoundError", "permanent")),
+        (RuntimeError("?"), ("RuntimeError", "permanent")),
+        (loopsight.TransientToolError("x"), ("TransientToolError", "transient")),
+        (loopsight.InvalidArgumentError("x", error_type="schema"), ("schema", "invalid_argument")),
+        (loopsight.PermanentToolError("x", error_type="not_found"), ("not_found", "permanent")),
+        (loopsight.FatalToolError("x", error_type="permission_denied"), ("permission_denied", "fatal")),
+    ],
+)
 def test_default_classification(exc, expected):
     assert loopsight.classify(exc) == expected
 
@@ -70,10 +71,12 @@ def test_pydantic_validation_error():
 def test_sdk_status_errors():
     openai = pytest.importorskip("openai")
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    for status, cls, expected in [(429, openai.RateLimitError, "transient"),
-                                  (401, openai.AuthenticationError, "fatal"),
-                                  (404, openai.NotFoundError, "permanent"),
-                                  (500, openai.InternalServerError, "transient")]:
+    for status, cls, expected in [
+        (429, openai.RateLimitError, "transient"),
+        (401, openai.AuthenticationError, "fatal"),
+        (404, openai.NotFoundError, "permanent"),
+        (500, openai.InternalServerError, "transient"),
+    ]:
         exc = cls("x", response=httpx.Response(status, request=request), body=None)
         assert loopsight.classify(exc) == (str(status), expected)
     assert loopsight.classify(openai.APITimeoutError(request=request))[1] == "transient"
@@ -128,4 +131,7 @@ def test_retry_after_becomes_backoff(loopsight_spans):
         t.retry(loopsight.TransientToolError("slow down", error_type="429", retry_after=1.5))
     (span,) = loopsight_spans.spans
     assert dict(span.events[0].attributes) == {
-        "error.type": "429", "loopsight.error.class": "transient", "loopsight.backoff_ms": 1500.0}
+        "error.type": "429",
+        "loopsight.error.class": "transient",
+        "loopsight.backoff_ms": 1500.0,
+    }

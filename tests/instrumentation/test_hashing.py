@@ -18,8 +18,7 @@ from loopsight.instrumentation.hashing import canonical_json
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
 
@@ -69,9 +68,15 @@ class Color(enum.Enum):
 
 def test_exotic_values():
     value = {
-        "p": Point(1, {"b", "a"}), "when": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
-        "day": dt.date(2024, 1, 2), "blob": b"\x00\xff", "money": decimal.Decimal("1.10"),
-        "id": uuid.UUID(int=1), "color": Color.RED, "fs": frozenset({3, 1, 2}), "t": (1, 2),
+        "p": Point(1, {"b", "a"}),
+        "when": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+        "day": dt.date(2024, 1, 2),
+        "blob": b"\x00\xff",
+        "money": decimal.Decimal("1.10"),
+        "id": uuid.UUID(int=1),
+        "color": Color.RED,
+        "fs": frozenset({3, 1, 2}),
+        "t": (1, 2),
     }
     text = canonical_json(value)
     assert '"p":{"tags":["a","b"],"x":1}' in text

@@ -70,16 +70,18 @@ def _exercise():
             t.mark("garbage")
             t.loop_detected("exact", similarity=0.9)
     err = KeyError("mine")
-    with pytest.raises(KeyError) as info:
-        with loopsight.tool("t"):
-            raise err
+    with pytest.raises(KeyError) as info, loopsight.tool("t"):
+        raise err
     assert info.value is err
 
 
-@pytest.mark.parametrize("provider_factory", [
-    lambda: ExplodingProvider(),
-    lambda: _with_processor(TracerProvider(), ExplodingProcessor()),
-])
+@pytest.mark.parametrize(
+    "provider_factory",
+    [
+        lambda: ExplodingProvider(),
+        lambda: _with_processor(TracerProvider(), ExplodingProcessor()),
+    ],
+)
 def test_broken_tracing_never_reaches_the_app(provider_swap, caplog, provider_factory):
     STATE.provider = provider_factory()
     with caplog.at_level(logging.WARNING, logger="loopsight"):
@@ -106,7 +108,7 @@ def test_failing_check_and_bad_vocabulary_are_swallowed(loopsight_spans, caplog)
         assert f() == {}
         with loopsight.agent("a") as run:
             run.terminate("because")  # not in the vocabulary: logged, still recorded
-    tool_span, agent_span = loopsight_spans.spans
+    _tool_span, agent_span = loopsight_spans.spans
     assert agent_span.attributes["loopsight.termination.reason"] == "because"
     assert any("unknown reason" in r.getMessage() for r in caplog.records)
     STATE._logged.clear()
@@ -126,6 +128,7 @@ def test_disabled_switch(loopsight_spans, monkeypatch):
     monkeypatch.setenv("LOOPSIGHT_DISABLED", "1")
     state_mod.refresh_from_env()
     try:
+
         @loopsight.tool
         def f(x):
             return x
@@ -162,8 +165,8 @@ def test_disabled_from_environment_in_a_fresh_process():
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                        timeout=60)
-    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**env, "LOOPSIGHT_DISABLED": "1"}, timeout=60)
+    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    off = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "LOOPSIGHT_DISABLED": "1"}, timeout=60
+    )
     assert (on.stdout.strip(), off.stdout.strip()) == ("1", "0"), on.stderr + off.stderr

@@ -15,7 +15,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 import loopsight
-from loopsight.instrumentation import setup
 from loopsight.instrumentation.state import STATE
 
 AGENT_SCRIPT = """
@@ -69,10 +68,12 @@ def test_export_to_real_collector(collector_server, restore_state):
 
 def _env_configured_subprocess(collector_server):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url, OTEL_SERVICE_NAME="svc-from-env",
-               OTEL_EXPORTER_OTLP_TIMEOUT="30")
-    done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=60)
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector_server.url,
+        OTEL_SERVICE_NAME="svc-from-env",
+        OTEL_EXPORTER_OTLP_TIMEOUT="30",
+    )
+    done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     run = _wait_for_run(collector_server.url, "export-check")
     assert run["service"] == "svc-from-env"
@@ -94,14 +95,16 @@ class _HttpReceiver:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest, ExportTraceServiceResponse)
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
 
         self.requests: list = []
         self.headers: list = []
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server API
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 if self.headers.get("Content-Encoding") == "gzip":
                     import gzip
@@ -124,26 +127,37 @@ class _HttpReceiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def spans(self):
-        return [(rs.resource, s) for _, r in self.requests for rs in r.resource_spans
-                for ss in rs.scope_spans for s in ss.spans]
+        return [
+            (rs.resource, s)
+            for _, r in self.requests
+            for rs in r.resource_spans
+            for ss in rs.scope_spans
+            for s in ss.spans
+        ]
 
 
 def test_otel_env_variables_are_honoured():
     receiver = _HttpReceiver()
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_SERVICE_NAME="svc-env",
-                   OTEL_EXPORTER_OTLP_TIMEOUT="30",  # a loaded CI machine is slow
-                   OTEL_EXPORTER_OTLP_HEADERS="x-team=agents",
-                   OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test")
-        done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env,
-                              capture_output=True, text=True, timeout=60)
+        env.update(
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+            OTEL_SERVICE_NAME="svc-env",
+            OTEL_EXPORTER_OTLP_TIMEOUT="30",  # a loaded CI machine is slow
+            OTEL_EXPORTER_OTLP_HEADERS="x-team=agents",
+            OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test",
+        )
+        done = subprocess.run([sys.executable, "-c", AGENT_SCRIPT], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert {path for path, _ in receiver.requests} == {"/v1/traces"}
         assert all(h.get("x-team") == "agents" for h in receiver.headers)
         spans = receiver.spans()
         assert sorted(s.name for _, s in spans) == [
-            "chat gpt-4o", "chat gpt-4o", "execute_tool lookup", "invoke_agent export-check"]
+            "chat gpt-4o",
+            "chat gpt-4o",
+            "execute_tool lookup",
+            "invoke_agent export-check",
+        ]
         resource = {a.key: a.value.string_value for a in spans[0][0].attributes}
         assert resource["service.name"] == "svc-env"
         assert resource["deployment.environment"] == "test"
@@ -165,12 +179,10 @@ def _explicit_provider_added_once(collector_server):
         loopsight.configure(endpoint=collector_server.traces_url, tracer_provider=provider)
         loopsight.configure(tracer_provider=provider)  # adopt, add nothing
         processors = provider._active_span_processor._span_processors
-        assert [type(p).__name__ for p in processors] == ["BatchSpanProcessor",
-                                                          "NestedUsageProcessor"]
+        assert [type(p).__name__ for p in processors] == ["BatchSpanProcessor", "NestedUsageProcessor"]
 
-        with loopsight.agent("explicit-check"):
-            with loopsight.tool("t", args={"a": 1}):
-                pass
+        with loopsight.agent("explicit-check"), loopsight.tool("t", args={"a": 1}):
+            pass
         provider.force_flush()
         run = _wait_for_run(collector_server.url, "explicit-check")
         assert run["service"] == "svc-explicit"
@@ -210,8 +222,7 @@ assert names() == ["SimpleSpanProcessor", "NestedUsageProcessor", "BatchSpanProc
 
 def test_configure_adopts_the_applications_provider():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
-    done = subprocess.run([sys.executable, "-c", ADOPT_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", ADOPT_SCRIPT], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['execute_tool t', 'invoke_agent adopted']"
 
@@ -237,7 +248,7 @@ class _Receiver:
         receiver = self
 
         class Service(trace_service_pb2_grpc.TraceServiceServicer):
-            def Export(self, request, context):  # noqa: N802 - gRPC method name
+            def Export(self, request, context):
                 receiver.requests.append(request)
                 receiver.got.set()
                 return trace_service_pb2.ExportTraceServiceResponse()
@@ -255,15 +266,12 @@ def test_grpc_export(restore_state):
     receiver = _Receiver()
     provider = TracerProvider(resource=Resource.create({"service.name": "svc-grpc"}))
     try:
-        loopsight.configure(endpoint=f"http://127.0.0.1:{receiver.port}", protocol="grpc",
-                            tracer_provider=provider)
-        with loopsight.agent("grpc-check"):
-            with loopsight.llm(model="m") as call:
-                call.set_usage(input_tokens=5, output_tokens=1)
+        loopsight.configure(endpoint=f"http://127.0.0.1:{receiver.port}", protocol="grpc", tracer_provider=provider)
+        with loopsight.agent("grpc-check"), loopsight.llm(model="m") as call:
+            call.set_usage(input_tokens=5, output_tokens=1)
         provider.force_flush()
         assert receiver.got.wait(10)
-        spans = [s for r in receiver.requests for rs in r.resource_spans
-                 for ss in rs.scope_spans for s in ss.spans]
+        spans = [s for r in receiver.requests for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
         assert sorted(s.name for s in spans) == ["chat m", "invoke_agent grpc-check"]
         resource = receiver.requests[0].resource_spans[0].resource
         assert {a.key: a.value.string_value for a in resource.attributes}["service.name"] == "svc-grpc"

@@ -11,61 +11,112 @@ from loopsight import attributes as A
 from loopsight.instrumentation.tokens import Usage, coerce_usage, extract_usage
 
 OPENAI_CHAT = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000,
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1700000000,
     "model": "gpt-4o-2024-08-06",
     "choices": [
-        {"index": 0, "finish_reason": "tool_calls", "logprobs": None,
-         "message": {"role": "assistant", "content": None, "tool_calls": [
-             {"id": "call_1", "type": "function",
-              "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}]}},
-        {"index": 1, "finish_reason": "stop", "logprobs": None,
-         "message": {"role": "assistant", "content": "hi"}},
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "logprobs": None,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q":"x"}'}}
+                ],
+            },
+        },
+        {"index": 1, "finish_reason": "stop", "logprobs": None, "message": {"role": "assistant", "content": "hi"}},
     ],
-    "usage": {"prompt_tokens": 812, "completion_tokens": 41, "total_tokens": 853,
-              "prompt_tokens_details": {"cached_tokens": 512}},
+    "usage": {
+        "prompt_tokens": 812,
+        "completion_tokens": 41,
+        "total_tokens": 853,
+        "prompt_tokens_details": {"cached_tokens": 512},
+    },
 }
 OPENAI_RESPONSES = {
-    "id": "resp_1", "object": "response", "created_at": 1700000000.0, "model": "gpt-4.1",
-    "status": "completed", "error": None, "incomplete_details": None,
-    "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": "hi", "annotations": []}]}],
-    "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-    "usage": {"input_tokens": 300, "output_tokens": 20, "total_tokens": 320,
-              "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-              "output_tokens_details": {"reasoning_tokens": 0}},
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1700000000.0,
+    "model": "gpt-4.1",
+    "status": "completed",
+    "error": None,
+    "incomplete_details": None,
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 300,
+        "output_tokens": 20,
+        "total_tokens": 320,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    },
 }
-OPENAI_RESPONSES_INCOMPLETE = {**OPENAI_RESPONSES, "status": "incomplete",
-                               "incomplete_details": {"reason": "max_output_tokens"}}
+OPENAI_RESPONSES_INCOMPLETE = {
+    **OPENAI_RESPONSES,
+    "status": "incomplete",
+    "incomplete_details": {"reason": "max_output_tokens"},
+}
 ANTHROPIC = {
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
     "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}],
-    "stop_reason": "tool_use", "stop_sequence": None,
-    "usage": {"input_tokens": 100, "output_tokens": 25, "cache_creation_input_tokens": 10,
-              "cache_read_input_tokens": 200},
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {
+        "input_tokens": 100,
+        "output_tokens": 25,
+        "cache_creation_input_tokens": 10,
+        "cache_read_input_tokens": 200,
+    },
 }
 # LiteLLM's ModelResponse is OpenAI-shaped (documented JSON of `litellm.completion`).
 LITELLM = {
-    "id": "chatcmpl-2", "object": "chat.completion", "created": 1700000000,
+    "id": "chatcmpl-2",
+    "object": "chat.completion",
+    "created": 1700000000,
     "model": "claude-3-haiku-20240307",
-    "choices": [{"index": 0, "finish_reason": "length",
-                 "message": {"role": "assistant", "content": "..."}}],
+    "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "..."}}],
     "usage": {"prompt_tokens": 17, "completion_tokens": 64, "total_tokens": 81},
 }
-GEMINI = {"candidates": [{"finish_reason": "STOP"}],
-          "usage_metadata": {"prompt_token_count": 9, "candidates_token_count": 4}}
-BEDROCK = {"output": {"message": {}}, "stopReason": "end_turn",
-           "usage": {"inputTokens": 30, "outputTokens": 5, "totalTokens": 35}}
+GEMINI = {
+    "candidates": [{"finish_reason": "STOP"}],
+    "usage_metadata": {"prompt_token_count": 9, "candidates_token_count": 4},
+}
+BEDROCK = {
+    "output": {"message": {}},
+    "stopReason": "end_turn",
+    "usage": {"inputTokens": 30, "outputTokens": 5, "totalTokens": 35},
+}
 
 
-@pytest.mark.parametrize(("payload", "expected"), [
-    (OPENAI_CHAT, Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")),
-    (OPENAI_RESPONSES, Usage(300, 20, ("completed",), "gpt-4.1")),
-    (OPENAI_RESPONSES_INCOMPLETE, Usage(300, 20, ("max_output_tokens",), "gpt-4.1")),
-    (ANTHROPIC, Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")),
-    (LITELLM, Usage(17, 64, ("length",), "claude-3-haiku-20240307")),
-    (GEMINI, Usage(9, 4, ("STOP",), None)),
-    (BEDROCK, Usage(30, 5, ("end_turn",), None)),
-])
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        (OPENAI_CHAT, Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")),
+        (OPENAI_RESPONSES, Usage(300, 20, ("completed",), "gpt-4.1")),
+        (OPENAI_RESPONSES_INCOMPLETE, Usage(300, 20, ("max_output_tokens",), "gpt-4.1")),
+        (ANTHROPIC, Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")),
+        (LITELLM, Usage(17, 64, ("length",), "claude-3-haiku-20240307")),
+        (GEMINI, Usage(9, 4, ("STOP",), None)),
+        (BEDROCK, Usage(30, 5, ("end_turn",), None)),
+    ],
+)
 def test_documented_json_shapes(payload, expected):
     assert extract_usage(payload) == expected
 
@@ -79,9 +130,16 @@ def test_openai_sdk_objects():
     assert extract_usage(chat) == Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")
     resp = Response.model_validate(OPENAI_RESPONSES_INCOMPLETE)
     assert extract_usage(resp) == Usage(300, 20, ("max_output_tokens",), "gpt-4.1")
-    last_chunk = ChatCompletionChunk.model_validate({
-        "id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
-        "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
+    last_chunk = ChatCompletionChunk.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        }
+    )
     assert extract_usage(last_chunk) == Usage(5, 2, (), "gpt-4o")
     assert openai.__version__
 
@@ -101,15 +159,15 @@ def test_generic_usage_objects():
     assert extract_usage(bare) == Usage(8, 1, (), None)
 
 
-@pytest.mark.parametrize("junk", [None, "text", 3, b"x", [], {}, {"usage": "lots"},
-                                  {"choices": "nope"}, object()])
+@pytest.mark.parametrize("junk", [None, "text", 3, b"x", [], {}, {"usage": "lots"}, {"choices": "nope"}, object()])
 def test_unrecognised_results_give_none(junk):
     assert extract_usage(junk) is None
 
 
 def test_coerce_user_extractor_results():
-    assert coerce_usage({"input_tokens": 1, "output_tokens": 2, "finish_reasons": "stop"}) == \
-        Usage(1, 2, ("stop",), None)
+    assert coerce_usage({"input_tokens": 1, "output_tokens": 2, "finish_reasons": "stop"}) == Usage(
+        1, 2, ("stop",), None
+    )
     assert coerce_usage({"prompt_tokens": 1}) == Usage(1, None, (), None)
     assert coerce_usage(Usage(4, 5)) == Usage(4, 5)
     assert coerce_usage(OPENAI_CHAT).input_tokens == 812
@@ -165,8 +223,9 @@ def test_child_instrumentor_usage_is_not_counted_twice(loopsight_spans):
 
     @loopsight.llm(model="gpt-4o")
     def call_model():
-        with other.start_as_current_span("chat gpt-4o", attributes={
-                A.OPERATION_NAME: "chat", A.USAGE_INPUT_TOKENS: 70, A.USAGE_OUTPUT_TOKENS: 5}):
+        with other.start_as_current_span(
+            "chat gpt-4o", attributes={A.OPERATION_NAME: "chat", A.USAGE_INPUT_TOKENS: 70, A.USAGE_OUTPUT_TOKENS: 5}
+        ):
             pass
         return OPENAI_CHAT
 

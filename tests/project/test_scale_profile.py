@@ -20,9 +20,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # exporter/clickhouseexporter/README.md, "Configuration options" (opentelemetry-collector-contrib).
 EXPORTER_KEYS = {
-    "endpoint", "username", "password", "ttl", "database", "connection_params", "create_schema", "compress",
-    "async_insert", "tls", "logs_table_name", "traces_table_name", "metrics_tables", "cluster_name", "table_engine",
-    "timeout", "sending_queue", "retry_on_failure",
+    "endpoint",
+    "username",
+    "password",
+    "ttl",
+    "database",
+    "connection_params",
+    "create_schema",
+    "compress",
+    "async_insert",
+    "tls",
+    "logs_table_name",
+    "traces_table_name",
+    "metrics_tables",
+    "cluster_name",
+    "table_engine",
+    "timeout",
+    "sending_queue",
+    "retry_on_failure",
 }
 SENDING_QUEUE_KEYS = {"enabled", "num_consumers", "queue_size", "sizer", "block_on_overflow", "storage", "batch"}
 RETRY_KEYS = {"enabled", "initial_interval", "max_interval", "max_elapsed_time"}
@@ -90,6 +105,10 @@ def test_collector_clickhouse_and_dashboard_agree_on_where_spans_are() -> None:
 
     store = services["dashboard-scale"]["environment"]["LOOPSIGHT_STORE"]
     url = parse_store_url(store.replace("${CLICKHOUSE_PASSWORD:-loopsight}", "loopsight"))
-    assert (url.host, url.port, url.database, url.user) == ("clickhouse", 8123, clickhouse_env["CLICKHOUSE_DB"],
-                                                            clickhouse_env["CLICKHOUSE_USER"])
+    assert (url.host, url.port, url.database, url.user) == (
+        "clickhouse",
+        8123,
+        clickhouse_env["CLICKHOUSE_DB"],
+        clickhouse_env["CLICKHOUSE_USER"],
+    )
     assert url.table == exporter["traces_table_name"]

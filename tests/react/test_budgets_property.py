@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import loopsight
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import loopsight
 from loopsight import attributes as A
-from loopsight.instrumentation.testing import CapturedSpans
-from loopsight.instrumentation.state import STATE
 from loopsight import react
+from loopsight.instrumentation.state import STATE
+from loopsight.instrumentation.testing import CapturedSpans
 from loopsight.react.llm import ScriptedLLM, call, turn
 from loopsight.react.retry import RetryPolicy
 
@@ -48,17 +48,27 @@ turns = st.lists(st.lists(calls, min_size=1, max_size=4), min_size=1, max_size=8
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(script=turns, max_steps=st.integers(1, 8), max_tool_calls=st.integers(1, 10),
-       per_tool=st.one_of(st.none(), st.integers(0, 3)), max_tokens=st.integers(200, 5000))
+@given(
+    script=turns,
+    max_steps=st.integers(1, 8),
+    max_tool_calls=st.integers(1, 10),
+    per_tool=st.one_of(st.none(), st.integers(0, 3)),
+    max_tokens=st.integers(200, 5000),
+)
 def test_budgets_are_never_exceeded(script, max_steps, max_tool_calls, per_tool, max_tokens):
     captured = CapturedSpans()
     saved = (STATE.provider, STATE.clock)
     STATE.provider, STATE.clock = captured.provider, captured.clock
     try:
         llm = ScriptedLLM([turn(*(call(n, x=x) for n, x in t)) for t in script] + ["done"])
-        config = react.ReactConfig(max_steps=max_steps, max_tool_calls=max_tool_calls, max_tokens=max_tokens,
-                                   default_max_calls_per_tool=per_tool, retry=RetryPolicy(base=0.0005, cap=0.001),
-                                   loop_hits_to_stop=50)
+        config = react.ReactConfig(
+            max_steps=max_steps,
+            max_tool_calls=max_tool_calls,
+            max_tokens=max_tokens,
+            default_max_calls_per_tool=per_tool,
+            retry=RetryPolicy(base=0.0005, cap=0.001),
+            loop_hits_to_stop=50,
+        )
         result = react.ReactAgent(llm, _tools(), config).run("go")
     finally:
         STATE.provider, STATE.clock = saved

@@ -12,8 +12,12 @@ from loopsight.analytics.stalls import STALL_KINDS
 
 
 def test_default_demo_gives_every_stall_kind(collector_server) -> None:
-    done = subprocess.run([sys.executable, "-m", "loopsight", "demo", "--endpoint", collector_server.url],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopsight", "demo", "--endpoint", collector_server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + 10
     while True:

@@ -48,8 +48,11 @@ def tool_spans(spans, name: str = "") -> list[Any]:
 
 
 def tool_messages(result: react.RunResult) -> list[dict]:
-    return [json.loads(m["content"]) if m["content"].startswith("{") else m["content"]
-            for m in result.messages if m["role"] == "tool"]
+    return [
+        json.loads(m["content"]) if m["content"].startswith("{") else m["content"]
+        for m in result.messages
+        if m["role"] == "tool"
+    ]
 
 
 def test_completed_run_emits_run_chat_and_tool_spans(loopsight_spans):
@@ -92,7 +95,9 @@ def test_transient_errors_are_retried_with_backoff_and_hidden_from_the_model(loo
     assert span.attributes["loopsight.tool.attempts"] == 3
     retries = [e for e in span.events if e.name == "retry"]
     assert len(retries) == 2
-    assert all(e.attributes["error.type"] == "429" and e.attributes["loopsight.error.class"] == "transient" for e in retries)
+    assert all(
+        e.attributes["error.type"] == "429" and e.attributes["loopsight.error.class"] == "transient" for e in retries
+    )
     assert all(e.attributes["loopsight.backoff_ms"] >= 10.0 for e in retries)  # retry_after is a floor
     assert span.status.is_ok
 
@@ -115,10 +120,12 @@ def test_exhausted_retries_give_one_tool_retry_exhausted_observation(loopsight_s
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_per_tool_timeout_is_enforced_for_sync_and_async_tools(loopsight_spans, kind):
     if kind == "sync":
+
         def slow(order_id: str) -> dict:
             time.sleep(0.5)
             return {}
     else:
+
         async def slow(order_id: str) -> dict:
             await asyncio.sleep(0.5)
             return {}
@@ -147,11 +154,13 @@ def test_tool_timeout_is_capped_by_the_remaining_run_budget(loopsight_spans):
 
 
 def test_invalid_arguments_are_fed_back_with_the_schema_and_corrected(loopsight_spans):
-    llm = ScriptedLLM([
-        turn(call("query_order", order_id="订单一零零二三四")),
-        turn(call("query_order", order_id="100234")),
-        "Order 100234 has shipped.",
-    ])
+    llm = ScriptedLLM(
+        [
+            turn(call("query_order", order_id="订单一零零二三四")),
+            turn(call("query_order", order_id="100234")),
+            "Order 100234 has shipped.",
+        ]
+    )
     result = react.ReactAgent(llm, [order_tool()], cfg()).run("我的订单一零零二三四在哪?")
     assert result.termination_reason == "completed" and result.summary.corrections == 1
     first = tool_messages(result)[0]
@@ -179,12 +188,14 @@ def test_missing_required_argument_falls_back_to_clarify_naming_it(loopsight_spa
 
 
 def test_unknown_tool_and_malformed_json_are_invalid_arguments(loopsight_spans):
-    llm = ScriptedLLM([
-        turn(call("lookup_order", order_id="100234")),
-        turn(call("query_order", raw='{"order_id": "100234"')),
-        turn(call("query_order", order_id="100234")),
-        "ok",
-    ])
+    llm = ScriptedLLM(
+        [
+            turn(call("lookup_order", order_id="100234")),
+            turn(call("query_order", raw='{"order_id": "100234"')),
+            turn(call("query_order", order_id="100234")),
+            "ok",
+        ]
+    )
     result = react.ReactAgent(llm, [order_tool()], cfg()).run("status?")
     unknown, malformed, _ = tool_messages(result)
     assert unknown["error_type"] == "UNKNOWN_TOOL" and unknown["available_tools"] == ["query_order"]
@@ -236,8 +247,12 @@ def test_fatal_error_ends_the_run_with_a_permission_fallback(loopsight_spans):
     ],
 )
 def test_silent_failures_become_guidance_and_count_as_failures(loopsight_spans, page, kind, code):
-    fetch = react.Tool("fetch", lambda url: page, "Fetch a page.",
-                       {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}})
+    fetch = react.Tool(
+        "fetch",
+        lambda url: page,
+        "Fetch a page.",
+        {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}},
+    )
     llm = ScriptedLLM([turn(call("fetch", url="https://news.example/a")), "nothing usable"])
     result = react.ReactAgent(llm, [fetch], cfg()).run("summarise the article")
     (obs,) = tool_messages(result)
@@ -273,10 +288,16 @@ def test_tool_call_budget_is_checked_before_a_turns_parallel_calls_run(loopsight
 
 
 def test_per_tool_budget(loopsight_spans):
-    search = react.Tool("search", lambda q: {"results": [q]}, "Search.",
-                        {"type": "object", "properties": {"q": {"type": "string"}}})
-    llm = ScriptedLLM([turn(call("search", q="a"), call("search", q="b"), call("query_order", order_id="100234")),
-                       turn(call("search", q="c")), "done"])
+    search = react.Tool(
+        "search", lambda q: {"results": [q]}, "Search.", {"type": "object", "properties": {"q": {"type": "string"}}}
+    )
+    llm = ScriptedLLM(
+        [
+            turn(call("search", q="a"), call("search", q="b"), call("query_order", order_id="100234")),
+            turn(call("search", q="c")),
+            "done",
+        ]
+    )
     result = react.ReactAgent(llm, [search, order_tool()], cfg(max_calls_per_tool={"search": 2})).run("go")
     assert result.termination_reason == "max_tool_calls"
     assert result.summary.calls_per_tool == {"search": 2, "query_order": 1}
@@ -326,10 +347,19 @@ def test_oscillation_is_detected(loopsight_spans):
     [({"results": []}, "returned nothing"), ({"results": ["Refunds take 5 days"]}, "Use them")],
 )
 def test_semantic_repeats_get_a_hint_that_depends_on_the_earlier_result(loopsight_spans, first_result, hint_word):
-    search = react.Tool("search", lambda q: first_result, "Search.",
-                        {"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}})
-    llm = ScriptedLLM([turn(call("search", q="refund policy for damaged items")),
-                       turn(call("search", q="refund policy for damaged items?")), "done"])
+    search = react.Tool(
+        "search",
+        lambda q: first_result,
+        "Search.",
+        {"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}},
+    )
+    llm = ScriptedLLM(
+        [
+            turn(call("search", q="refund policy for damaged items")),
+            turn(call("search", q="refund policy for damaged items?")),
+            "done",
+        ]
+    )
     result = react.ReactAgent(llm, [search], cfg()).run("refunds?")
     obs = tool_messages(result)[1]
     assert obs["error_type"] == "LOOP_DETECTED" and obs["kind"] == "semantic" and hint_word in obs["instruction"]
@@ -339,10 +369,13 @@ def test_semantic_repeats_get_a_hint_that_depends_on_the_earlier_result(loopsigh
 
 
 def test_semantic_guard_uses_a_pluggable_embedder(loopsight_spans):
-    search = react.Tool("search", lambda q: {"results": [q]}, "Search.",
-                        {"type": "object", "properties": {"q": {"type": "string"}}})
+    search = react.Tool(
+        "search", lambda q: {"results": [q]}, "Search.", {"type": "object", "properties": {"q": {"type": "string"}}}
+    )
     same = GuardConfig(embedder=lambda text: [1.0, 0.0])  # everything is similar
-    llm = ScriptedLLM([turn(call("search", q="completely different one")), turn(call("search", q="nothing alike here")), "x"])
+    llm = ScriptedLLM(
+        [turn(call("search", q="completely different one")), turn(call("search", q="nothing alike here")), "x"]
+    )
     result = react.ReactAgent(llm, [search], cfg(guard=same)).run("q")
     assert tool_messages(result)[1]["kind"] == "semantic"
 
@@ -401,8 +434,12 @@ def test_exhausted_transient_failures_fall_back_to_retry_later(loopsight_spans):
 
 def test_context_modes_switch_to_compact_then_compress(loopsight_spans):
     page = "word " * 250  # ~250 tokens per observation
-    fetch = react.Tool("fetch", lambda url: {"content": f"{url} {page}"}, "Fetch.",
-                       {"type": "object", "properties": {"url": {"type": "string"}}})
+    fetch = react.Tool(
+        "fetch",
+        lambda url: {"content": f"{url} {page}"},
+        "Fetch.",
+        {"type": "object", "properties": {"url": {"type": "string"}}},
+    )
     topics = iter(["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"])
     llm = ScriptedLLM(lambda m, t: turn(call("fetch", url=f"{next(topics)}.example")) if len(m) < 20 else "done")
     config = cfg(context=react.ContextPolicy(window=1500, observation_chars=3000, compact_observation_chars=1500))
@@ -421,11 +458,20 @@ def test_context_modes_switch_to_compact_then_compress(loopsight_spans):
 
 def test_context_compression_uses_a_pluggable_summarizer_and_counter(loopsight_spans):
     seen = []
-    policy = react.ContextPolicy(window=100, counter=lambda msgs: 40 * len(msgs),
-                                 summarizer=lambda obs: seen.append(len(obs)) or f"{len(obs)} results")
-    fetch = react.Tool("fetch", lambda url: {"content": "useful text " * 5}, "Fetch.",
-                       {"type": "object", "properties": {"url": {"type": "string"}}})
-    llm = ScriptedLLM([turn(call("fetch", url="https://a.example/1")), turn(call("fetch", url="https://a.example/2")), "ok"])
+    policy = react.ContextPolicy(
+        window=100,
+        counter=lambda msgs: 40 * len(msgs),
+        summarizer=lambda obs: seen.append(len(obs)) or f"{len(obs)} results",
+    )
+    fetch = react.Tool(
+        "fetch",
+        lambda url: {"content": "useful text " * 5},
+        "Fetch.",
+        {"type": "object", "properties": {"url": {"type": "string"}}},
+    )
+    llm = ScriptedLLM(
+        [turn(call("fetch", url="https://a.example/1")), turn(call("fetch", url="https://a.example/2")), "ok"]
+    )
     result = react.ReactAgent(llm, [fetch], cfg(context=policy)).run("go")
     assert seen and result.messages[2]["content"].endswith("results")
 
@@ -459,8 +505,13 @@ def test_keyed_non_idempotent_tool_is_retried_with_the_same_key_and_replayed(loo
         return {"refund_id": "R-1", "order_id": order_id}
 
     refund = react.Tool("create_refund", create_refund, "Refund.", ORDER_SCHEMA, idempotent=False)
-    llm = ScriptedLLM([turn(call("create_refund", order_id="100234")),
-                       turn(call("create_refund", order_id="100234")), "Refund R-1 created."])
+    llm = ScriptedLLM(
+        [
+            turn(call("create_refund", order_id="100234")),
+            turn(call("create_refund", order_id="100234")),
+            "Refund R-1 created.",
+        ]
+    )
     result = react.ReactAgent(llm, [refund], cfg()).run("refund it")
     assert len(keys) == 2 and keys[0] == keys[1]  # one logical call, one key, retried
     first, second = tool_spans(loopsight_spans)

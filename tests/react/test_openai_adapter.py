@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from ports import free_port
 
 import loopsight
 from loopsight import react
@@ -29,7 +29,7 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 reply = fake.replies.pop(0)
@@ -57,15 +57,30 @@ class FakeOpenAI:
 
 
 def completion(message: dict[str, Any], finish: str, prompt: int = 50, completion_tokens: int = 10) -> Reply:
-    return 200, {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini-2024-07-18",
-                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens}}, {}
+    return (
+        200,
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens},
+        },
+        {},
+    )
 
 
 def tool_call_reply(name: str, args: dict[str, Any]) -> Reply:
-    return completion({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_abc", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
-        "tool_calls")
+    return completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_abc", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            ],
+        },
+        "tool_calls",
+    )
 
 
 @pytest.fixture
@@ -76,13 +91,19 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def order_tool() -> react.Tool:
-    return react.Tool("query_order", lambda order_id: {"order_id": order_id, "status": "shipped"}, "Look an order up.",
-                      {"type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}})
+    return react.Tool(
+        "query_order",
+        lambda order_id: {"order_id": order_id, "status": "shipped"},
+        "Look an order up.",
+        {"type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}},
+    )
 
 
 def test_tool_calling_round_trip_through_the_fake_server(fake, loopsight_spans):
-    fake.replies = [tool_call_reply("query_order", {"order_id": "100234"}),
-                    completion({"role": "assistant", "content": "Order 100234 has shipped."}, "stop", 80, 12)]
+    fake.replies = [
+        tool_call_reply("query_order", {"order_id": "100234"}),
+        completion({"role": "assistant", "content": "Order 100234 has shipped."}, "stop", 80, 12),
+    ]
     llm = OpenAIChat("gpt-4o-mini", base_url=fake.base_url, api_key="sk-test")
     result = react.ReactAgent(llm, [order_tool()], react.ReactConfig()).run("Where is 100234?")
     assert result.termination_reason == "completed" and result.answer == "Order 100234 has shipped."
@@ -103,8 +124,10 @@ def test_tool_calling_round_trip_through_the_fake_server(fake, loopsight_spans):
 
 
 def test_rate_limit_is_retried_honouring_retry_after(fake, loopsight_spans):
-    fake.replies = [(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "0.05"}),
-                    completion({"role": "assistant", "content": "hi"}, "stop")]
+    fake.replies = [
+        (429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "0.05"}),
+        completion({"role": "assistant", "content": "hi"}, "stop"),
+    ]
     llm = OpenAIChat("gpt-4o-mini", base_url=fake.base_url, api_key="k")
     result = react.ReactAgent(llm, [], react.ReactConfig(retry=RetryPolicy(base=0.001, cap=0.002))).run("hi")
     assert result.termination_reason == "completed" and len(fake.requests) == 2
@@ -121,8 +144,13 @@ def test_unauthorised_is_fatal(fake, loopsight_spans):
 
 
 def test_status_mapping_and_async_client(fake):
-    fake.replies = [(400, {"error": {"message": "bad tools"}}, {}), (404, {}, {}), (503, {}, {"Retry-After": "2"}),
-                    (200, {"choices": []}, {}), completion({"role": "assistant", "content": "async ok"}, "stop")]
+    fake.replies = [
+        (400, {"error": {"message": "bad tools"}}, {}),
+        (404, {}, {}),
+        (503, {}, {"Retry-After": "2"}),
+        (200, {"choices": []}, {}),
+        completion({"role": "assistant", "content": "async ok"}, "stop"),
+    ]
     llm = OpenAIChat("m", base_url=fake.base_url, api_key="k")
     expected = [("400", "invalid_argument"), ("404", "permanent"), ("503", "transient"), ("bad_response", "transient")]
     for etype, eclass in expected:
@@ -136,9 +164,7 @@ def test_status_mapping_and_async_client(fake):
 
 
 def test_unreachable_endpoint_is_transient_and_the_run_returns(loopsight_spans, monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")
     llm = OpenAIChat("m", timeout=1.0)

@@ -13,23 +13,30 @@ from loopsight.react.schema import missing_required, validate
 from loopsight.react.silent import SilentConfig, default_checks, detect
 
 
-@pytest.mark.parametrize(("value", "schema", "fragment"), [
-    ({"a": 1}, {"type": "object", "properties": {"a": {"type": "string"}}}, "expected string"),
-    ({}, {"type": "object", "required": ["a"]}, "missing required property 'a'"),
-    ({"a": "x"}, {"type": "object", "properties": {"a": {"enum": ["y", "z"]}}}, "is not one of"),
-    ({"a": "abc"}, {"properties": {"a": {"pattern": "^[0-9]+$"}}}, "does not match pattern"),
-    ({"a": 1, "b": 2}, {"properties": {"a": {}}, "additionalProperties": False}, "unexpected property 'b'"),
-    ({"a": True}, {"properties": {"a": {"type": "integer"}}}, "expected integer, got boolean"),
-    ({"a": [1, "x"]}, {"properties": {"a": {"type": "array", "items": {"type": "integer"}}}}, "$.a[1]"),
-    ({"a": -1}, {"properties": {"a": {"type": "number", "minimum": 0}}}, "less than 0"),
-])
+@pytest.mark.parametrize(
+    ("value", "schema", "fragment"),
+    [
+        ({"a": 1}, {"type": "object", "properties": {"a": {"type": "string"}}}, "expected string"),
+        ({}, {"type": "object", "required": ["a"]}, "missing required property 'a'"),
+        ({"a": "x"}, {"type": "object", "properties": {"a": {"enum": ["y", "z"]}}}, "is not one of"),
+        ({"a": "abc"}, {"properties": {"a": {"pattern": "^[0-9]+$"}}}, "does not match pattern"),
+        ({"a": 1, "b": 2}, {"properties": {"a": {}}, "additionalProperties": False}, "unexpected property 'b'"),
+        ({"a": True}, {"properties": {"a": {"type": "integer"}}}, "expected integer, got boolean"),
+        ({"a": [1, "x"]}, {"properties": {"a": {"type": "array", "items": {"type": "integer"}}}}, "$.a[1]"),
+        ({"a": -1}, {"properties": {"a": {"type": "number", "minimum": 0}}}, "less than 0"),
+    ],
+)
 def test_schema_validator_reports_each_violation(value, schema, fragment):
     errors = validate(value, schema)
     assert errors and fragment in errors[0]
 
 
 def test_schema_validator_accepts_valid_values_and_lists_missing_arguments():
-    schema = {"type": "object", "required": ["id", "n"], "properties": {"id": {"type": "string"}, "n": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "required": ["id", "n"],
+        "properties": {"id": {"type": "string"}, "n": {"type": "integer"}},
+    }
     assert validate({"id": "x", "n": 2.0}, schema) == []
     assert missing_required({"id": "x"}, schema) == ["n"]
 
@@ -62,9 +69,14 @@ def test_guard_semantic_window_is_bounded():
 
 def test_estimator_counts_content_and_tool_calls():
     assert estimate_tokens("") == 0 and estimate_tokens("100234") == 2
-    msgs = [{"role": "user", "content": "hello world"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "c", "function": {"name": "search", "arguments": '{"q":"x"}'}}]}]
+    msgs = [
+        {"role": "user", "content": "hello world"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "function": {"name": "search", "arguments": '{"q":"x"}'}}],
+        },
+    ]
     assert estimate_messages(msgs) > estimate_tokens("hello world") + 8
 
 

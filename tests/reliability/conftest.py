@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from reliability_support import otlp_request, rows_checksum, stored, tool_span, umount
+from reliability_support import rows_checksum, stored, umount
+from spans import request_of, tool_span
 
 
 @pytest.fixture
@@ -46,8 +46,19 @@ def seeded_spans() -> tuple[list, set[str]]:
             span.parent_span_id = root
             spans.append(span)
             ids.add(sid.hex())
-        spans.append(tool_span(trace, root, t0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seeded",
-                                                 "loopsight.termination.reason": "completed"}, name="invoke_agent seeded"))
+        spans.append(
+            tool_span(
+                trace,
+                root,
+                t0,
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "seeded",
+                    "loopsight.termination.reason": "completed",
+                },
+                name="invoke_agent seeded",
+            )
+        )
         ids.add(root.hex())
     return spans, ids
 
@@ -62,7 +73,7 @@ def seeded_collector(start_collector, tmp_path):
     spans, ids = seeded_spans()
     store = Store.open(str(db))
     try:
-        assert ingest_request(store, otlp_request(spans)) == len(spans)
+        assert ingest_request(store, request_of(spans)) == len(spans)
     finally:
         store.close()
     before = rows_checksum(db, ids)

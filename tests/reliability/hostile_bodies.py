@@ -16,8 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-
-from reliability_support import kv, otlp_request
+from spans import kv, request_of
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 UINT64 = st.integers(0, 2**64 - 1)
@@ -44,10 +43,15 @@ def gzip_bomb(mib: int = 1024) -> bytes:
 
 def many_attributes(n: int = 100_000) -> bytes:
     """One span carrying ``n`` attributes (protobuf)."""
-    span = Span(trace_id=b"\x0a" * 16, span_id=b"\x0b" * 8, name="execute_tool wide",
-                start_time_unix_nano=1_700_000_000_000_000_000, end_time_unix_nano=1_700_000_000_001_000_000,
-                attributes=[kv(f"attr.{i}", i) for i in range(n)])
-    return otlp_request([span]).SerializeToString()
+    span = Span(
+        trace_id=b"\x0a" * 16,
+        span_id=b"\x0b" * 8,
+        name="execute_tool wide",
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_000_001_000_000,
+        attributes=[kv(f"attr.{i}", i) for i in range(n)],
+    )
+    return request_of([span]).SerializeToString()
 
 
 def deeply_nested(depth: int) -> AnyValue:
@@ -84,8 +88,13 @@ def request_with_deep_attribute(depth: int) -> bytes:
     for _ in range(depth):
         value = _field(5, _field(1, value))  # AnyValue.array_value -> ArrayValue.values
     attribute = _field(1, b"deep") + _field(2, value)  # KeyValue
-    span = Span(trace_id=b"\x0c" * 16, span_id=b"\x0d" * 8, name="execute_tool deep",
-                start_time_unix_nano=1_700_000_000_000_000_000, end_time_unix_nano=1_700_000_000_001_000_000)
+    span = Span(
+        trace_id=b"\x0c" * 16,
+        span_id=b"\x0d" * 8,
+        name="execute_tool deep",
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_000_001_000_000,
+    )
     span_bytes = span.SerializeToString() + _field(9, attribute)  # Span.attributes
     return _field(1, _field(2, _field(2, span_bytes)))  # request.resource_spans -> scope_spans -> spans
 
@@ -106,20 +115,39 @@ any_value = st.recursive(
     ),
     lambda children: st.one_of(
         st.builds(lambda vs: AnyValue(array_value=ArrayValue(values=vs)), st.lists(children, max_size=4)),
-        st.builds(lambda kvs: AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key=k, value=v) for k, v in kvs])),
-                  st.lists(st.tuples(st.text(max_size=10), children), max_size=4)),
+        st.builds(
+            lambda kvs: AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key=k, value=v) for k, v in kvs])),
+            st.lists(st.tuples(st.text(max_size=10), children), max_size=4),
+        ),
     ),
     max_leaves=20,
 )
 
 KEYS = st.one_of(
-    st.sampled_from([
-        "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.usage.input_tokens",
-        "gen_ai.usage.output_tokens", "loopsight.step", "loopsight.tool.args_hash", "loopsight.termination.reason",
-        "loopsight.error.class", "error.type", "openinference.span.kind", "llm.token_count.prompt",
-        "traceloop.span.kind", "langfuse.observation.type", "langfuse.observation.usage_details",
-        "gen_ai.tool.call.arguments", "input.value", "tool.parameters", "loopsight.tool.attempts", "service.name",
-    ]),
+    st.sampled_from(
+        [
+            "gen_ai.operation.name",
+            "gen_ai.tool.name",
+            "gen_ai.agent.name",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "loopsight.step",
+            "loopsight.tool.args_hash",
+            "loopsight.termination.reason",
+            "loopsight.error.class",
+            "error.type",
+            "openinference.span.kind",
+            "llm.token_count.prompt",
+            "traceloop.span.kind",
+            "langfuse.observation.type",
+            "langfuse.observation.usage_details",
+            "gen_ai.tool.call.arguments",
+            "input.value",
+            "tool.parameters",
+            "loopsight.tool.attempts",
+            "service.name",
+        ]
+    ),
     st.text(max_size=30),
 )
 attribute = st.builds(lambda k, v: KeyValue(key=k, value=v), KEYS, any_value)
@@ -140,9 +168,14 @@ def hostile_span(draw: st.DrawFn) -> Span:
         start_time_unix_nano=draw(UINT64),
         end_time_unix_nano=draw(UINT64),
         attributes=attrs,
-        events=[Span.Event(time_unix_nano=draw(UINT64), name=draw(st.text(max_size=20)),
-                           attributes=draw(st.lists(attribute, max_size=3)))
-                for _ in range(draw(st.integers(0, 3)))],
+        events=[
+            Span.Event(
+                time_unix_nano=draw(UINT64),
+                name=draw(st.text(max_size=20)),
+                attributes=draw(st.lists(attribute, max_size=3)),
+            )
+            for _ in range(draw(st.integers(0, 3)))
+        ],
         status=Status(code=draw(st.integers(0, 2**31 - 1)), message=draw(st.text(max_size=30))),
         dropped_attributes_count=draw(st.integers(0, 2**32 - 1)),
     )
@@ -151,15 +184,17 @@ def hostile_span(draw: st.DrawFn) -> Span:
 @st.composite
 def protobuf_body(draw: st.DrawFn) -> bytes:
     """A serialized request, then maybe truncated, bit-flipped or given invalid UTF-8."""
-    request = otlp_request(draw(st.lists(hostile_span(), max_size=4)),
-                           service=draw(st.one_of(st.text(max_size=20), st.just(UTF8_PLACEHOLDER))))
+    request = request_of(
+        draw(st.lists(hostile_span(), max_size=4)),
+        service=draw(st.one_of(st.text(max_size=20), st.just(UTF8_PLACEHOLDER))),
+    )
     body = request.SerializeToString()
     how = draw(st.sampled_from(["as_is", "truncate", "flip", "utf8", "random"]))
     if how == "truncate" and body:
         body = body[: draw(st.integers(0, len(body) - 1))]
     elif how == "flip" and body:
         at = draw(st.integers(0, len(body) - 1))
-        body = body[:at] + bytes([body[at] ^ draw(st.integers(1, 255))]) + body[at + 1:]
+        body = body[:at] + bytes([body[at] ^ draw(st.integers(1, 255))]) + body[at + 1 :]
     elif how == "utf8":
         body = body.replace(UTF8_PLACEHOLDER.encode(), INVALID_UTF8)
     elif how == "random":
@@ -168,33 +203,77 @@ def protobuf_body(draw: st.DrawFn) -> bytes:
 
 
 json_value = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**80), 2**80), st.floats(), st.text(max_size=20),
-              st.sampled_from(["1e400", "-1", "18446744073709551616", "NaN", "zz", "0x10"])),
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**80), 2**80),
+        st.floats(),
+        st.text(max_size=20),
+        st.sampled_from(["1e400", "-1", "18446744073709551616", "NaN", "zz", "0x10"]),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=15,
 )
 
 
-def json_template(trace_id: str = "5b8efff798038103d269b633813fc60c", span_id: str = "eee19b7ec3c1b174") -> dict[str, Any]:
+def json_template(
+    trace_id: str = "5b8efff798038103d269b633813fc60c", span_id: str = "eee19b7ec3c1b174"
+) -> dict[str, Any]:
     """A valid OTLP/JSON request (hex ids, string 64-bit integers)."""
-    return {"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "fuzz"}}]},
-        "scopeSpans": [{"scope": {"name": "fuzz"}, "spans": [{
-            "traceId": trace_id, "spanId": span_id, "parentSpanId": "", "name": "execute_tool search", "kind": 1,
-            "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000001000000",
-            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                           {"key": "loopsight.step", "value": {"intValue": "3"}}],
-            "events": [], "status": {"code": 2, "message": "boom"},
-        }]}],
-    }]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "fuzz"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "fuzz"},
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": span_id,
+                                "parentSpanId": "",
+                                "name": "execute_tool search",
+                                "kind": 1,
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000000001000000",
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                    {"key": "loopsight.step", "value": {"intValue": "3"}},
+                                ],
+                                "events": [],
+                                "status": {"code": 2, "message": "boom"},
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
 
 
 _JSON_PATHS = [
-    ("resourceSpans",), ("resourceSpans", 0), ("resourceSpans", 0, "resource"),
-    ("resourceSpans", 0, "scopeSpans"), ("resourceSpans", 0, "scopeSpans", 0, "spans"),
-    *[("resourceSpans", 0, "scopeSpans", 0, "spans", 0, key) for key in (
-        "traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano",
-        "attributes", "events", "status")],
+    ("resourceSpans",),
+    ("resourceSpans", 0),
+    ("resourceSpans", 0, "resource"),
+    ("resourceSpans", 0, "scopeSpans"),
+    ("resourceSpans", 0, "scopeSpans", 0, "spans"),
+    *[
+        ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, key)
+        for key in (
+            "traceId",
+            "spanId",
+            "parentSpanId",
+            "name",
+            "kind",
+            "startTimeUnixNano",
+            "endTimeUnixNano",
+            "attributes",
+            "events",
+            "status",
+        )
+    ],
     ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes", 1, "value"),
     ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "attributes", 1, "value", "intValue"),
     ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "status", "code"),
@@ -205,7 +284,9 @@ _JSON_PATHS = [
 def json_body(draw: st.DrawFn) -> bytes:
     """The template with wrong types/huge numbers put at some paths, maybe truncated or with invalid UTF-8."""
     doc = json_template(
-        trace_id=draw(st.one_of(st.just("5b8efff798038103d269b633813fc60c"), st.text("0123456789abcdefXYZ", max_size=40))),
+        trace_id=draw(
+            st.one_of(st.just("5b8efff798038103d269b633813fc60c"), st.text("0123456789abcdefXYZ", max_size=40))
+        ),
         span_id=draw(st.one_of(st.just("eee19b7ec3c1b174"), st.text("0123456789abcdef", max_size=20))),
     )
     for path in draw(st.lists(st.sampled_from(_JSON_PATHS), max_size=3)):

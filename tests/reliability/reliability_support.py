@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import duckdb
-
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.resources import Resource as SdkResource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
@@ -70,50 +65,38 @@ class SdkClient:
     def emit(self, n: int, name: str = "execute_tool search") -> None:
         tracer = self.provider.get_tracer("reliability")
         for _ in range(n):
-            with tracer.start_as_current_span(name, attributes={"gen_ai.operation.name": "execute_tool",
-                                                                "gen_ai.tool.name": "search"}) as span:
+            with tracer.start_as_current_span(
+                name, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+            ) as span:
                 self.created.add(f"{span.get_span_context().span_id:016x}")
 
 
-def sdk_client(url: str, token: str | None = None, timeout: float = 60.0, queue: int = 200_000,
-               batch: int = 256, delay_ms: int = 50, grpc_target: str | None = None) -> SdkClient:
+def sdk_client(
+    url: str,
+    token: str | None = None,
+    timeout: float = 60.0,
+    queue: int = 200_000,
+    batch: int = 256,
+    delay_ms: int = 50,
+    grpc_target: str | None = None,
+) -> SdkClient:
     """A real SDK pipeline (OTLP/HTTP, or gRPC to ``grpc_target``); exporter retries left as shipped."""
     auth = {"Authorization": f"Bearer {token}"} if token else None
     exporter: _Counting
     if grpc_target:
-        exporter = CountingGrpcExporter(endpoint=grpc_target, insecure=True, timeout=timeout,
-                                        headers={"authorization": auth["Authorization"]} if auth else None)
+        exporter = CountingGrpcExporter(
+            endpoint=grpc_target,
+            insecure=True,
+            timeout=timeout,
+            headers={"authorization": auth["Authorization"]} if auth else None,
+        )
     else:
         exporter = CountingExporter(endpoint=f"{url}/v1/traces", timeout=timeout, headers=auth)
     provider = TracerProvider(resource=SdkResource.create({"service.name": "reliability"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue, max_export_batch_size=batch,
-                                                   schedule_delay_millis=delay_ms))
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, max_queue_size=queue, max_export_batch_size=batch, schedule_delay_millis=delay_ms)
+    )
     return SdkClient(provider, exporter)
-
-
-def kv(key: str, value: object) -> KeyValue:
-    """An OTLP attribute."""
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
-
-
-def otlp_request(spans: Iterable[Span], service: str = "reliability") -> ExportTraceServiceRequest:
-    """One ExportTraceServiceRequest holding ``spans``."""
-    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[kv("service.name", service)]),
-        scope_spans=[ScopeSpans(spans=list(spans))])])
-
-
-def tool_span(trace_id: bytes, span_id: bytes, start_ns: int, attrs: dict[str, object] | None = None,
-              name: str = "execute_tool search") -> Span:
-    """A finished tool span with the given attributes."""
-    base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
-    return Span(trace_id=trace_id, span_id=span_id, name=name, kind=Span.SPAN_KIND_INTERNAL,
-                start_time_unix_nano=start_ns, end_time_unix_nano=start_ns + 1_000_000,
-                attributes=[kv(k, v) for k, v in {**base, **(attrs or {})}.items()])
 
 
 def stored(db_path: str | Path, sql: str = 'SELECT "SpanId" FROM spans') -> list[tuple]:
@@ -154,7 +137,7 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
     pids = {pid}
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
-            ppid = next(int(l.split()[1]) for l in status.read_text().splitlines() if l.startswith("PPid:"))
+            ppid = next(int(row.split()[1]) for row in status.read_text().splitlines() if row.startswith("PPid:"))
         except (OSError, StopIteration):
             continue
         if ppid == pid:
@@ -192,7 +175,7 @@ def _decode_addr(addr_hex: str, v6: bool) -> str:
     raw = bytes.fromhex(addr_hex)
     if not v6:
         return str(ipaddress.IPv4Address(raw[::-1]))
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
     return str(ipaddress.IPv6Address(words))
 
 
@@ -201,12 +184,3 @@ def umount(path: Path) -> None:
     import subprocess
 
     subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -7,23 +7,34 @@ import gzip
 import json
 import os
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 import httpx
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
+from hostile_bodies import (
+    gzip_bomb,
+    json_body,
+    many_attributes,
+    nested_json,
+    protobuf_body,
+    request_with_deep_attribute,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-from hostile_bodies import gzip_bomb, json_body, many_attributes, nested_json, protobuf_body, request_with_deep_attribute
-from reliability_support import otlp_request, rows_checksum, rss_kib, stored, tool_span
+from reliability_support import rows_checksum, rss_kib, stored
+from spans import request_of, tool_span
 
 PB = "application/x-protobuf"
 JS = "application/json"
-FUZZ = settings(max_examples=int(os.environ.get("LOOPSIGHT_FUZZ_EXAMPLES", "100")), deadline=None,
-                database=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=int(os.environ.get("LOOPSIGHT_FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def check_answer(response: httpx.Response, sent_as: str) -> None:
@@ -78,8 +89,11 @@ def test_hostile_bodies(seeded_collector) -> None:
         post(body, PB, encoding)
 
     @FUZZ
-    @given(body=json_body(), encoding=st.sampled_from([None, None, "gzip"]),
-           content_type=st.sampled_from([JS, "application/json; charset=utf-8", "Application/JSON"]))
+    @given(
+        body=json_body(),
+        encoding=st.sampled_from([None, None, "gzip"]),
+        content_type=st.sampled_from([JS, "application/json; charset=utf-8", "Application/JSON"]),
+    )
     def json_bodies(body: bytes, encoding: str | None, content_type: str) -> None:
         post(body, content_type, encoding)
 
@@ -108,7 +122,13 @@ EXTREMES = [
     ("form content type", lambda: b"a=1", "application/x-www-form-urlencoded", None, {415}),
     ("unknown encoding", lambda: b"{}", JS, "br", {415}),
     ("gzip header, garbage inside", lambda: b"\x1f\x8b\x08\x00" + os.urandom(64), PB, "gzip", {400}),
-    ("truncated gzip", lambda: gzip.compress(otlp_request([]).SerializeToString() + b"x" * 1000)[:30], PB, "gzip", {400}),
+    (
+        "truncated gzip",
+        lambda: gzip.compress(request_of([]).SerializeToString() + b"x" * 1000)[:30],
+        PB,
+        "gzip",
+        {400},
+    ),
     ("1 GiB gzip bomb (protobuf)", lambda: gzip_bomb(1024), PB, "gzip", {413}),
     ("1 GiB gzip bomb (JSON)", lambda: gzip_bomb(1024), JS, "gzip", {413}),
     ("gzip bomb sent as deflate", lambda: gzip_bomb(64), PB, "deflate", {400, 413}),
@@ -118,15 +138,75 @@ EXTREMES = [
     ("attribute nested 1,000 levels", _deep_pb(1_000), PB, None, {400}),
     ("attribute nested 100,000 levels", _deep_pb(100_000), PB, None, {400}),
     ("JSON nested 100,000 levels", lambda: nested_json(100_000), JS, None, {400}),
-    ("JSON with NaN and 1e400", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "00" * 16, "spanId": "11" * 8, "startTimeUnixNano": float("nan"), "endTimeUnixNano": 1e400}]}]}]},
-        allow_nan=True).encode().replace(b"Infinity", b"1e400"), JS, None, {200, 400}),
-    ("JSON ids of wrong length", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "abcd", "spanId": "11" * 20, "name": "x"}]}]}]}).encode(), JS, None, {200, 400}),
-    ("JSON negative and huge 64-bit numbers", lambda: json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": "22" * 16, "spanId": "33" * 8, "startTimeUnixNano": "-5", "endTimeUnixNano": str(2**70),
-         "attributes": [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(2**63)}}]}]}]}]}).encode(),
-     JS, None, {200, 400}),
+    (
+        "JSON with NaN and 1e400",
+        lambda: (
+            json.dumps(
+                {
+                    "resourceSpans": [
+                        {
+                            "scopeSpans": [
+                                {
+                                    "spans": [
+                                        {
+                                            "traceId": "00" * 16,
+                                            "spanId": "11" * 8,
+                                            "startTimeUnixNano": float("nan"),
+                                            "endTimeUnixNano": 1e400,
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    ]
+                },
+                allow_nan=True,
+            )
+            .encode()
+            .replace(b"Infinity", b"1e400")
+        ),
+        JS,
+        None,
+        {200, 400},
+    ),
+    (
+        "JSON ids of wrong length",
+        lambda: json.dumps(
+            {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "abcd", "spanId": "11" * 20, "name": "x"}]}]}]}
+        ).encode(),
+        JS,
+        None,
+        {200, 400},
+    ),
+    (
+        "JSON negative and huge 64-bit numbers",
+        lambda: json.dumps(
+            {
+                "resourceSpans": [
+                    {
+                        "scopeSpans": [
+                            {
+                                "spans": [
+                                    {
+                                        "traceId": "22" * 16,
+                                        "spanId": "33" * 8,
+                                        "startTimeUnixNano": "-5",
+                                        "endTimeUnixNano": str(2**70),
+                                        "attributes": [
+                                            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(2**63)}}
+                                        ],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                ]
+            }
+        ).encode(),
+        JS,
+        None,
+        {200, 400},
+    ),
 ]
 
 
@@ -154,10 +234,16 @@ def test_same_request_delivered_concurrently_is_stored_once(collector_server) ->
     import concurrent.futures
 
     spans = [tool_span(b"\x42" * 16, i.to_bytes(8, "big"), 1_700_000_000_000_000_000 + i) for i in range(1, 201)]
-    body = otlp_request(spans).SerializeToString()
+    body = request_of(spans).SerializeToString()
     with httpx.Client(timeout=60) as client, concurrent.futures.ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: client.post(collector_server.traces_url, content=body,
-                                                      headers={"Content-Type": PB}).status_code, range(16)))
+        answers = list(
+            pool.map(
+                lambda _: (
+                    client.post(collector_server.traces_url, content=body, headers={"Content-Type": PB}).status_code
+                ),
+                range(16),
+            )
+        )
     assert answers == [200] * 16
     assert collector_server.stop() == 0
     rows = stored(collector_server.db_path, 'SELECT count(*), count(DISTINCT "SpanId") FROM spans')
@@ -166,22 +252,31 @@ def test_same_request_delivered_concurrently_is_stored_once(collector_server) ->
 
 def test_hostile_grpc_messages(collector_server) -> None:
     import grpc
-
     from hostile_bodies import request_with_deep_attribute
 
-    valid = otlp_request([tool_span(b"\x44" * 16, b"\x45" * 8, 1_700_000_000_000_000_000)]).SerializeToString()
+    valid = request_of([tool_span(b"\x44" * 16, b"\x45" * 8, 1_700_000_000_000_000_000)]).SerializeToString()
     cases = [
         ("garbage", os.urandom(256), {grpc.StatusCode.INVALID_ARGUMENT}),
         ("truncated", valid[:-5], {grpc.StatusCode.INVALID_ARGUMENT}),
-        ("nested 100,000 levels", request_with_deep_attribute(100_000), {grpc.StatusCode.INVALID_ARGUMENT,
-                                                                         grpc.StatusCode.RESOURCE_EXHAUSTED}),
-        ("over the message size limit", b"\x0a" + b"\xff" * 4 + b"\x7f" + b"\x00" * (20 << 20),
-         {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT}),
+        (
+            "nested 100,000 levels",
+            request_with_deep_attribute(100_000),
+            {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED},
+        ),
+        (
+            "over the message size limit",
+            b"\x0a" + b"\xff" * 4 + b"\x7f" + b"\x00" * (20 << 20),
+            {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT},
+        ),
     ]
-    with grpc.insecure_channel(collector_server.grpc_target,
-                               options=[("grpc.max_send_message_length", 64 << 20)]) as channel:
-        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-                                     request_serializer=lambda raw: raw, response_deserializer=lambda raw: raw)
+    with grpc.insecure_channel(
+        collector_server.grpc_target, options=[("grpc.max_send_message_length", 64 << 20)]
+    ) as channel:
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=lambda raw: raw,
+            response_deserializer=lambda raw: raw,
+        )
         for name, body, expected in cases:
             with pytest.raises(grpc.RpcError) as failure:
                 export(body, timeout=60)

@@ -8,21 +8,76 @@ import urllib.parse
 import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reliability_support import rows_checksum
 
 HOSTILE = [
-    "' OR 1=1 --", "'; DROP TABLE spans; --", "\" OR \"\"=\"", "1; SELECT * FROM read_csv('/etc/passwd')",
-    "') UNION SELECT * FROM duckdb_settings() --", "$1", "?", "%", "_", "\\", "\x00", "\x1b[31m", "\ud7ff\ue000",
-    "<script>alert(1)</script>", "../../../../etc/passwd", "a" * 5000, "", " ", "null", "[]", "{}",
-    "-1", "0", "1e9", "NaN", "inf", "0x10", "99999999999999999999999999", str(-(2**63)), str(2**64),
-    "2026-13-45", "0001-01-01", "9999-12-31T23:59:59", "9999-12-31T23:59:59+14:00", "0000-00-00",
-    "-999999d", "-0s", "-1y", "yesterday", "2026-01-01T00:00:00Z' --", "１２３",
+    "' OR 1=1 --",
+    "'; DROP TABLE spans; --",
+    '" OR ""="',
+    "1; SELECT * FROM read_csv('/etc/passwd')",
+    "') UNION SELECT * FROM duckdb_settings() --",
+    "$1",
+    "?",
+    "%",
+    "_",
+    "\\",
+    "\x00",
+    "\x1b[31m",
+    "\ud7ff\ue000",
+    "<script>alert(1)</script>",
+    "../../../../etc/passwd",
+    "a" * 5000,
+    "",
+    " ",
+    "null",
+    "[]",
+    "{}",
+    "-1",
+    "0",
+    "1e9",
+    "NaN",
+    "inf",
+    "0x10",
+    "99999999999999999999999999",
+    str(-(2**63)),
+    str(2**64),
+    "2026-13-45",
+    "0001-01-01",
+    "9999-12-31T23:59:59",
+    "9999-12-31T23:59:59+14:00",
+    "0000-00-00",
+    "-999999d",
+    "-0s",
+    "-1y",
+    "yesterday",
+    "2026-01-01T00:00:00Z' --",
+    "１２３",
 ]
 PARAMS = [
-    "limit", "offset", "agent", "service", "status", "termination_reason", "since", "until", "tool", "group_by",
-    "bucket", "sort", "min_tokens", "rule", "metric", "stuck_after", "stuck_after_seconds", "error_class", "reason",
-    "stat", "window", "step", "trace_id", "unknown_param",
+    "limit",
+    "offset",
+    "agent",
+    "service",
+    "status",
+    "termination_reason",
+    "since",
+    "until",
+    "tool",
+    "group_by",
+    "bucket",
+    "sort",
+    "min_tokens",
+    "rule",
+    "metric",
+    "stuck_after",
+    "stuck_after_seconds",
+    "error_class",
+    "reason",
+    "stat",
+    "window",
+    "step",
+    "trace_id",
+    "unknown_param",
 ]
 
 
@@ -44,7 +99,8 @@ def check(response: httpx.Response) -> None:
 
 def _url(base: str, path: str, value: str) -> str:
     return base + path.replace("{trace_id}", urllib.parse.quote(value or "x", safe="")).replace(
-        "{run_id}", urllib.parse.quote(value or "x", safe=""))
+        "{run_id}", urllib.parse.quote(value or "x", safe="")
+    )
 
 
 def test_every_route_every_parameter_every_hostile_value(seeded_collector) -> None:
@@ -60,8 +116,12 @@ def test_every_route_every_parameter_every_hostile_value(seeded_collector) -> No
             for i, name in enumerate(PARAMS):
                 for value in (HOSTILE[1], HOSTILE[(i + p_index * 5) % len(HOSTILE)]):
                     requests.append(({name: value}, value))
-            requests += [({"until": "0001-01-01"}, "x"), ({"since": "9999-12-31T23:59:59"}, "x"),
-                         ({"since": "0001-01-01", "until": "9999-12-31"}, "x"), ({"limit": "1000000000000"}, "x")]
+            requests += [
+                ({"until": "0001-01-01"}, "x"),
+                ({"since": "9999-12-31T23:59:59"}, "x"),
+                ({"since": "0001-01-01", "until": "9999-12-31"}, "x"),
+                ({"limit": "1000000000000"}, "x"),
+            ]
             for params, value in requests:
                 try:
                     check(client.get(_url(server.url, path, value), params=params))
@@ -79,10 +139,13 @@ def test_fuzzed_parameters(collector_server) -> None:
     client = httpx.Client(timeout=60)
 
     @settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(path=st.sampled_from(paths),
-           params=st.dictionaries(st.sampled_from(PARAMS), st.one_of(st.text(max_size=80), st.sampled_from(HOSTILE)),
-                                  max_size=4),
-           path_value=st.text(min_size=1, max_size=60))
+    @given(
+        path=st.sampled_from(paths),
+        params=st.dictionaries(
+            st.sampled_from(PARAMS), st.one_of(st.text(max_size=80), st.sampled_from(HOSTILE)), max_size=4
+        ),
+        path_value=st.text(min_size=1, max_size=60),
+    )
     def fuzz(path: str, params: dict[str, str], path_value: str) -> None:
         check(client.get(_url(collector_server.url, path, path_value), params=params))
 

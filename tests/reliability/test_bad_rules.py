@@ -19,7 +19,10 @@ BAD = {
     "negative window": ('[[rules]]\nname = "x"\nmetric = "loop_rate"\nwindow = "-5m"\nthreshold = 1\n', 4),
     "duplicate rule names": (GOOD + "\n" + GOOD, 8),
     "notify target unknown": (GOOD + 'notify = ["carrier-pigeon:home"]\n', 6),
-    "sql in a field": ('[[rules]]\nname = "x"\nmetric = "tool_fail_rate"\ntool = 42\nwindow = "5m"\nthreshold = 1\n', 4),
+    "sql in a field": (
+        '[[rules]]\nname = "x"\nmetric = "tool_fail_rate"\ntool = 42\nwindow = "5m"\nthreshold = 1\n',
+        4,
+    ),
 }
 
 
@@ -33,8 +36,12 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _check(rules: Path, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "loopsight", "alerts", "check", "--rules", str(rules), "--db", db],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "loopsight", "alerts", "check", "--rules", str(rules), "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
-from reliability_support import kv, otlp_request, stored, tool_span
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from reliability_support import stored
+from spans import kv, request_of, tool_span
 
 SECRETS = {
     "openai": "sk-proj-" + "Ab3dEf9hIjK1mNoPqR7sTuVwXyZ0aB2cD4eF6gH8iJ0kL2mN",
@@ -20,17 +20,35 @@ SECRETS = {
 HARMLESS = "refund order ORD-77123"
 # an exception's message and stacktrace are not content but hold str(exc): redacted either way
 SECRET_ERROR = " ".join(SECRETS.values())
-TEXT = f"{HARMLESS}; key {SECRETS['openai']} aws {SECRETS['aws']} auth {SECRETS['bearer']} " \
-       f"gh {SECRETS['github']} mail {SECRETS['email']} card {SECRETS['card']}"
+TEXT = (
+    f"{HARMLESS}; key {SECRETS['openai']} aws {SECRETS['aws']} auth {SECRETS['bearer']} "
+    f"gh {SECRETS['github']} mail {SECRETS['email']} card {SECRETS['card']}"
+)
 
 # where each ecosystem puts content (span attributes), see shared/spec/attributes.md
 CONTENT_KEYS = [
-    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages",
-    "input.value", "output.value", "tool.parameters", "traceloop.entity.input", "traceloop.entity.output",
-    "langfuse.observation.input", "langfuse.observation.output", "llm.input_messages.0.message.content",
-    "gen_ai.prompt.0.content", "gen_ai.completion.0.content", "pydantic_ai.all_messages", "events",
-    "langfuse.trace.input", "langfuse.trace.output", "llm.prompt_template.template", "llm.prompt_template.variables",
-    "retrieval.documents.0.document.content", "reranker.input_documents.1.document.content",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "input.value",
+    "output.value",
+    "tool.parameters",
+    "traceloop.entity.input",
+    "traceloop.entity.output",
+    "langfuse.observation.input",
+    "langfuse.observation.output",
+    "llm.input_messages.0.message.content",
+    "gen_ai.prompt.0.content",
+    "gen_ai.completion.0.content",
+    "pydantic_ai.all_messages",
+    "events",
+    "langfuse.trace.input",
+    "langfuse.trace.output",
+    "llm.prompt_template.template",
+    "llm.prompt_template.variables",
+    "retrieval.documents.0.document.content",
+    "reranker.input_documents.1.document.content",
     "embedding.embeddings.0.embedding.text",
 ]
 
@@ -38,18 +56,38 @@ CONTENT_KEYS = [
 def _spans() -> list[Span]:
     trace = b"\x31" * 16
     tool = tool_span(trace, b"\x32" * 8, 1_700_000_000_000_000_000, {key: TEXT for key in CONTENT_KEYS})
-    chat = tool_span(trace, b"\x33" * 8, 1_700_000_000_100_000_000,
-                     {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                      **{key: TEXT for key in CONTENT_KEYS}}, name="chat gpt-4o")
-    for name, key in (("gen_ai.content.prompt", "gen_ai.prompt"), ("gen_ai.content.completion", "gen_ai.completion"),
-                      ("gen_ai.client.inference.operation.details", "gen_ai.input.messages")):
+    chat = tool_span(
+        trace,
+        b"\x33" * 8,
+        1_700_000_000_100_000_000,
+        {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", **{key: TEXT for key in CONTENT_KEYS}},
+        name="chat gpt-4o",
+    )
+    for name, key in (
+        ("gen_ai.content.prompt", "gen_ai.prompt"),
+        ("gen_ai.content.completion", "gen_ai.completion"),
+        ("gen_ai.client.inference.operation.details", "gen_ai.input.messages"),
+    ):
         chat.events.append(Span.Event(time_unix_nano=1_700_000_000_100_000_001, name=name, attributes=[kv(key, TEXT)]))
-    failing = tool_span(trace, b"\x34" * 8, 1_700_000_000_200_000_000, {"gen_ai.tool.name": "call_api"}, name="execute_tool call_api")
+    failing = tool_span(
+        trace, b"\x34" * 8, 1_700_000_000_200_000_000, {"gen_ai.tool.name": "call_api"}, name="execute_tool call_api"
+    )
     failing.status.code = Status.STATUS_CODE_ERROR
     failing.status.message = SECRET_ERROR
-    failing.events.append(Span.Event(time_unix_nano=1_700_000_000_200_000_001, name="exception", attributes=[
-        kv("exception.type", "PermissionError"), kv("exception.message", SECRET_ERROR),
-        kv("exception.stacktrace", f'Traceback (most recent call last):\n  raise PermissionError("{SECRET_ERROR}")\nPermissionError: {SECRET_ERROR}')]))
+    failing.events.append(
+        Span.Event(
+            time_unix_nano=1_700_000_000_200_000_001,
+            name="exception",
+            attributes=[
+                kv("exception.type", "PermissionError"),
+                kv("exception.message", SECRET_ERROR),
+                kv(
+                    "exception.stacktrace",
+                    f'Traceback (most recent call last):\n  raise PermissionError("{SECRET_ERROR}")\nPermissionError: {SECRET_ERROR}',
+                ),
+            ],
+        )
+    )
     return [tool, chat, failing]
 
 
@@ -60,8 +98,12 @@ def _dump(db: str) -> str:
 @pytest.mark.parametrize("capture", [False, True], ids=["capture-off", "capture-on"])
 def test_content_from_foreign_producers(start_collector, capture: bool) -> None:
     server = start_collector(*(["--capture-content"] if capture else []))
-    answer = httpx.post(server.traces_url, content=otlp_request(_spans()).SerializeToString(),
-                        headers={"Content-Type": "application/x-protobuf"}, timeout=30)
+    answer = httpx.post(
+        server.traces_url,
+        content=request_of(_spans()).SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf"},
+        timeout=30,
+    )
     assert answer.status_code == 200, answer.text
     assert server.stop() == 0, server.log()
     dump = _dump(server.db_path)
@@ -75,12 +117,22 @@ def test_content_from_foreign_producers(start_collector, capture: bool) -> None:
     else:
         assert HARMLESS not in dump, "raw content stored although content capture is off"
         assert "[REDACTED:" in dump, "the exception's message and stacktrace are kept, redacted"
-    args_hash = stored(server.db_path, "SELECT args_hash FROM spans WHERE \"SpanId\" = '" + "32" * 8 + "'")
+    args_hash = stored(server.db_path, 'SELECT args_hash FROM spans WHERE "SpanId" = \'' + "32" * 8 + "'")
     assert args_hash[0][0], "the args hash is derived from the arguments either way"
 
 
-@pytest.mark.parametrize("text", ["a." * 4096, "x@" * 4096, "1 " * 4096, "sk-" + "a" * 8189, "Bearer " * 1170,
-                                  "eyJ" + "a." * 4000, ("a" * 63 + "@") * 128])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a." * 4096,
+        "x@" * 4096,
+        "1 " * 4096,
+        "sk-" + "a" * 8189,
+        "Bearer " * 1170,
+        "eyJ" + "a." * 4000,
+        ("a" * 63 + "@") * 128,
+    ],
+)
 def test_redaction_stays_linear_on_hostile_values(text: str) -> None:
     """With capture on the collector redacts every content value at ingest: an 8 KiB value
     built to make the patterns backtrack must still take milliseconds, not a CPU second."""

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import httpx
-
-from reliability_support import otlp_request, stored, tool_span
+from reliability_support import stored
+from spans import request_of, tool_span
 
 
 def _fill(directory: Path) -> Path:
@@ -27,9 +27,11 @@ def _fill(directory: Path) -> Path:
 def _batch(index: int, n: int = 500) -> bytes:
     trace = index.to_bytes(16, "big")
     attrs = {"gen_ai.tool.call.arguments": "x" * 100, "padding": os.urandom(300).hex()}
-    spans = [tool_span(trace, (index * 100_000 + i + 1).to_bytes(8, "big"), 1_700_000_000_000_000_000 + i, attrs)
-             for i in range(n)]
-    return otlp_request(spans).SerializeToString()
+    spans = [
+        tool_span(trace, (index * 100_000 + i + 1).to_bytes(8, "big"), 1_700_000_000_000_000_000 + i, attrs)
+        for i in range(n)
+    ]
+    return request_of(spans).SerializeToString()
 
 
 def test_full_disk_answers_503_and_resumes(start_collector, mounted) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
-
-from reliability_support import free_port, otlp_request, tool_span
+from ports import free_port
+from spans import request_of, tool_span
 
 RULES = """
 [[rules]]
@@ -42,7 +42,7 @@ class Upstream:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 kind = "traces" if self.path.startswith("/v1/traces") else "hook"
                 with upstream.lock:
@@ -56,8 +56,9 @@ class Upstream:
                 if kind == "traces":
                     request = ExportTraceServiceRequest.FromString(body)
                     with upstream.lock:
-                        upstream.spans.update(s.span_id for rs in request.resource_spans
-                                              for ss in rs.scope_spans for s in ss.spans)
+                        upstream.spans.update(
+                            s.span_id for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
+                        )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.end_headers()
@@ -87,7 +88,7 @@ def _send(server, batches: int, per_batch: int = 100) -> tuple[list[float], set[
                     span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="timeout"))
                 spans.append(span)
                 ids.add(sid)
-            body = otlp_request(spans).SerializeToString()
+            body = request_of(spans).SerializeToString()
             started = time.perf_counter()
             answer = client.post(server.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"})
             latencies.append(time.perf_counter() - started)

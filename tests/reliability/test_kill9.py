@@ -13,7 +13,6 @@ import time
 
 import duckdb
 import pytest
-
 from reliability_support import rss_kib, sdk_client, stored
 
 RSS_LIMIT_MB = 400
@@ -63,7 +62,8 @@ def test_kill9_under_sdk_load_loses_no_acknowledged_span_and_dedups_retries(star
     assert client.exporter.acked == client.created
     assert len(ids) == len(stored_ids), f"{len(ids) - len(stored_ids)} duplicate rows"
     assert stored_ids == client.created, (
-        f"sent {len(client.created)}, stored {len(stored_ids)}, missing {len(client.created - stored_ids)}")
+        f"sent {len(client.created)}, stored {len(stored_ids)}, missing {len(client.created - stored_ids)}"
+    )
 
     # exactly once in the analytics too
     from loopsight.analytics import tool_stats
@@ -75,5 +75,7 @@ def test_kill9_under_sdk_load_loses_no_acknowledged_span_and_dedups_retries(star
         con.close()
     assert stats["search"]["calls"] == len(client.created)
     assert replay_peak_mb < RSS_LIMIT_MB and peak_mb < RSS_LIMIT_MB, (replay_peak_mb, peak_mb)
-    print(f"kill -9 ({protocol}): {len(acked_before_kill)} acknowledged before the kill, {len(client.created)} sent, "
-          f"{len(stored_ids)} stored, 0 lost, 0 duplicated; restarted collector peak RSS {peak_mb:.0f} MB")
+    print(
+        f"kill -9 ({protocol}): {len(acked_before_kill)} acknowledged before the kill, {len(client.created)} sent, "
+        f"{len(stored_ids)} stored, 0 lost, 0 duplicated; restarted collector peak RSS {peak_mb:.0f} MB"
+    )

@@ -16,8 +16,7 @@ from collections import Counter
 import duckdb
 import httpx
 import pytest
-
-from reliability_support import otlp_request, tool_span
+from spans import request_of, tool_span
 
 MIB = 2**20
 SENDERS, REQUESTS_EACH, SPANS_PER_REQUEST = 6, 2, 2_000
@@ -27,9 +26,11 @@ def _gzip_body() -> tuple[bytes, int]:
     """About 1.3 MiB of protobuf that gzips to a few dozen KiB (one long repeated attribute)."""
     trace = os.urandom(16)
     filler = "x" * 512
-    spans = [tool_span(trace, os.urandom(8), 1_700_000_000_000_000_000 + i, {"filler": filler})
-             for i in range(SPANS_PER_REQUEST)]
-    return gzip.compress(otlp_request(spans).SerializeToString()), len(spans)
+    spans = [
+        tool_span(trace, os.urandom(8), 1_700_000_000_000_000_000 + i, {"filler": filler})
+        for i in range(SPANS_PER_REQUEST)
+    ]
+    return gzip.compress(request_of(spans).SerializeToString()), len(spans)
 
 
 @pytest.mark.parametrize("budget, message", [("100MB", "too small"), ("lots", "not a size")])

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from reliability_support import otlp_request, tool_span
+from spans import request_of, tool_span
 
 OUTSIDE = [
     "SELECT * FROM read_csv('/etc/passwd')",
@@ -23,7 +22,7 @@ OUTSIDE = [
 def test_reader_cannot_reach_files_outside_the_database(store, tmp_path: Path, sql: str) -> None:
     reader = store.reader()
     try:
-        with pytest.raises(duckdb.Error, match="disabled by configuration|Permission"):
+        with pytest.raises(duckdb.Error, match=r"disabled by configuration|Permission"):
             reader.execute(sql.format(tmp=tmp_path)).fetchall()
     finally:
         reader.close()
@@ -46,7 +45,7 @@ def test_reader_cannot_switch_external_access_back_on(store) -> None:
 def test_writer_still_commits_with_external_access_off(store) -> None:
     from loopsight.collector.pipeline import ingest_request
 
-    assert ingest_request(store, otlp_request([tool_span(b"\x01" * 16, b"\x02" * 8, 1_700_000_000_000_000_000)])) == 1
+    assert ingest_request(store, request_of([tool_span(b"\x01" * 16, b"\x02" * 8, 1_700_000_000_000_000_000)])) == 1
     reader = store.reader()
     try:
         assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == 1

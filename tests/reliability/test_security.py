@@ -12,13 +12,23 @@ import grpc
 import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-from reliability_support import listening_sockets, otlp_request, sdk_client, stored, tool_span
 from processes import stop_process
+from reliability_support import listening_sockets, sdk_client, stored
+from spans import request_of, tool_span
 
 TOKEN = "s3cret-token-with-some-length"
-WRONG = [None, "", "Bearer", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}",
-         f"Bearer  {TOKEN}", TOKEN, f"Bearer {TOKEN.upper()}", "Bearer \u00e9\u00e9".encode()]
+WRONG = [
+    None,
+    "",
+    "Bearer",
+    f"Bearer {TOKEN[:-1]}",
+    f"Bearer {TOKEN}x",
+    f"Basic {TOKEN}",
+    f"Bearer  {TOKEN}",
+    TOKEN,
+    f"Bearer {TOKEN.upper()}",
+    "Bearer \u00e9\u00e9".encode(),
+]
 
 
 def _headers(value: str | bytes | None) -> dict[str, str | bytes]:
@@ -27,25 +37,35 @@ def _headers(value: str | bytes | None) -> dict[str, str | bytes]:
 
 def test_token_guards_otlp_http_query_api_and_grpc(start_collector) -> None:
     server = start_collector(token=TOKEN)
-    body = otlp_request([tool_span(b"\x05" * 16, b"\x06" * 8, 1_700_000_000_000_000_000)]).SerializeToString()
-    routes = ["/api/v1/runs", "/api/v1/runs/" + "05" * 16, "/api/v1/tools", "/api/v1/loops", "/api/v1/alerts",
-              "/metrics"]
+    body = request_of([tool_span(b"\x05" * 16, b"\x06" * 8, 1_700_000_000_000_000_000)]).SerializeToString()
+    routes = [
+        "/api/v1/runs",
+        "/api/v1/runs/" + "05" * 16,
+        "/api/v1/tools",
+        "/api/v1/loops",
+        "/api/v1/alerts",
+        "/metrics",
+    ]
     with httpx.Client(timeout=30) as client:
         for value in WRONG:
             headers = _headers(value)
-            answer = client.post(server.traces_url, content=body,
-                                 headers={**headers, "Content-Type": "application/x-protobuf"})
+            answer = client.post(
+                server.traces_url, content=body, headers={**headers, "Content-Type": "application/x-protobuf"}
+            )
             assert answer.status_code == 401, (value, answer.status_code)
             assert answer.headers.get("www-authenticate", "").lower().startswith("bearer")
             for route in routes:
                 assert client.get(server.url + route, headers=headers).status_code == 401, (value, route)
         assert client.get(server.url + "/healthz").status_code == 200
-        ok = client.post(server.traces_url, content=body,
-                         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"})
+        ok = client.post(
+            server.traces_url,
+            content=body,
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-protobuf"},
+        )
         assert ok.status_code == 200, ok.text
         assert client.get(server.url + "/api/v1/runs", headers=server.headers).status_code == 200
 
-    request = otlp_request([tool_span(b"\x07" * 16, b"\x08" * 8, 1_700_000_000_000_000_000)])
+    request = request_of([tool_span(b"\x07" * 16, b"\x08" * 8, 1_700_000_000_000_000_000)])
     with grpc.insecure_channel(server.grpc_target) as channel:
         export = channel.unary_unary(
             "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
@@ -105,12 +125,15 @@ def test_collector_binds_loopback_only_by_default(start_collector) -> None:
 
 
 def test_dashboard_binds_loopback_only_by_default(collector_server, tmp_path: Path) -> None:
-    from reliability_support import free_port
+    from ports import free_port
 
     port = free_port()
     log = open(tmp_path / "dashboard.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "loopsight", "dashboard", "--collector", collector_server.url,
-                                "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loopsight", "dashboard", "--collector", collector_server.url, "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         sockets = _wait_listening(process.pid, {port}, timeout=90)
         assert all(_loopback(addr) for addr, _ in sockets), sockets

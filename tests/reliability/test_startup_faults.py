@@ -9,8 +9,8 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def _fails_cleanly(start_collector: Callable, db: Path, *expected: str, extra: tuple[str, ...] = ()) -> str:
@@ -29,10 +29,16 @@ def _fails_cleanly(start_collector: Callable, db: Path, *expected: str, extra: t
 def test_db_locked_by_another_process(start_collector, tmp_path: Path) -> None:
     db = tmp_path / "held.duckdb"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); c.execute('CREATE TABLE x(a INT)');"
-         " print('held', flush=True); time.sleep(120)", str(db)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); c.execute('CREATE TABLE x(a INT)');"
+            " print('held', flush=True); time.sleep(120)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         _fails_cleanly(start_collector, db, "lock", str(db))

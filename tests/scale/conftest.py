@@ -7,23 +7,22 @@ directory; each test that needs an empty store gets its own ClickHouse database.
 from __future__ import annotations
 
 import itertools
-import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 pytest.importorskip("chdb")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "collector"))  # otlp_builders
 
-from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
-from loopsight.collector.store import Store  # noqa: E402
-from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb  # noqa: E402
-from loopsight.stores.clickhouse_run_index import index_new_spans  # noqa: E402
-from loopsight.stores.clickhouse_schema import upgrade  # noqa: E402
-from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
+from loopsight.collector.pipeline import ingest_request, spans_to_request
+from loopsight.collector.store import Store
+from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb
+from loopsight.stores.clickhouse_run_index import index_new_spans
+from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.otel_rows import request_to_otel_traces
 
-from .fixture_spans import build  # noqa: E402
+from .fixture_spans import build
 
 _databases = itertools.count()
 
@@ -48,7 +47,9 @@ def new_clickhouse(chdb_dir: Path) -> Callable[[], ClickHouseConnection]:
 
 
 @pytest.fixture
-def both_stores(tmp_path: Path, new_clickhouse: Callable[[], ClickHouseConnection]) -> Iterator[Callable[..., tuple[Any, Any]]]:
+def both_stores(
+    tmp_path: Path, new_clickhouse: Callable[[], ClickHouseConnection]
+) -> Iterator[Callable[..., tuple[Any, Any]]]:
     """Factory: ``load(*requests)`` puts the requests into a new DuckDB store (loopsight's
     ingest) and a new ClickHouse database (as the exporter writes ``otel_traces``), and returns
     ``(duckdb_reader, clickhouse)``."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -21,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-BASE = datetime(2025, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+BASE = datetime(2025, 3, 1, 9, 0, 0, tzinfo=UTC)
 BASE_NS = int(BASE.timestamp()) * 1_000_000_000
 MS = 1_000_000
 
@@ -49,7 +50,10 @@ class Builder:
 
     def tracer(self, service: str) -> trace.Tracer:
         if service not in self._providers:
-            provider = TracerProvider(resource=Resource.create({"service.name": service, "deployment.environment": "test"}), id_generator=self._ids)
+            provider = TracerProvider(
+                resource=Resource.create({"service.name": service, "deployment.environment": "test"}),
+                id_generator=self._ids,
+            )
             provider.add_span_processor(SimpleSpanProcessor(self.exporter))
             self._providers[service] = provider
         return self._providers[service].get_tracer("loopsight.fixture", "1.0")
@@ -90,8 +94,12 @@ def _agent(name: str, reason: str | None = "completed", **extra: Any) -> dict[st
 
 def _chat(step: int, model: str, tokens_in: int, tokens_out: int, **extra: Any) -> dict[str, Any]:
     return {
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "loopsight.step": step,
-        "gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out, **extra,
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": model,
+        "loopsight.step": step,
+        "gen_ai.usage.input_tokens": tokens_in,
+        "gen_ai.usage.output_tokens": tokens_out,
+        **extra,
     }
 
 
@@ -100,8 +108,11 @@ def _tool(step: int, tool: str, args: dict[str, Any], **extra: Any) -> dict[str,
 
     canonical = json.dumps(args, sort_keys=True, separators=(",", ":"))
     return {
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "loopsight.step": step,
-        "loopsight.tool.args_hash": hashlib.sha256(canonical.encode()).hexdigest()[:16], **extra,
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "loopsight.step": step,
+        "loopsight.tool.args_hash": hashlib.sha256(canonical.encode()).hexdigest()[:16],
+        **extra,
     }
 
 
@@ -124,17 +135,46 @@ def _genai_run(b: Builder, t0: float, i: int) -> None:
     with b.span(s, "invoke_agent order-assistant", t0, t0 + 9_000, _agent("order-assistant", budget_marker(i))):
         with b.span(s, "chat gpt-4o", t0 + 10, t0 + 1_500, _chat(0, "gpt-4o", 1_000 + i, 40), kind=SpanKind.CLIENT):
             pass
-        with b.span(s, "execute_tool query_order", t0 + 1_510, t0 + 1_900, _tool(0, "query_order", {"order_id": f"A{i}"}, **{"loopsight.tool.attempts": 1})):
-            pass
-        with b.span(s, "chat gpt-4o", t0 + 2_000, t0 + 3_500, _chat(1, "gpt-4o", 1_800 + i, 60, **{"loopsight.context.mode": "normal"}), kind=SpanKind.CLIENT):
+        with b.span(
+            s,
+            "execute_tool query_order",
+            t0 + 1_510,
+            t0 + 1_900,
+            _tool(0, "query_order", {"order_id": f"A{i}"}, **{"loopsight.tool.attempts": 1}),
+        ):
             pass
         with b.span(
-            s, "execute_tool search", t0 + 3_510, t0 + 7_000,
-            _tool(1, "search", {"q": "status", "page": 1}, **{"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.tool.attempts": 3}),
+            s,
+            "chat gpt-4o",
+            t0 + 2_000,
+            t0 + 3_500,
+            _chat(1, "gpt-4o", 1_800 + i, 60, **{"loopsight.context.mode": "normal"}),
+            kind=SpanKind.CLIENT,
+        ):
+            pass
+        with b.span(
+            s,
+            "execute_tool search",
+            t0 + 3_510,
+            t0 + 7_000,
+            _tool(
+                1,
+                "search",
+                {"q": "status", "page": 1},
+                **{"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.tool.attempts": 3},
+            ),
             error="timed out after 3 attempts",
             events=[
-                ("retry", t0 + 4_500, {"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.backoff_ms": 500}),
-                ("retry", t0 + 5_900, {"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.backoff_ms": 1000}),
+                (
+                    "retry",
+                    t0 + 4_500,
+                    {"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.backoff_ms": 500},
+                ),
+                (
+                    "retry",
+                    t0 + 5_900,
+                    {"error.type": "timeout", "loopsight.error.class": "transient", "loopsight.backoff_ms": 1000},
+                ),
             ],
         ):
             pass
@@ -152,80 +192,201 @@ def _looping_run(b: Builder, t0: float, i: int) -> None:
     with b.span(s, "invoke_agent researcher", t0, t0 + 20_000, run_attrs, error="loop detected"):
         for step in range(3):
             base = t0 + step * 5_000
-            with b.span(s, "chat claude-sonnet", base + 10, base + 1_000, _chat(step, "claude-sonnet", 500 * (step + 1) ** 2, 25), kind=SpanKind.CLIENT):
+            with b.span(
+                s,
+                "chat claude-sonnet",
+                base + 10,
+                base + 1_000,
+                _chat(step, "claude-sonnet", 500 * (step + 1) ** 2, 25),
+                kind=SpanKind.CLIENT,
+            ):
                 pass
             extra = {"loopsight.loop.kind": "exact"} if step == 2 else {}
             events = [("loop_detected", base + 1_400, {"loopsight.loop.kind": "exact"})] if step == 2 else []
-            with b.span(s, "execute_tool search", base + 1_010, base + 1_500, _tool(step, "search", {"q": "same question"}, **extra), events=events):
+            with b.span(
+                s,
+                "execute_tool search",
+                base + 1_010,
+                base + 1_500,
+                _tool(step, "search", {"q": "same question"}, **extra),
+                events=events,
+            ):
                 pass
-        with b.span(s, "invoke_agent summarizer", t0 + 16_000, t0 + 19_000, _agent("summarizer", "completed")):
-            with b.span(s, "chat claude-haiku", t0 + 16_100, t0 + 18_000, _chat(3, "claude-haiku", 300, 80 + i), kind=SpanKind.CLIENT):
-                pass
+        with (
+            b.span(s, "invoke_agent summarizer", t0 + 16_000, t0 + 19_000, _agent("summarizer", "completed")),
+            b.span(
+                s,
+                "chat claude-haiku",
+                t0 + 16_100,
+                t0 + 18_000,
+                _chat(3, "claude-haiku", 300, 80 + i),
+                kind=SpanKind.CLIENT,
+            ),
+        ):
+            pass
 
 
 def _paraphrasing_run(b: Builder, t0: float, i: int) -> None:
     """Raw arguments only, reworded each call: a semantic loop found by the argument sketch (no guard record)."""
     s = "research"
-    queries = ("refund policy for 2024 orders", "orders 2024 refund policy", "Refund polcy for 2024 orders?", "shipping times to Berlin")
+    queries = (
+        "refund policy for 2024 orders",
+        "orders 2024 refund policy",
+        "Refund polcy for 2024 orders?",
+        "shipping times to Berlin",
+    )
     with b.span(s, "invoke_agent rephraser", t0, t0 + 9_000, _agent("rephraser", "completed")):
         for step, query in enumerate(queries):
             base = t0 + step * 2_000
-            with b.span(s, "chat gpt-4o-mini", base + 10, base + 800, _chat(step, "gpt-4o-mini", 400 + i, 20), kind=SpanKind.CLIENT):
+            with b.span(
+                s,
+                "chat gpt-4o-mini",
+                base + 10,
+                base + 800,
+                _chat(step, "gpt-4o-mini", 400 + i, 20),
+                kind=SpanKind.CLIENT,
+            ):
                 pass
-            with b.span(s, "execute_tool web_search", base + 810, base + 1_500, {
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "web_search", "loopsight.step": step,
-                "gen_ai.tool.call.arguments": json.dumps({"query": query, "limit": 5}),
-            }):
+            with b.span(
+                s,
+                "execute_tool web_search",
+                base + 810,
+                base + 1_500,
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "web_search",
+                    "loopsight.step": step,
+                    "gen_ai.tool.call.arguments": json.dumps({"query": query, "limit": 5}),
+                },
+            ):
                 pass
 
 
 def _openinference_run(b: Builder, t0: float, i: int) -> None:
     s = "oi-service"
     with b.span(s, "Agent", t0, t0 + 6_000, {"openinference.span.kind": "AGENT", "agent.name": "oi-agent"}):
-        with b.span(s, "ChatCompletion", t0 + 5, t0 + 2_000, {
-            "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
-            "llm.token_count.prompt": 700 + i, "llm.token_count.completion": 33, "input.value": "hello",
-        }):
+        with b.span(
+            s,
+            "ChatCompletion",
+            t0 + 5,
+            t0 + 2_000,
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
+                "llm.token_count.prompt": 700 + i,
+                "llm.token_count.completion": 33,
+                "input.value": "hello",
+            },
+        ):
             pass
         # Raw arguments with unsorted keys and spaces: both stores must hash the canonical JSON.
-        with b.span(s, "lookup", t0 + 2_100, t0 + 2_600, {
-            "openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": '{"sku": "X-%d", "count" : 2}' % i,
-        }) as tool_span:
-            tool_span.add_event("exception", {"exception.type": "ValueError", "exception.message": "bad sku"}, timestamp=BASE_NS + int((t0 + 2_500) * MS))
+        with b.span(
+            s,
+            "lookup",
+            t0 + 2_100,
+            t0 + 2_600,
+            {
+                "openinference.span.kind": "TOOL",
+                "tool.name": "lookup",
+                "input.value": f'{{"sku": "X-{i}", "count" : 2}}',
+            },
+        ) as tool_span:
+            tool_span.add_event(
+                "exception",
+                {"exception.type": "ValueError", "exception.message": "bad sku"},
+                timestamp=BASE_NS + int((t0 + 2_500) * MS),
+            )
             tool_span.set_status(Status(StatusCode.ERROR))
-        with b.span(s, "fetch", t0 + 2_700, t0 + 3_000, {
-            "openinference.span.kind": "TOOL", "tool.name": "fetch", "tool.parameters": "not json at all",
-        }, error="HTTP 404 not found"):
+        with b.span(
+            s,
+            "fetch",
+            t0 + 2_700,
+            t0 + 3_000,
+            {
+                "openinference.span.kind": "TOOL",
+                "tool.name": "fetch",
+                "tool.parameters": "not json at all",
+            },
+            error="HTTP 404 not found",
+        ):
             pass
 
 
 def _langfuse_run(b: Builder, t0: float, i: int) -> None:
     s = "lf-service"
     with b.span(s, "planner", t0, t0 + 4_000, {"langfuse.observation.type": "agent"}):
-        with b.span(s, "generation", t0 + 10, t0 + 1_000, {
-            "langfuse.observation.type": "generation", "langfuse.observation.model.name": "mistral-large",
-            "langfuse.observation.usage_details": json.dumps({"input": 250 + i, "output": "12"}),
-        }):
+        with b.span(
+            s,
+            "generation",
+            t0 + 10,
+            t0 + 1_000,
+            {
+                "langfuse.observation.type": "generation",
+                "langfuse.observation.model.name": "mistral-large",
+                "langfuse.observation.usage_details": json.dumps({"input": 250 + i, "output": "12"}),
+            },
+        ):
             pass
-        with b.span(s, "web_fetch", t0 + 1_100, t0 + 3_900, {
-            "langfuse.observation.type": "tool", "langfuse.observation.level": "ERROR",
-        }, error="HTTP 429 Too Many Requests"):
+        with b.span(
+            s,
+            "web_fetch",
+            t0 + 1_100,
+            t0 + 3_900,
+            {
+                "langfuse.observation.type": "tool",
+                "langfuse.observation.level": "ERROR",
+            },
+            error="HTTP 429 Too Many Requests",
+        ):
             pass
 
 
 def _traceloop_and_http_root(b: Builder, t0: float, i: int) -> None:
     s = "gateway"
-    with b.span(s, "POST /ask", t0, t0 + 5_000, {"http.request.method": "POST"}, kind=SpanKind.SERVER):
-        with b.span(s, "support.workflow", t0 + 5, t0 + 4_900, {"traceloop.span.kind": "agent", "traceloop.entity.name": "support-bot"}):
-            with b.span(s, "openai.chat", t0 + 10, t0 + 1_000, {
-                "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.prompt_tokens": 90, "gen_ai.usage.completion_tokens": 9 + i,
-            }, kind=SpanKind.CLIENT):
-                pass
-            with b.span(s, "kb.search", t0 + 1_100, t0 + 1_300, {
-                "traceloop.span.kind": "tool", "traceloop.entity.name": "kb_search", "traceloop.entity.input": '{"query":"refund","k":3}',
-            }):
-                pass
-            with b.span(s, "forbidden.call", t0 + 1_400, t0 + 1_500, {"traceloop.span.kind": "tool", "traceloop.entity.name": "admin"}, error="403 Forbidden"):
-                pass
+    with (
+        b.span(s, "POST /ask", t0, t0 + 5_000, {"http.request.method": "POST"}, kind=SpanKind.SERVER),
+        b.span(
+            s,
+            "support.workflow",
+            t0 + 5,
+            t0 + 4_900,
+            {"traceloop.span.kind": "agent", "traceloop.entity.name": "support-bot"},
+        ),
+    ):
+        with b.span(
+            s,
+            "openai.chat",
+            t0 + 10,
+            t0 + 1_000,
+            {
+                "gen_ai.system": "openai",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.prompt_tokens": 90,
+                "gen_ai.usage.completion_tokens": 9 + i,
+            },
+            kind=SpanKind.CLIENT,
+        ):
+            pass
+        with b.span(
+            s,
+            "kb.search",
+            t0 + 1_100,
+            t0 + 1_300,
+            {
+                "traceloop.span.kind": "tool",
+                "traceloop.entity.name": "kb_search",
+                "traceloop.entity.input": '{"query":"refund","k":3}',
+            },
+        ):
+            pass
+        with b.span(
+            s,
+            "forbidden.call",
+            t0 + 1_400,
+            t0 + 1_500,
+            {"traceloop.span.kind": "tool", "traceloop.entity.name": "admin"},
+            error="403 Forbidden",
+        ):
+            pass
     with b.span(s, "background", t0 + 100, t0 + 200, {"gen_ai.tool.name": "cache_warm"}):
         pass

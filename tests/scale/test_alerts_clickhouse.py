@@ -85,9 +85,13 @@ def test_alerts_check_on_a_clickhouse_store(tmp_path: Path, duck: Any, clickhous
     path = tmp_path / "rules.toml"
     path.write_text(RULES.format(days=days))
     out = io.StringIO()
-    code = check(str(path), store=f"chdb://{chdb_dir}?database=parity", console=Console(file=out, width=250, color_system=None))
+    code = check(
+        str(path), store=f"chdb://{chdb_dir}?database=parity", console=Console(file=out, width=250, color_system=None)
+    )
     text = out.getvalue()
-    expected = [rule.name for rule in parse_rules(RULES.format(days=days)) if judge(DuckDBSource(duck), rule, utcnow()).met]
+    expected = [
+        rule.name for rule in parse_rules(RULES.format(days=days)) if judge(DuckDBSource(duck), rule, utcnow()).met
+    ]
     assert expected == ["loops", "token-burn"]
     assert code == 1 and f"2 rule(s) firing: {', '.join(expected)}" in text, text
     assert "chdb://" in text
@@ -96,8 +100,11 @@ def test_alerts_check_on_a_clickhouse_store(tmp_path: Path, duck: Any, clickhous
 def test_alerts_check_with_an_unusable_store_says_why(tmp_path: Path) -> None:
     path = tmp_path / "rules.toml"
     path.write_text(RULES.format(days=1))
-    for url, why in [("ftp://x", "unknown store scheme"), (f"duckdb://{tmp_path}/missing.duckdb", "does not exist"),
-                     ("clickhouse://127.0.0.1:1/db", "ClickHouse")]:
+    for url, why in [
+        ("ftp://x", "unknown store scheme"),
+        (f"duckdb://{tmp_path}/missing.duckdb", "does not exist"),
+        ("clickhouse://127.0.0.1:1/db", "ClickHouse"),
+    ]:
         out = io.StringIO()
         assert check(str(path), store=url, console=Console(file=out, width=250, color_system=None)) == 2
         assert why in out.getvalue() and "Traceback" not in out.getvalue()

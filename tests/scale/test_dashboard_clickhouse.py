@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-import streamlit as st  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
+import streamlit as st
+from streamlit.testing.v1 import AppTest
 
-from loopsight.analytics.loops import loops  # noqa: E402
-from loopsight.analytics.runs import list_runs  # noqa: E402
-from loopsight.dashboard import APP, ui  # noqa: E402
-from loopsight.dashboard.data import STORE_ENV, StoreSource, source_from_env  # noqa: E402
+from loopsight.analytics.loops import loops
+from loopsight.analytics.runs import list_runs
+from loopsight.dashboard import APP, ui
+from loopsight.dashboard.data import STORE_ENV, StoreSource, source_from_env
 
 
 def _app(monkeypatch: pytest.MonkeyPatch, url: str, page: str | None = None) -> AppTest:
@@ -48,7 +48,10 @@ def test_overview_and_runs_pages_read_a_clickhouse_store(
     assert not looping.exception and not looping.error, [e.value for e in [*looping.exception, *looping.error]]
     (found,) = [t.value for t in looping.dataframe][:1]
     expected = loops(duck)
-    assert len(found) == len(expected) == 6 and set(found["tool"]) == {loop["tool"] for loop in expected} == {"search", "web_search"}
+    assert len(found) == len(expected) == 6 and set(found["tool"]) == {loop["tool"] for loop in expected} == {
+        "search",
+        "web_search",
+    }
     st.cache_data.clear()
 
 
@@ -72,7 +75,9 @@ def test_the_alerts_page_reads_alert_state_from_clickhouse(
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
     index_new_spans(con)
     rules = tmp_path / "rules.toml"
-    rules.write_text('[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "1d"\nthreshold = 0.1\nnotify = ["log"]\n')
+    rules.write_text(
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "1d"\nthreshold = 0.1\nnotify = ["log"]\n'
+    )
     evaluator = Evaluator(con.cursor, str(rules), notifier=Notifier())
     (result,) = evaluator.evaluate_once(datetime(2025, 3, 1, 12, 0))
     assert result.state.state == "firing"

@@ -4,10 +4,11 @@ it counts as a failed tool call (tool stats, the run's tool errors) on both stor
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from otlp_builders import kv, request_of
+from spans import kv, request_of
 
 from loopsight import analytics
 from loopsight.analytics.tools import tool_stats
@@ -17,12 +18,29 @@ from .test_parity import _same
 
 def _langfuse_run(t0: int) -> list[Span]:
     trace, root = os.urandom(16), os.urandom(8)
-    agent = Span(trace_id=trace, span_id=root, name="planner", start_time_unix_nano=t0, end_time_unix_nano=t0 + 4 * 10**9,
-                 attributes=[kv("langfuse.observation.type", "agent")])
-    tools = [Span(trace_id=trace, span_id=os.urandom(8), parent_span_id=root, name="web_fetch",
-                  start_time_unix_nano=t0 + i * 10**9, end_time_unix_nano=t0 + i * 10**9 + 10**8,
-                  attributes=[kv("langfuse.observation.type", "tool"), *([kv("langfuse.observation.level", "ERROR")] if i else [])])
-             for i in range(2)]
+    agent = Span(
+        trace_id=trace,
+        span_id=root,
+        name="planner",
+        start_time_unix_nano=t0,
+        end_time_unix_nano=t0 + 4 * 10**9,
+        attributes=[kv("langfuse.observation.type", "agent")],
+    )
+    tools = [
+        Span(
+            trace_id=trace,
+            span_id=os.urandom(8),
+            parent_span_id=root,
+            name="web_fetch",
+            start_time_unix_nano=t0 + i * 10**9,
+            end_time_unix_nano=t0 + i * 10**9 + 10**8,
+            attributes=[
+                kv("langfuse.observation.type", "tool"),
+                *([kv("langfuse.observation.level", "ERROR")] if i else []),
+            ],
+        )
+        for i in range(2)
+    ]
     return [*tools, agent]
 
 

@@ -8,8 +8,9 @@ Real OTel SDK spans; DuckDB through loopsight's ingest, ClickHouse as the export
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from nested_model_spans import TURNS, nested_model_spans
 
@@ -24,7 +25,9 @@ def test_nested_model_calls_are_the_same_on_both_stores(both_stores: Callable[..
 
     runs = analytics.list_runs(duck)
     assert [(r["agent"], r["steps"], r["llm_calls"], r["tool_calls"]) for r in runs] == [
-        ("unnumbered", TURNS, TURNS, TURNS), ("helper", TURNS, TURNS, TURNS)]
+        ("unnumbered", TURNS, TURNS, TURNS),
+        ("helper", TURNS, TURNS, TURNS),
+    ]
     assert _same(analytics.list_runs(clickhouse)) == _same(runs)
     for run in runs:
         expected = analytics.trace_detail(duck, run["trace_id"])["steps"]
@@ -34,4 +37,6 @@ def test_nested_model_calls_are_the_same_on_both_stores(both_stores: Callable[..
     assert clickhouse.execute(steps).fetchall() == duck.execute(steps).fetchall()
     now = datetime(2026, 1, 1)
     judged = dict(min_samples=1, min_gap_ms=1, stuck_after_seconds=60, now=now)
-    assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(map(repr, _same(analytics.stalls(duck, **judged))))
+    assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(
+        map(repr, _same(analytics.stalls(duck, **judged)))
+    )

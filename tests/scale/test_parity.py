@@ -30,7 +30,10 @@ def _same(value: Any) -> Any:
 
 
 def test_clickhouse_store_has_every_fixture_span(duck: Any, clickhouse: Any) -> None:
-    assert duck.execute("SELECT count(*) FROM spans").fetchall() == clickhouse.execute("SELECT count() FROM spans").fetchall()
+    assert (
+        duck.execute("SELECT count(*) FROM spans").fetchall()
+        == clickhouse.execute("SELECT count() FROM spans").fetchall()
+    )
     assert clickhouse.execute("SELECT count() FROM spans").fetchall()[0][0] == 3 * 37
 
 
@@ -56,7 +59,14 @@ def test_list_runs_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, An
     expected = _same(list_runs(duck, **{"limit": 100, **filters}))
     assert _same(list_runs(clickhouse, **{"limit": 100, **filters})) == expected
     if not filters:
-        assert {r["agent"] for r in expected} == {"order-assistant", "researcher", "oi-agent", "planner", "support-bot", "rephraser"}
+        assert {r["agent"] for r in expected} == {
+            "order-assistant",
+            "researcher",
+            "oi-agent",
+            "planner",
+            "support-bot",
+            "rephraser",
+        }
 
 
 def test_run_ids_filter_and_top_runs_are_the_same(duck: Any, clickhouse: Any) -> None:
@@ -66,7 +76,9 @@ def test_run_ids_filter_and_top_runs_are_the_same(duck: Any, clickhouse: Any) ->
     top = top_runs_by_tokens(duck, limit=5)
     assert [r["tokens"] for r in top] == sorted((r["tokens"] for r in top), reverse=True) and top
     assert _same(top_runs_by_tokens(clickhouse, limit=5)) == _same(top)
-    assert _same(top_runs_by_tokens(clickhouse, limit=3, agent="researcher")) == _same(top_runs_by_tokens(duck, limit=3, agent="researcher"))
+    assert _same(top_runs_by_tokens(clickhouse, limit=3, agent="researcher")) == _same(
+        top_runs_by_tokens(duck, limit=3, agent="researcher")
+    )
 
 
 def _one_trace_per_agent(duck: Any) -> list[str]:
@@ -95,7 +107,13 @@ def test_normalization_rules_hold_on_clickhouse(clickhouse: Any) -> None:
     by_name = {}
     for row in rows:
         by_name.setdefault(row[0], row)
-    assert by_name["execute_tool search"][1:6] == ("tool", "search", by_name["execute_tool search"][3], "timeout", "transient")
+    assert by_name["execute_tool search"][1:6] == (
+        "tool",
+        "search",
+        by_name["execute_tool search"][3],
+        "timeout",
+        "transient",
+    )
     assert by_name["lookup"][4:6] == ("ValueError", "invalid_argument")  # from the exception event
     assert by_name["fetch"][4:6] == ("HTTP 404 not found", "permanent")  # from the status message
     assert by_name["web_fetch"][1] == "tool" and by_name["web_fetch"][5] == "transient"  # Langfuse level ERROR + 429
@@ -111,7 +129,14 @@ WINDOW = {"since": datetime(2025, 3, 1, 9, 0), "until": datetime(2025, 3, 1, 11,
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"by_agent": True}, {"agent": "researcher"}, {"tool": "search"}, {"service": "gateway", "by_agent": True}, WINDOW],
+    [
+        {},
+        {"by_agent": True},
+        {"agent": "researcher"},
+        {"tool": "search"},
+        {"service": "gateway", "by_agent": True},
+        WINDOW,
+    ],
     ids=["all", "by_agent", "agent", "tool", "service", "window"],
 )
 def test_tool_stats_is_the_same(duck: Any, clickhouse: Any, kwargs: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ contrib exporter fills ``otel_traces``, from the same OTel SDK spans.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -67,8 +68,14 @@ def test_the_fixture_exercises_what_is_compared(duck: Any) -> None:
     """So parity is not parity of empty answers."""
     assert {r["kind"] for r in loops(duck)} >= {"exact"}
     # found by the argument sketch alone (the rephraser's spans carry raw arguments, no guard record)
-    assert {(r["tool"], r["kind"], r["count"]) for r in loops(duck, agent="rephraser")} == {("web_search", "semantic", 3)}
-    assert {s["kind"] for s in stalls(duck, now=NOW, min_samples=2, min_gap_ms=500, stuck_after_seconds=60)} >= {"stuck", "idle_gap", "backoff"}
+    assert {(r["tool"], r["kind"], r["count"]) for r in loops(duck, agent="rephraser")} == {
+        ("web_search", "semantic", 3)
+    }
+    assert {s["kind"] for s in stalls(duck, now=NOW, min_samples=2, min_gap_ms=500, stuck_after_seconds=60)} >= {
+        "stuck",
+        "idle_gap",
+        "backoff",
+    }
     agents = burn(duck)["agents"]
     assert any(a["growth_exponent"] is not None for a in agents) and burn(duck)["runs"]
     assert time_to_first_tool(duck) and burn_curve(duck)

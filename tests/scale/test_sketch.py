@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from loopsight.analytics import sketch as S
 from loopsight.collector.pipeline import prepare
@@ -14,15 +15,55 @@ from loopsight.stores.clickhouse_sketch import sketch_sql
 from loopsight.stores.clickhouse_writer import ClickHouseWriter
 
 CURATED = [
-    "", "a the of", "12345", '{"city": "Paris"}', '{"city":"paris"}', "flights to paris next week", "flights to berlin next week",
-    '{"query": "refund policy for 2024 orders"}', '{"query": "Refund polcy for 2024 orders?"}', '{"q": "shoes", "page": 2}',
-    "one two three four five six seven eight nine ten eleven", "Ünïcode café naïve résumé", "Привет мир как дела",
-    "supercalifragilisticexpialidocious word", "ﬁancée ﬂights", "x" * 3000, "mixed_underscore_words and-dashes",
-    "日本語のテキスト", "boss glasses dogs cats", '{"a": {"b": "nested value here"}, "c": [1, 2, 3]}', "tab\tseparated\nlines",
+    "",
+    "a the of",
+    "12345",
+    '{"city": "Paris"}',
+    '{"city":"paris"}',
+    "flights to paris next week",
+    "flights to berlin next week",
+    '{"query": "refund policy for 2024 orders"}',
+    '{"query": "Refund polcy for 2024 orders?"}',
+    '{"q": "shoes", "page": 2}',
+    "one two three four five six seven eight nine ten eleven",
+    "Ünïcode café naïve résumé",
+    "Привет мир как дела",
+    "supercalifragilisticexpialidocious word",
+    "ﬁancée ﬂights",
+    "x" * 3000,
+    "mixed_underscore_words and-dashes",
+    "日本語のテキスト",
+    "boss glasses dogs cats",
+    '{"a": {"b": "nested value here"}, "c": [1, 2, 3]}',
+    "tab\tseparated\nlines",
     " ".join(["long"] * 50 + ["tail", "words", "beyond", "the", "limit", "of", "seven", "distinct"]),
 ]
-WORDS = ["refund", "policy", "orders", "paris", "berlin", "weather", "today", "shoes", "cheap", "flight", "hotel", "book",
-         "search", "query", "page", "the", "for", "a", "2024", "id_9", "x1", "zzzzzzzzzzzzzzzzz", "naïve", "straße"]
+WORDS = [
+    "refund",
+    "policy",
+    "orders",
+    "paris",
+    "berlin",
+    "weather",
+    "today",
+    "shoes",
+    "cheap",
+    "flight",
+    "hotel",
+    "book",
+    "search",
+    "query",
+    "page",
+    "the",
+    "for",
+    "a",
+    "2024",
+    "id_9",
+    "x1",
+    "zzzzzzzzzzzzzzzzz",
+    "naïve",
+    "straße",
+]
 
 
 def _corpus() -> list[str]:
@@ -36,8 +77,11 @@ def _corpus() -> list[str]:
 
 def test_the_sql_sketch_equals_the_python_sketch(clickhouse: Any) -> None:
     texts = _corpus()
-    got = dict(clickhouse.execute(f"SELECT t, {sketch_sql('t')} FROM (SELECT arrayJoin({{texts:Array(String)}}) AS t)",
-                                  {"texts": texts}).fetchall())
+    got = dict(
+        clickhouse.execute(
+            f"SELECT t, {sketch_sql('t')} FROM (SELECT arrayJoin({{texts:Array(String)}}) AS t)", {"texts": texts}
+        ).fetchall()
+    )
     expected = {t: S.sketch(t) for t in texts}
     assert {t: got[t] for t in texts} == expected
     assert len(set(expected.values())) > 100 and any(v & S.SIMHASH_MODE for v in expected.values())
@@ -51,8 +95,9 @@ def test_the_loop_sql_uses_the_module_constants() -> None:
     assert set(re.findall(r"bitCount\(bitXor\(args_sketch, \w+\)\) <= (\d+)", body)) == {str(S.NEAR_BITS_LONG)}
 
 
-def test_sketches_match_duckdb_whoever_writes(clickhouse: Any, duck: Any, new_clickhouse: Callable[[], Any],
-                                               fixture_request: Any) -> None:
+def test_sketches_match_duckdb_whoever_writes(
+    clickhouse: Any, duck: Any, new_clickhouse: Callable[[], Any], fixture_request: Any
+) -> None:
     """Exporter rows compute it from raw arguments; the loopsight writer (raw arguments dropped) keeps its own."""
     query = "SELECT SpanId, args_sketch FROM spans WHERE args_sketch IS NOT NULL ORDER BY SpanId"
     expected = duck.execute(query).fetchall()
@@ -62,7 +107,9 @@ def test_sketches_match_duckdb_whoever_writes(clickhouse: Any, duck: Any, new_cl
     try:
         writer.submit(prepare(fixture_request).table).result(timeout=60)
         reader = writer.reader()
-        assert reader.execute("SELECT count() FROM otel_traces WHERE mapContains(SpanAttributes, 'gen_ai.tool.call.arguments')").fetchall() == [(0,)]
+        assert reader.execute(
+            "SELECT count() FROM otel_traces WHERE mapContains(SpanAttributes, 'gen_ai.tool.call.arguments')"
+        ).fetchall() == [(0,)]
         assert reader.execute(query).fetchall() == expected
     finally:
         writer.close()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,12 +16,24 @@ from loopsight.stores.clickhouse_writer import ClickHouseWriter
 
 def test_store_urls_parse_and_bad_ones_say_why() -> None:
     url = parse_store_url("clickhouse://loop:p%40ss@ch.local:9123/otel?table=traces")
-    assert (url.host, url.port, url.user, url.password, url.database, url.table) == ("ch.local", 9123, "loop", "p@ss", "otel", "traces")
+    assert (url.host, url.port, url.user, url.password, url.database, url.table) == (
+        "ch.local",
+        9123,
+        "loop",
+        "p@ss",
+        "otel",
+        "traces",
+    )
     assert "p@ss" not in url.redacted()
     assert parse_store_url("chdb:///var/ch?database=x").database == "x"
     assert parse_store_url("duckdb:///tmp/a.duckdb").path == "/tmp/a.duckdb"
-    for bad, why in [("ftp://x", "unknown store scheme"), ("clickhouse:///db", "needs a host"), ("chdb://", "needs a path"),
-                     ("clickhouse://h/db;drop", "not a plain identifier"), ("", "empty")]:
+    for bad, why in [
+        ("ftp://x", "unknown store scheme"),
+        ("clickhouse:///db", "needs a host"),
+        ("chdb://", "needs a path"),
+        ("clickhouse://h/db;drop", "not a plain identifier"),
+        ("", "empty"),
+    ]:
         with pytest.raises(StoreURLError, match=why):
             parse_store_url(bad)
     with pytest.raises(StoreURLError):
@@ -29,10 +42,14 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
 
 def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
     evil = "x'); DROP TABLE otel_traces; --\\"
-    assert clickhouse.execute("SELECT {s:String} AS s, {n:Nullable(Int64)} AS n", {"s": evil, "n": None}).fetchall() == [(evil, None)]
+    assert clickhouse.execute(
+        "SELECT {s:String} AS s, {n:Nullable(Int64)} AS n", {"s": evil, "n": None}
+    ).fetchall() == [(evil, None)]
     assert format_param(["a'b"]) == "['a\\'b']"
     for text in ("a\\b", "it's", "tab\there", "line\nbreak", "cr\rz", "nul\x00x", "\\N", "x\\u00df", "é ß 日本"):
-        assert clickhouse.execute("SELECT {a:Array(String)}, {s:String}", {"a": [text], "s": text}).fetchall() == [([text], text)]
+        assert clickhouse.execute("SELECT {a:Array(String)}, {s:String}", {"a": [text], "s": text}).fetchall() == [
+            ([text], text)
+        ]
     with pytest.raises(ClickHouseError, match="missing query parameter"):
         clickhouse.execute("SELECT {absent:String}", {})
 
