@@ -18,12 +18,47 @@ from loopsight.alerts.gauges import AgentGauges
 from loopsight.alerts.metrics import Gauge, Measurement, gauges, measure
 from loopsight.alerts.notify import Notification, Notifier, slack_payload, webhook_payload
 from loopsight.alerts.prometheus import prometheus_lines
-from loopsight.alerts.rules import METRICS, MetricSpec, Rule, RulesError, Target, load_rules, parse_duration, parse_rules
+from loopsight.alerts.rules import (
+    METRICS,
+    MetricSpec,
+    Rule,
+    RulesError,
+    Target,
+    load_rules,
+    parse_duration,
+    parse_rules,
+)
 from loopsight.alerts.state import StateStore, alert_series, alerts_overview
 
 __all__ = [
-    "METRICS", "AgentGauges", "Evaluator", "Gauge", "Measurement", "MetricSpec", "Notification", "Notifier", "Rule",
-    "RuleResult", "RuleState", "RulesError", "StateStore", "Target", "Transition", "Verdict", "advance",
-    "alert_series", "alerts_overview", "check", "condition", "gauges", "judge", "load_rules", "measure",
-    "parse_duration", "parse_rules", "prometheus_lines", "slack_payload", "webhook_payload",
+    "METRICS",
+    "AgentGauges",
+    "Evaluator",
+    "Gauge",
+    "Measurement",
+    "MetricSpec",
+    "Notification",
+    "Notifier",
+    "Rule",
+    "RuleResult",
+    "RuleState",
+    "RulesError",
+    "StateStore",
+    "Target",
+    "Transition",
+    "Verdict",
+    "advance",
+    "alert_series",
+    "alerts_overview",
+    "check",
+    "condition",
+    "gauges",
+    "judge",
+    "load_rules",
+    "measure",
+    "parse_duration",
+    "parse_rules",
+    "prometheus_lines",
+    "slack_payload",
+    "webhook_payload",
 ]

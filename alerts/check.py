@@ -70,10 +70,20 @@ def _table(results: list[tuple[Rule, Verdict]], source: str, now: datetime) -> T
     for rule, verdict in results:
         state = "[bold red]FIRING[/]" if verdict.met else "[green]ok[/]"
         filters = ", ".join(f"{k}={v}" for k, v in rule.spec.filters().items())
-        condition = f"{rule.op} {rule.threshold:g}" + (f", x{rule.factor:g} baseline {_fmt(verdict.baseline_value)}" if rule.spike else "")
-        table.add_row(rule.name, rule.metric + (f" ({filters})" if filters else ""), state, _fmt(verdict.current.value),
-                      condition, str(verdict.current.samples), rule.describe()["window"], verdict.reason,
-                      "\n".join(verdict.current.examples[:3]))
+        condition = f"{rule.op} {rule.threshold:g}" + (
+            f", x{rule.factor:g} baseline {_fmt(verdict.baseline_value)}" if rule.spike else ""
+        )
+        table.add_row(
+            rule.name,
+            rule.metric + (f" ({filters})" if filters else ""),
+            state,
+            _fmt(verdict.current.value),
+            condition,
+            str(verdict.current.samples),
+            rule.describe()["window"],
+            verdict.reason,
+            "\n".join(verdict.current.examples[:3]),
+        )
     return table
 
 
@@ -126,7 +136,11 @@ def check(
         out.print(f"[bold red]error:[/] cannot evaluate the rules on {db}: {exc}", markup=True, highlight=False)
         return 2
     except ClickHouseError as exc:
-        out.print(f"[bold red]error:[/] cannot evaluate the rules on {_redacted(store or '')}: {exc}", markup=True, highlight=False)
+        out.print(
+            f"[bold red]error:[/] cannot evaluate the rules on {_redacted(store or '')}: {exc}",
+            markup=True,
+            highlight=False,
+        )
         return 2
     finally:
         if con is not None:

@@ -81,9 +81,15 @@ class Transition:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule": self.rule, "at": self.at.isoformat() + "Z", "from_state": self.from_state,
-            "to_state": self.to_state, "value": self.value, "threshold": self.threshold,
-            "baseline": self.baseline, "samples": self.samples, "examples": list(self.examples),
+            "rule": self.rule,
+            "at": self.at.isoformat() + "Z",
+            "from_state": self.from_state,
+            "to_state": self.to_state,
+            "value": self.value,
+            "threshold": self.threshold,
+            "baseline": self.baseline,
+            "samples": self.samples,
+            "examples": list(self.examples),
         }
 
 
@@ -107,7 +113,9 @@ def condition(rule: Rule, current: Measurement, baseline: Measurement | None) ->
         base = baseline.value if baseline is not None and baseline.value is not None else 0.0
         if current.value < rule.factor * base:
             return Verdict(False, f"below {rule.factor:g} x baseline {base:.4g}", current, baseline)
-        return Verdict(True, f"{rule.op} {rule.threshold:g} and >= {rule.factor:g} x baseline {base:.4g}", current, baseline)
+        return Verdict(
+            True, f"{rule.op} {rule.threshold:g} and >= {rule.factor:g} x baseline {base:.4g}", current, baseline
+        )
     return Verdict(True, f"{rule.op} {rule.threshold:g}", current, baseline)
 
 
@@ -123,11 +131,24 @@ def advance(rule: Rule, state: RuleState, verdict: Verdict, now: datetime) -> tu
     """The next state and the transitions that lead to it."""
 
     def change(to_state: str, notify: bool = False, note: str = "") -> Transition:
-        return Transition(rule.name, now, state.state, to_state, verdict.current.value, rule.threshold,
-                          verdict.baseline_value, verdict.current.samples, list(verdict.current.examples), notify, note)
+        return Transition(
+            rule.name,
+            now,
+            state.state,
+            to_state,
+            verdict.current.value,
+            rule.threshold,
+            verdict.baseline_value,
+            verdict.current.samples,
+            list(verdict.current.examples),
+            notify,
+            note,
+        )
 
     def fire() -> tuple[RuleState, list[Transition]]:
-        cooling = state.last_notified_at is not None and now - state.last_notified_at < timedelta(seconds=rule.cooldown_seconds)
+        cooling = state.last_notified_at is not None and now - state.last_notified_at < timedelta(
+            seconds=rule.cooldown_seconds
+        )
         if cooling:
             new = RuleState("firing", now, None, state.last_notified_at, False)
             return new, [change("firing", False, "cooldown")]
@@ -150,5 +171,7 @@ def advance(rule: Rule, state: RuleState, verdict: Verdict, now: datetime) -> tu
         if verdict.met:
             return state, []
         new = replace(state, state="resolved", state_since=now, notified_firing=False)
-        return new, [change("resolved", state.notified_firing, "" if state.notified_firing else "firing was not notified")]
+        return new, [
+            change("resolved", state.notified_firing, "" if state.notified_firing else "firing was not notified")
+        ]
     return RuleState(), []

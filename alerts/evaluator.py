@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 
@@ -37,7 +37,7 @@ log = logging.getLogger("loopsight.alerts")
 
 def utcnow() -> datetime:
     """Naive UTC now (the store's time convention)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -168,13 +168,29 @@ class Evaluator:
             log.error("alert rule %r could not be evaluated: %s", rule.name, exc)
             return RuleResult(rule, None, state, [], str(exc))
         self._states[rule.name] = new_state
-        for transition, event_id in zip(transitions, event_ids):
-            log.info("alert %r: %s -> %s (value %s, %d samples)", rule.name, transition.from_state,
-                     transition.to_state, transition.value, transition.samples)
+        for transition, event_id in zip(transitions, event_ids, strict=False):
+            log.info(
+                "alert %r: %s -> %s (value %s, %d samples)",
+                rule.name,
+                transition.from_state,
+                transition.to_state,
+                transition.value,
+                transition.samples,
+            )
             if transition.notify:
-                self.notifier.submit(Notification(
-                    rule, transition.to_state, now, transition.value, transition.baseline, transition.samples,
-                    transition.examples, event_id, self.dashboard_url))
+                self.notifier.submit(
+                    Notification(
+                        rule,
+                        transition.to_state,
+                        now,
+                        transition.value,
+                        transition.baseline,
+                        transition.samples,
+                        transition.examples,
+                        event_id,
+                        self.dashboard_url,
+                    )
+                )
         return RuleResult(rule, verdict, new_state, transitions)
 
     def _record_delivery(self, notification: Notification, status: str, error: str | None) -> None:
@@ -187,24 +203,72 @@ class Evaluator:
         for name, result in sorted(self._results.items()):
             labels = (("rule", name),)
             value = result.verdict.current.value if result.verdict is not None else None
-            series.append(Gauge("loopsight_alert_value", float("nan") if value is None else value, labels,
-                                "The value of each alert rule's metric at the last evaluation."))
-            series.append(Gauge("loopsight_alert_firing", 1.0 if result.state.state == "firing" else 0.0, labels,
-                                "1 while the alert rule is firing."))
+            series.append(
+                Gauge(
+                    "loopsight_alert_value",
+                    float("nan") if value is None else value,
+                    labels,
+                    "The value of each alert rule's metric at the last evaluation.",
+                )
+            )
+            series.append(
+                Gauge(
+                    "loopsight_alert_firing",
+                    1.0 if result.state.state == "firing" else 0.0,
+                    labels,
+                    "1 while the alert rule is firing.",
+                )
+            )
         stats = self.notifier.stats
         for kind in ("webhook", "slack", "log"):
-            series.append(Gauge("loopsight_alert_notifications_sent_total", float(stats.sent[kind]), (("target", kind),),
-                                "Notifications delivered, by target kind."))
-            series.append(Gauge("loopsight_alert_notifications_failed_total", float(stats.failed[kind]), (("target", kind),),
-                                "Notifications that failed after every retry, by target kind."))
-            series.append(Gauge("loopsight_alert_notification_retries_total", float(stats.retries[kind]), (("target", kind),),
-                                "Notification attempts retried, by target kind."))
-        series.append(Gauge("loopsight_alert_notifications_dropped_total", float(stats.dropped), (),
-                            "Notifications dropped because the queue was full."))
-        series.append(Gauge("loopsight_alert_notification_queue_depth", float(self.notifier.queue_depth), (),
-                            "Notifications waiting to be sent."))
-        series.append(Gauge("loopsight_alert_evaluations_total", float(self.evaluations), (),
-                            "Alert evaluation rounds completed."))
-        series.append(Gauge("loopsight_alert_evaluation_errors_total", float(self.errors), (),
-                            "Alert rule evaluations that failed."))
+            series.append(
+                Gauge(
+                    "loopsight_alert_notifications_sent_total",
+                    float(stats.sent[kind]),
+                    (("target", kind),),
+                    "Notifications delivered, by target kind.",
+                )
+            )
+            series.append(
+                Gauge(
+                    "loopsight_alert_notifications_failed_total",
+                    float(stats.failed[kind]),
+                    (("target", kind),),
+                    "Notifications that failed after every retry, by target kind.",
+                )
+            )
+            series.append(
+                Gauge(
+                    "loopsight_alert_notification_retries_total",
+                    float(stats.retries[kind]),
+                    (("target", kind),),
+                    "Notification attempts retried, by target kind.",
+                )
+            )
+        series.append(
+            Gauge(
+                "loopsight_alert_notifications_dropped_total",
+                float(stats.dropped),
+                (),
+                "Notifications dropped because the queue was full.",
+            )
+        )
+        series.append(
+            Gauge(
+                "loopsight_alert_notification_queue_depth",
+                float(self.notifier.queue_depth),
+                (),
+                "Notifications waiting to be sent.",
+            )
+        )
+        series.append(
+            Gauge(
+                "loopsight_alert_evaluations_total", float(self.evaluations), (), "Alert evaluation rounds completed."
+            )
+        )
+        series.append(
+            Gauge(
+                "loopsight_alert_evaluation_errors_total", float(self.errors), (), "Alert rule evaluations that failed."
+            )
+        )
         return prometheus_lines(series)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges

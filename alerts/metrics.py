@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import duckdb
-
 from loopsight.alerts.rules import MetricSpec
 from loopsight.analytics.loops import MAX_LIMIT as LOOPS_LIMIT
 from loopsight.analytics.loops import loops
+from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
 from loopsight.analytics.stalls import stalls
 
@@ -122,14 +121,22 @@ class Measurement:
         return {"value": self.value, "samples": self.samples, "examples": list(self.examples)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
         value = data.get("value")
-        return cls(None if value is None else float(value), int(data.get("samples") or 0),
-                   [str(x) for x in (data.get("examples") or [])][:MAX_EXAMPLES])
+        return cls(
+            None if value is None else float(value),
+            int(data.get("samples") or 0),
+            [str(x) for x in (data.get("examples") or [])][:MAX_EXAMPLES],
+        )
 
 
-def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime,
-            cache: dict[Any, Measurement] | None = None) -> Measurement:
+def measure(
+    con: Connection,
+    spec: MetricSpec,
+    since: datetime,
+    until: datetime,
+    cache: dict[Any, Measurement] | None = None,
+) -> Measurement:
     """The value of ``spec`` over ``[since, until)`` (naive UTC), with sample size and example trace ids.
 
     ``cache`` (a dict kept for one evaluation round) saves measuring the same thing twice.
@@ -144,8 +151,14 @@ def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, u
             cache[key] = measure(con, spec, since, until)
         return cache[key]
     params: dict[str, Any] = {
-        "since": since, "until": until, "agent": spec.agent, "service": spec.service, "tool": spec.tool,
-        "error_class": spec.error_class, "reason": spec.reason, "examples": MAX_EXAMPLES,
+        "since": since,
+        "until": until,
+        "agent": spec.agent,
+        "service": spec.service,
+        "tool": spec.tool,
+        "error_class": spec.error_class,
+        "reason": spec.reason,
+        "examples": MAX_EXAMPLES,
         "stuck_before": until - timedelta(seconds=spec.stuck_after_seconds),
     }
     if spec.metric == "tokens_per_run":
@@ -156,10 +169,15 @@ def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, u
         return _stall_rate(con, spec, since, until)
     if spec.metric == "stuck_runs":
         stuck = stalls(
-            con, kind="stuck", agent=spec.agent, service=spec.service, now=until,
+            con,
+            kind="stuck",
+            agent=spec.agent,
+            service=spec.service,
+            now=until,
             stuck_after_seconds=spec.stuck_after_seconds,
             stuck_max_age_seconds=max((until - since).total_seconds(), spec.stuck_after_seconds + 1),
-            limit=STALLS_LIMIT)
+            limit=STALLS_LIMIT,
+        )
         traces = _distinct(s["trace_id"] for s in stuck)
         return Measurement(float(len(traces)), len(traces), traces[:MAX_EXAMPLES])
     sql = _POPULATIONS[spec.metric] + _RATE_SELECT
@@ -167,22 +185,28 @@ def measure(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, u
     return Measurement(hits / samples if samples else None, int(samples), list(examples))
 
 
-def _distinct(values: Any) -> list[str]:
+def _distinct(values: Any) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def _runs_in(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> int:
+def _runs_in(con: Connection, spec: MetricSpec, since: datetime, until: datetime) -> int:
     sql = f"WITH {_RUNS} SELECT count(*) FROM runs"
-    return int(_execute(con, "runs_in", sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service}).fetchone()[0])
+    return int(
+        _execute(
+            con, "runs_in", sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service}
+        ).fetchone()[0]
+    )
 
 
-def _tokens_per_run(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict[str, Measurement]:
+def _tokens_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measurement]:
     samples, p50, p95, top, examples = _execute(con, "tokens", _TOKENS, params).fetchone()
-    return {stat: Measurement(None if not samples else float(value), int(samples), list(examples))
-            for stat, value in (("p50", p50), ("p95", p95), ("max", top))}
+    return {
+        stat: Measurement(None if not samples else float(value), int(samples), list(examples))
+        for stat, value in (("p50", p50), ("p95", p95), ("max", top))
+    }
 
 
-def _loop_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+def _loop_rate(con: Connection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
     # loops() lists every loop (newest run first); its distinct runs are loop_rate()'s looping runs,
     # so one detection pass gives the rate, the tool filter and the examples.
     found = loops(con, since=since, until=until, agent=spec.agent, service=spec.service, limit=LOOPS_LIMIT)
@@ -193,11 +217,13 @@ def _loop_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime
     return Measurement(len(looping) / runs if runs else None, runs, _distinct(t for t, _ in looping)[:MAX_EXAMPLES])
 
 
-def _stall_rate(con: duckdb.DuckDBPyConnection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
-    found = stalls(con, since=since, until=until, agent=spec.agent, service=spec.service, now=until,
-                                   limit=STALLS_LIMIT)
-    stalled = _distinct((s["trace_id"], s["run_id"]) for s in found
-                        if s["kind"] != "stuck" and (spec.tool is None or s["tool"] == spec.tool))
+def _stall_rate(con: Connection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+    found = stalls(con, since=since, until=until, agent=spec.agent, service=spec.service, now=until, limit=STALLS_LIMIT)
+    stalled = _distinct(
+        (s["trace_id"], s["run_id"])
+        for s in found
+        if s["kind"] != "stuck" and (spec.tool is None or s["tool"] == spec.tool)
+    )
     runs = _runs_in(con, spec, since, until)
     return Measurement(len(stalled) / runs if runs else None, runs, _distinct(t for t, _ in stalled)[:MAX_EXAMPLES])
 
@@ -241,8 +267,9 @@ FROM runs GROUP BY ALL ORDER BY 1
 """
 
 
-def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime,
-           cache: dict[Any, Measurement] | None = None) -> list[Gauge]:
+def gauges(
+    con: Connection, since: datetime, until: datetime, cache: dict[Any, Measurement] | None = None
+) -> list[Gauge]:
     """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason).
 
     Example:
@@ -267,5 +294,7 @@ def gauges(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime,
         out.append(Gauge("loopsight_tokens_per_run", tokens[stat].value or 0.0, (("quantile", quantile),)))
     out.append(Gauge("loopsight_stall_rate", measure(con, MetricSpec("stall_rate"), since, until, cache).value or 0.0))
     stuck_since = until - timedelta(hours=1)
-    out.append(Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until, cache).samples)))
+    out.append(
+        Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until, cache).samples))
+    )
     return [Gauge(g.name, g.value, g.labels, _GAUGE_HELP.get(g.name, "")) for g in out]

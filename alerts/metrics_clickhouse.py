@@ -57,10 +57,12 @@ STATEMENTS: dict[str, str] = {
     f" SELECT trace_id, started, {_same('termination_reason', 'reason')} AS hit FROM runs)" + _RATE_SELECT,
     "tool_fail_rate": f"WITH {_CALLS}, population AS ("
     " SELECT trace_id, started, failed AND ({error_class:Nullable(String)} IS NULL OR ifNull(error_class = {error_class:Nullable(String)}, false)) AS hit"
-    " FROM calls WHERE span_type = 'tool' AND ({tool:Nullable(String)} IS NULL OR tool = {tool:Nullable(String)}))" + _RATE_SELECT,
+    " FROM calls WHERE span_type = 'tool' AND ({tool:Nullable(String)} IS NULL OR tool = {tool:Nullable(String)}))"
+    + _RATE_SELECT,
     "error_class_rate": f"WITH {_CALLS}, population AS ("
     f" SELECT trace_id, started, {_same('error_class', 'error_class')} AS hit"
-    " FROM calls WHERE ({tool:Nullable(String)} IS NULL OR (span_type = 'tool' AND tool = {tool:Nullable(String)})))" + _RATE_SELECT,
+    " FROM calls WHERE ({tool:Nullable(String)} IS NULL OR (span_type = 'tool' AND tool = {tool:Nullable(String)})))"
+    + _RATE_SELECT,
     "runs_in": f"WITH {_RUNS} SELECT count() FROM runs",
     "tokens": f"""
 WITH {_RUNS},

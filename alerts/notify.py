@@ -15,13 +15,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -64,8 +66,10 @@ def summary(n: Notification) -> str:
     spec = rule.describe()
     filters = ", ".join(f"{k}={v}" for k, v in spec["filters"].items())
     spike = f", baseline {_fmt_value(n.baseline)} x{rule.factor:g}" if rule.spike else ""
-    return (f"[{n.status.upper()}] {rule.name}: {rule.metric}{f' ({filters})' if filters else ''} = "
-            f"{_fmt_value(n.value)} ({rule.op} {rule.threshold:g} over {spec['window']}{spike}, {n.samples} samples)")
+    return (
+        f"[{n.status.upper()}] {rule.name}: {rule.metric}{f' ({filters})' if filters else ''} = "
+        f"{_fmt_value(n.value)} ({rule.op} {rule.threshold:g} over {spec['window']}{spike}, {n.samples} samples)"
+    )
 
 
 def webhook_payload(n: Notification) -> dict[str, Any]:
@@ -160,10 +164,8 @@ class Notifier:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop after the notification in hand; queued ones are left (their events stay ``queued``)."""
         self._stop.set()
-        try:
+        with contextlib.suppress(queue.Full):
             self._queue.put_nowait(None)
-        except queue.Full:
-            pass
         if self._thread is not None:
             self._thread.join(timeout)
         self._client.close()

@@ -22,7 +22,13 @@ def _number(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if not float(value).is_integer() else str(int(value)) if abs(value) < 1e15 else repr(float(value))
+    return (
+        repr(float(value))
+        if not float(value).is_integer()
+        else str(int(value))
+        if abs(value) < 1e15
+        else repr(float(value))
+    )
 
 
 def prometheus_lines(series: list[Gauge]) -> list[str]:

@@ -41,8 +41,22 @@ OPS = (">", ">=", "<", "<=")
 # because a silently ignored filter would page on the wrong traffic).
 _TOOL_METRICS = frozenset({"loop_rate", "tool_fail_rate", "error_class_rate", "stall_rate"})
 _COMMON_KEYS = frozenset(
-    {"name", "metric", "window", "threshold", "op", "baseline", "factor", "min_samples", "for", "cooldown",
-     "notify", "service", "agent", "description"}
+    {
+        "name",
+        "metric",
+        "window",
+        "threshold",
+        "op",
+        "baseline",
+        "factor",
+        "min_samples",
+        "for",
+        "cooldown",
+        "notify",
+        "service",
+        "agent",
+        "description",
+    }
 )
 _METRIC_KEYS = {
     "loop_rate": {"tool"},
@@ -159,7 +173,7 @@ def parse_duration(value: str) -> float:
     """
     text = value.strip() if isinstance(value, str) else ""
     if not text or _DURATION.sub("", text) != "":
-        raise ValueError(f"{value!r} is not a duration like \"30s\", \"5m\" or \"1h\"")
+        raise ValueError(f'{value!r} is not a duration like "30s", "5m" or "1h"')
     return sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
 
 
@@ -219,8 +233,15 @@ class _RuleReader:
             raise self.fail(key, f"{value!r} is not one of {', '.join(choices)}{extra}")
         return value
 
-    def number(self, key: str, default: float | None, *, required: bool = False, positive: bool = False,
-               minimum: float | None = None) -> float | None:
+    def number(
+        self,
+        key: str,
+        default: float | None,
+        *,
+        required: bool = False,
+        positive: bool = False,
+        minimum: float | None = None,
+    ) -> float | None:
         if key not in self.raw:
             if required:
                 raise self.fail(None, f"missing required key {key!r}")
@@ -242,7 +263,9 @@ class _RuleReader:
             raise self.fail(key, f"must be a whole number >= 0, got {value!r}")
         return value
 
-    def duration(self, key: str, default: float | None, *, required: bool = False, positive: bool = False) -> float | None:
+    def duration(
+        self, key: str, default: float | None, *, required: bool = False, positive: bool = False
+    ) -> float | None:
         if key not in self.raw:
             if required:
                 raise self.fail(None, f"missing required key {key!r}")
@@ -262,7 +285,9 @@ class _RuleReader:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail("notify", f"must be a list of strings like \"webhook:URL\", \"slack:URL\", \"log\", got {value!r}")
+            raise self.fail(
+                "notify", f'must be a list of strings like "webhook:URL", "slack:URL", "log", got {value!r}'
+            )
         out = []
         for item in value:
             kind, _, url = item.partition(":")
@@ -271,10 +296,10 @@ class _RuleReader:
                 out.append(Target("log"))
                 continue
             if kind not in ("webhook", "slack"):
-                raise self.fail("notify", f"{item!r}: a target is \"webhook:URL\", \"slack:URL\" or \"log\"")
+                raise self.fail("notify", f'{item!r}: a target is "webhook:URL", "slack:URL" or "log"')
             parts = urlsplit(url.strip())
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise self.fail("notify", f"{item!r}: {kind} needs an http(s) URL, like \"{kind}:https://host/path\"")
+                raise self.fail("notify", f'{item!r}: {kind} needs an http(s) URL, like "{kind}:https://host/path"')
             out.append(Target(kind, url.strip()))
         return tuple(out)
 
@@ -291,7 +316,10 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
     for key in raw:
         if key not in allowed:
             if key in _ALL_KEYS:
-                raise r.fail(key, f"does not apply to metric {metric!r} (its keys: {', '.join(sorted(_METRIC_KEYS[metric])) or 'none'})")
+                raise r.fail(
+                    key,
+                    f"does not apply to metric {metric!r} (its keys: {', '.join(sorted(_METRIC_KEYS[metric])) or 'none'})",
+                )
             hint = difflib.get_close_matches(key, sorted(allowed), 1)
             raise r.fail(key, "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
 
@@ -304,10 +332,10 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
         raise r.fail("threshold", f"{metric} is a fraction between 0 and 1, got {threshold:g}")
     baseline = r.duration("baseline", None, positive=True)
     if "factor" in raw and baseline is None:
-        raise r.fail("factor", "only applies in spike mode: add baseline = \"1h\" (the window to compare with)")
+        raise r.fail("factor", 'only applies in spike mode: add baseline = "1h" (the window to compare with)')
     factor = r.number("factor", 2.0, positive=True)
     if baseline is not None and op not in (">", ">="):
-        raise r.fail("op", "spike mode (baseline) detects rises: use op \">\" or \">=\"")
+        raise r.fail("op", 'spike mode (baseline) detects rises: use op ">" or ">="')
     error_class = r.text_value("error_class", choices=ERROR_CLASSES)
     if metric == "error_class_rate" and error_class is None:
         raise r.fail(None, f"metric 'error_class_rate' needs error_class (one of {', '.join(ERROR_CLASSES)})")
@@ -317,7 +345,10 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
     stuck_after = r.duration("stuck_after", 300.0, positive=True)
     assert window is not None and stuck_after is not None and factor is not None
     if metric == "stuck_runs" and window <= stuck_after:
-        raise r.fail("window", f"must be longer than stuck_after ({_fmt(stuck_after)}): runs idle for stuck_after are looked for within the window")
+        raise r.fail(
+            "window",
+            f"must be longer than stuck_after ({_fmt(stuck_after)}): runs idle for stuck_after are looked for within the window",
+        )
     default_min = 5 if metric in RATE_METRICS else (1 if metric == "tokens_per_run" else 0)
     spec = MetricSpec(
         metric=metric,
@@ -357,7 +388,10 @@ def parse_rules(text: str, origin: str = "<rules>") -> list[Rule]:
         raise RulesError(f"{origin}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - {"rules"})
     if extra:
-        line = next((n for n, l in enumerate(text.splitlines(), 1) if re.match(rf"^\s*\[?\s*{re.escape(extra[0])}\b", l)), None)
+        line = next(
+            (n for n, row in enumerate(text.splitlines(), 1) if re.match(rf"^\s*\[?\s*{re.escape(extra[0])}\b", row)),
+            None,
+        )
         raise RulesError(f"{origin}:{line or '?'}: unknown top-level key {extra[0]!r}: rules go in [[rules]] tables")
     raw_rules = data.get("rules", [])
     if not isinstance(raw_rules, list):
@@ -367,7 +401,9 @@ def parse_rules(text: str, origin: str = "<rules>") -> list[Rule]:
     for i, rule in enumerate(rules):
         if rule.name in seen:
             line = _locate(text, i, "name")
-            raise RulesError(f"{origin}:{line}: rule {rule.name!r}, key 'name': duplicate name (also rule #{seen[rule.name] + 1})")
+            raise RulesError(
+                f"{origin}:{line}: rule {rule.name!r}, key 'name': duplicate name (also rule #{seen[rule.name] + 1})"
+            )
         seen[rule.name] = i
     return rules
 

@@ -56,7 +56,9 @@ class ApiSource:
         except httpx.HTTPError as exc:
             raise SourceError(f"cannot reach the collector at {self.url}: {exc}") from None
         if response.status_code == 401:
-            raise SourceError(f"the collector at {self.url} refused the token (401): pass --token or set LOOPSIGHT_TOKEN")
+            raise SourceError(
+                f"the collector at {self.url} refused the token (401): pass --token or set LOOPSIGHT_TOKEN"
+            )
         if response.status_code == 404:
             raise SourceError(f"{self.url} has no /api/v1/alerts/metric: is it a loopsight collector of this version?")
         if response.status_code != 200:

@@ -16,16 +16,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
-from loopsight.analytics.sql import rows
+from loopsight.analytics.sql import Connection, rows
 from loopsight.stores import dialect
 
 log = logging.getLogger("loopsight.alerts")
@@ -44,8 +46,10 @@ class StateStore:
         con = self._connect()
         try:
             con.begin()
-            con.execute("UPDATE alert_rules SET active = false WHERE active AND NOT list_contains($names, name)",
-                        {"names": [r.name for r in rules]})
+            con.execute(
+                "UPDATE alert_rules SET active = false WHERE active AND NOT list_contains($names, name)",
+                {"names": [r.name for r in rules]},
+            )
             for rule in rules:
                 con.execute(
                     "INSERT INTO alert_rules (name, definition, active) VALUES ($name, $definition, true) "
@@ -55,13 +59,19 @@ class StateStore:
             con.commit()
             found = con.execute(
                 "SELECT name, state, state_since, pending_since, last_notified_at, notified_firing "
-                "FROM alert_rules WHERE list_contains($names, name)", {"names": [r.name for r in rules]}
+                "FROM alert_rules WHERE list_contains($names, name)",
+                {"names": [r.name for r in rules]},
             ).fetchall()
         finally:
             con.close()
-        return {name: RuleState(state, since, pending, notified, bool(flag)) for name, state, since, pending, notified, flag in found}
+        return {
+            name: RuleState(state, since, pending, notified, bool(flag))
+            for name, state, since, pending, notified, flag in found
+        }
 
-    def save(self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime) -> list[int]:
+    def save(
+        self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime
+    ) -> list[int]:
         """Persist one evaluation in one transaction; returns the new event ids in order."""
         current = verdict.current
         con = self._connect()
@@ -73,21 +83,40 @@ class StateStore:
                 "last_notified_at = $last_notified_at, notified_firing = $notified_firing, value = $value, "
                 "baseline = $baseline, samples = $samples, examples = $examples, last_evaluated_at = $now "
                 "WHERE name = $name",
-                {"state": state.state, "state_since": state.state_since, "pending_since": state.pending_since,
-                 "last_notified_at": state.last_notified_at, "notified_firing": state.notified_firing,
-                 "value": current.value, "baseline": verdict.baseline_value, "samples": current.samples,
-                 "examples": list(current.examples), "now": now, "name": rule.name},
+                {
+                    "state": state.state,
+                    "state_since": state.state_since,
+                    "pending_since": state.pending_since,
+                    "last_notified_at": state.last_notified_at,
+                    "notified_firing": state.notified_firing,
+                    "value": current.value,
+                    "baseline": verdict.baseline_value,
+                    "samples": current.samples,
+                    "examples": list(current.examples),
+                    "now": now,
+                    "name": rule.name,
+                },
             )
             for t in transitions:
                 status = "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none")
-                (event_id,) = con.execute(
+                event_id = con.execute(
                     "INSERT INTO alert_events (rule, occurred_at, from_state, to_state, value, threshold, baseline, "
                     "samples, examples, notify_status, notify_error) VALUES ($rule, $at, $from_state, $to_state, "
                     "$value, $threshold, $baseline, $samples, $examples, $status, $note) RETURNING id",
-                    {"rule": t.rule, "at": t.at, "from_state": t.from_state, "to_state": t.to_state, "value": t.value,
-                     "threshold": t.threshold, "baseline": t.baseline, "samples": t.samples, "examples": t.examples,
-                     "status": status, "note": t.note or None},
-                ).fetchone()
+                    {
+                        "rule": t.rule,
+                        "at": t.at,
+                        "from_state": t.from_state,
+                        "to_state": t.to_state,
+                        "value": t.value,
+                        "threshold": t.threshold,
+                        "baseline": t.baseline,
+                        "samples": t.samples,
+                        "examples": t.examples,
+                        "status": status,
+                        "note": t.note or None,
+                    },
+                ).fetchall()[0][0]
                 ids.append(int(event_id))
             con.execute(
                 "INSERT INTO alert_samples (rule, sampled_at, value, samples) VALUES ($rule, $at, $value, $samples)",
@@ -95,10 +124,8 @@ class StateStore:
             )
             con.commit()
         except Exception:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 con.rollback()
-            except duckdb.Error:
-                pass
             raise
         finally:
             con.close()
@@ -108,8 +135,10 @@ class StateStore:
         """Record how a notification went (``sent`` / ``failed`` / ``dropped``)."""
         con = self._connect()
         try:
-            con.execute("UPDATE alert_events SET notify_status = $status, notify_error = $error WHERE id = $id",
-                        {"status": status, "error": error, "id": event_id})
+            con.execute(
+                "UPDATE alert_events SET notify_status = $status, notify_error = $error WHERE id = $id",
+                {"status": status, "error": error, "id": event_id},
+            )
         finally:
             con.close()
 
@@ -141,8 +170,9 @@ def state_store(connect: Callable[[], Any]) -> Any:
     return ClickHouseStateStore(connect)
 
 
-def alerts_overview(con: duckdb.DuckDBPyConnection, *, limit: int = 100, rule: str | None = None,
-                    include_inactive: bool = False) -> dict[str, list[dict[str, Any]]]:
+def alerts_overview(
+    con: Connection, *, limit: int = 100, rule: str | None = None, include_inactive: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     """``{"rules": [...], "events": [...]}`` for ``/api/v1/alerts``, newest events first.
 
     Each rule is its definition (targets redacted) plus ``state``, ``state_since``, ``value``,
@@ -156,31 +186,45 @@ def alerts_overview(con: duckdb.DuckDBPyConnection, *, limit: int = 100, rule: s
         from loopsight.alerts import state_clickhouse
 
         return state_clickhouse.alerts_overview(con, limit=limit, rule=rule, include_inactive=include_inactive)
-    found = rows(con, """
+    found = rows(
+        con,
+        """
         SELECT r.name, r.definition, r.active, r.state, r.state_since, r.value, r.baseline AS baseline_value,
                r.samples, r.examples, r.last_evaluated_at, r.last_notified_at,
                (SELECT count(*) FROM alert_events e WHERE e.rule = r.name AND e.notify_status = 'failed') AS notify_failures
         FROM alert_rules r
         WHERE (r.active OR $inactive) AND ($rule::VARCHAR IS NULL OR r.name = $rule)
         ORDER BY r.name
-    """, {"inactive": include_inactive, "rule": rule})
+    """,
+        {"inactive": include_inactive, "rule": rule},
+    )
     out_rules = []
     for row in found:
         definition = json.loads(row.pop("definition"))
         out_rules.append({**definition, **row, "examples": row["examples"] or []})
-    events = rows(con, """
+    events = rows(
+        con,
+        """
         SELECT id, rule, occurred_at AS at, from_state, to_state, value, threshold, baseline, samples,
                coalesce(examples, []) AS examples, notify_status, notify_error
         FROM alert_events
         WHERE ($rule::VARCHAR IS NULL OR rule = $rule)
         ORDER BY occurred_at DESC, id DESC
         LIMIT $limit
-    """, {"rule": rule, "limit": limit})
+    """,
+        {"rule": rule, "limit": limit},
+    )
     return {"rules": out_rules, "events": events}
 
 
-def alert_series(con: duckdb.DuckDBPyConnection, rule: str, *, since: datetime | None = None,
-                 until: datetime | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+def alert_series(
+    con: Connection,
+    rule: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 5000,
+) -> list[dict[str, Any]]:
     """The rule's evaluated values over time, oldest first: ``[{"at", "value", "samples"}]``.
 
     Example:
@@ -191,11 +235,15 @@ def alert_series(con: duckdb.DuckDBPyConnection, rule: str, *, since: datetime |
         from loopsight.alerts import state_clickhouse
 
         return state_clickhouse.alert_series(con, rule, since=since, until=until, limit=limit)
-    return rows(con, """
+    return rows(
+        con,
+        """
         SELECT sampled_at AS at, value, samples FROM (
             SELECT * FROM alert_samples
             WHERE rule = $rule AND ($since::TIMESTAMP IS NULL OR sampled_at >= $since)
               AND ($until::TIMESTAMP IS NULL OR sampled_at < $until)
             ORDER BY sampled_at DESC LIMIT $limit)
         ORDER BY sampled_at
-    """, {"rule": rule, "since": since, "until": until, "limit": limit})
+    """,
+        {"rule": rule, "since": since, "until": until, "limit": limit},
+    )

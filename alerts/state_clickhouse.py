@@ -25,30 +25,53 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
 from loopsight.alerts.state import SAMPLE_RETENTION
-from loopsight.analytics.sql import rows
+from loopsight.analytics.sql import Connection, rows
 from loopsight.stores.clickhouse import ClickHouseConnection
 
 _TS = pa.timestamp("us")
-_RULES = pa.schema([
-    ("name", pa.string()), ("definition", pa.string()), ("active", pa.bool_()), ("state", pa.string()),
-    ("state_since", _TS), ("pending_since", _TS), ("value", pa.float64()), ("baseline", pa.float64()),
-    ("samples", pa.int64()), ("examples", pa.list_(pa.string())), ("last_evaluated_at", _TS),
-    ("last_notified_at", _TS), ("notified_firing", pa.bool_()), ("updated_at", _TS),
-])
-_EVENTS = pa.schema([
-    ("id", pa.uint64()), ("rule", pa.string()), ("occurred_at", _TS), ("from_state", pa.string()),
-    ("to_state", pa.string()), ("value", pa.float64()), ("threshold", pa.float64()), ("baseline", pa.float64()),
-    ("samples", pa.int64()), ("examples", pa.list_(pa.string())), ("notify_status", pa.string()),
-    ("notify_error", pa.string()),
-])
+_RULES = pa.schema(
+    [
+        ("name", pa.string()),
+        ("definition", pa.string()),
+        ("active", pa.bool_()),
+        ("state", pa.string()),
+        ("state_since", _TS),
+        ("pending_since", _TS),
+        ("value", pa.float64()),
+        ("baseline", pa.float64()),
+        ("samples", pa.int64()),
+        ("examples", pa.list_(pa.string())),
+        ("last_evaluated_at", _TS),
+        ("last_notified_at", _TS),
+        ("notified_firing", pa.bool_()),
+        ("updated_at", _TS),
+    ]
+)
+_EVENTS = pa.schema(
+    [
+        ("id", pa.uint64()),
+        ("rule", pa.string()),
+        ("occurred_at", _TS),
+        ("from_state", pa.string()),
+        ("to_state", pa.string()),
+        ("value", pa.float64()),
+        ("threshold", pa.float64()),
+        ("baseline", pa.float64()),
+        ("samples", pa.int64()),
+        ("examples", pa.list_(pa.string())),
+        ("notify_status", pa.string()),
+        ("notify_error", pa.string()),
+    ]
+)
 _SAMPLES = pa.schema([("rule", pa.string()), ("sampled_at", _TS), ("value", pa.float64()), ("samples", pa.int64())])
 _DELIVERIES = pa.schema([("event_id", pa.uint64()), ("status", pa.string()), ("error", pa.string()), ("at", _TS)])
 _COLUMNS = ", ".join(_RULES.names[:-1])
@@ -85,7 +108,7 @@ class ClickHouseStateStore:
     def _current(self, con: ClickHouseConnection) -> dict[str, dict[str, Any]]:
         found = con.execute(f"SELECT {_COLUMNS} FROM alert_rules FINAL")
         columns = [d[0] for d in found.description]
-        return {row[0]: dict(zip(columns, row)) for row in found.fetchall()}
+        return {row[0]: dict(zip(columns, row, strict=False)) for row in found.fetchall()}
 
     def sync_rules(self, rules: list[Rule]) -> dict[str, RuleState]:
         """Record the current rule definitions (others become inactive) and load their states."""
@@ -99,18 +122,33 @@ class ClickHouseStateStore:
                     records.append({**row, "active": False, "updated_at": self._clock.stamp()})
             for rule in rules:
                 row = current.get(rule.name) or {"state": "ok", "examples": [], "notified_firing": False}
-                records.append({**row, "name": rule.name, "definition": json.dumps(rule.describe()), "active": True,
-                                "updated_at": self._clock.stamp()})
+                records.append(
+                    {
+                        **row,
+                        "name": rule.name,
+                        "definition": json.dumps(rule.describe()),
+                        "active": True,
+                        "updated_at": self._clock.stamp(),
+                    }
+                )
             con.insert_arrow("alert_rules", _table(_RULES, records))
         finally:
             con.close()
         return {
-            name: RuleState(row["state"], row.get("state_since"), row.get("pending_since"),
-                            row.get("last_notified_at"), bool(row["notified_firing"]))
-            for name, row in current.items() if name in names
+            name: RuleState(
+                row["state"],
+                row.get("state_since"),
+                row.get("pending_since"),
+                row.get("last_notified_at"),
+                bool(row["notified_firing"]),
+            )
+            for name, row in current.items()
+            if name in names
         }
 
-    def save(self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime) -> list[int]:
+    def save(
+        self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime
+    ) -> list[int]:
         """Persist one evaluation; returns the new event ids in order.
 
         The events are inserted before the rule's new state: a crash in between re-evaluates
@@ -119,24 +157,56 @@ class ClickHouseStateStore:
         current = verdict.current
         ids = [self._clock.event_id() for _ in transitions]
         events = [
-            {"id": event_id, "rule": t.rule, "occurred_at": t.at, "from_state": t.from_state, "to_state": t.to_state,
-             "value": t.value, "threshold": t.threshold, "baseline": t.baseline, "samples": t.samples,
-             "examples": list(t.examples or []),
-             "notify_status": "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none"),
-             "notify_error": t.note or None}
-            for event_id, t in zip(ids, transitions)
+            {
+                "id": event_id,
+                "rule": t.rule,
+                "occurred_at": t.at,
+                "from_state": t.from_state,
+                "to_state": t.to_state,
+                "value": t.value,
+                "threshold": t.threshold,
+                "baseline": t.baseline,
+                "samples": t.samples,
+                "examples": list(t.examples or []),
+                "notify_status": "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none"),
+                "notify_error": t.note or None,
+            }
+            for event_id, t in zip(ids, transitions, strict=False)
         ]
         con = self._connect()
         try:
             con.insert_arrow("alert_events", _table(_EVENTS, events))
-            con.insert_arrow("alert_rules", _table(_RULES, [{
-                "name": rule.name, "definition": json.dumps(rule.describe()), "active": True, "state": state.state,
-                "state_since": state.state_since, "pending_since": state.pending_since, "value": current.value,
-                "baseline": verdict.baseline_value, "samples": current.samples, "examples": list(current.examples),
-                "last_evaluated_at": now, "last_notified_at": state.last_notified_at,
-                "notified_firing": state.notified_firing, "updated_at": self._clock.stamp()}]))
-            con.insert_arrow("alert_samples", _table(_SAMPLES, [
-                {"rule": rule.name, "sampled_at": now, "value": current.value, "samples": current.samples}]))
+            con.insert_arrow(
+                "alert_rules",
+                _table(
+                    _RULES,
+                    [
+                        {
+                            "name": rule.name,
+                            "definition": json.dumps(rule.describe()),
+                            "active": True,
+                            "state": state.state,
+                            "state_since": state.state_since,
+                            "pending_since": state.pending_since,
+                            "value": current.value,
+                            "baseline": verdict.baseline_value,
+                            "samples": current.samples,
+                            "examples": list(current.examples),
+                            "last_evaluated_at": now,
+                            "last_notified_at": state.last_notified_at,
+                            "notified_firing": state.notified_firing,
+                            "updated_at": self._clock.stamp(),
+                        }
+                    ],
+                ),
+            )
+            con.insert_arrow(
+                "alert_samples",
+                _table(
+                    _SAMPLES,
+                    [{"rule": rule.name, "sampled_at": now, "value": current.value, "samples": current.samples}],
+                ),
+            )
         finally:
             con.close()
         return ids
@@ -145,8 +215,12 @@ class ClickHouseStateStore:
         """Record how a notification went (``sent`` / ``failed`` / ``dropped``)."""
         con = self._connect()
         try:
-            con.insert_arrow("alert_deliveries", _table(_DELIVERIES, [
-                {"event_id": event_id, "status": status, "error": error, "at": self._clock.stamp()}]))
+            con.insert_arrow(
+                "alert_deliveries",
+                _table(
+                    _DELIVERIES, [{"event_id": event_id, "status": status, "error": error, "at": self._clock.stamp()}]
+                ),
+            )
         finally:
             con.close()
 
@@ -154,8 +228,10 @@ class ClickHouseStateStore:
         """Drop metric samples older than the retention (transitions are kept)."""
         con = self._connect()
         try:
-            con.execute("DELETE FROM alert_samples WHERE sampled_at < {before:DateTime64(6, 'UTC')}",
-                        {"before": now - SAMPLE_RETENTION})
+            con.execute(
+                "DELETE FROM alert_samples WHERE sampled_at < {before:DateTime64(6, 'UTC')}",
+                {"before": now - SAMPLE_RETENTION},
+            )
         finally:
             con.close()
 
@@ -170,10 +246,13 @@ _EVENTS_WITH_DELIVERY = """(
 )"""
 
 
-def alerts_overview(con: ClickHouseConnection, *, limit: int = 100, rule: str | None = None,
-                    include_inactive: bool = False) -> dict[str, list[dict[str, Any]]]:
+def alerts_overview(
+    con: Connection, *, limit: int = 100, rule: str | None = None, include_inactive: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     """:func:`loopsight.alerts.state.alerts_overview` on ClickHouse (same keys, same order)."""
-    found = rows(con, f"""
+    found = rows(
+        con,
+        f"""
         SELECT r.name AS name, r.definition AS definition, r.active AS active, r.state AS state,
                r.state_since AS state_since, r.value AS value, r.baseline AS baseline_value, r.samples AS samples,
                r.examples AS examples, r.last_evaluated_at AS last_evaluated_at, r.last_notified_at AS last_notified_at,
@@ -183,26 +262,40 @@ def alerts_overview(con: ClickHouseConnection, *, limit: int = 100, rule: str | 
                ON f.rule = r.name
         WHERE (r.active OR {{inactive:Bool}}) AND (isNull({{rule:Nullable(String)}}) OR r.name = {{rule:Nullable(String)}})
         ORDER BY r.name
-    """, {"inactive": include_inactive, "rule": rule})
+    """,
+        {"inactive": include_inactive, "rule": rule},
+    )
     out_rules = []
     for row in found:
         definition = json.loads(row.pop("definition"))
         out_rules.append({**definition, **row, "examples": row["examples"] or []})
-    events = rows(con, f"""
+    events = rows(
+        con,
+        f"""
         SELECT toInt64(id) AS id, rule, occurred_at AS at, from_state, to_state, value, threshold, baseline, samples,
                examples, notify_status, notify_error
         FROM {_EVENTS_WITH_DELIVERY}
         WHERE isNull({{rule:Nullable(String)}}) OR rule = {{rule:Nullable(String)}}
         ORDER BY occurred_at DESC, id DESC
         LIMIT {{limit:UInt64}}
-    """, {"rule": rule, "limit": limit})
+    """,
+        {"rule": rule, "limit": limit},
+    )
     return {"rules": out_rules, "events": events}
 
 
-def alert_series(con: ClickHouseConnection, rule: str, *, since: datetime | None = None,
-                 until: datetime | None = None, limit: int = 5000) -> list[dict[str, Any]]:
+def alert_series(
+    con: Connection,
+    rule: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 5000,
+) -> list[dict[str, Any]]:
     """:func:`loopsight.alerts.state.alert_series` on ClickHouse."""
-    return rows(con, """
+    return rows(
+        con,
+        """
         SELECT sampled_at AS at, value, samples FROM (
             SELECT sampled_at, value, samples FROM alert_samples
             WHERE rule = {rule:String}
@@ -210,5 +303,6 @@ def alert_series(con: ClickHouseConnection, rule: str, *, since: datetime | None
               AND (isNull({until:Nullable(DateTime64(6, 'UTC'))}) OR sampled_at < {until:Nullable(DateTime64(6, 'UTC'))})
             ORDER BY sampled_at DESC LIMIT {limit:UInt64})
         ORDER BY sampled_at
-    """, {"rule": rule, "since": since, "until": until, "limit": limit})
-
+    """,
+        {"rule": rule, "since": since, "until": until, "limit": limit},
+    )

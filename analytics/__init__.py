@@ -9,15 +9,37 @@ Example:
 """
 
 from loopsight.analytics.burn import burn, burn_agents, burn_curve, burn_runs
-from loopsight.analytics.loops import loop_rate, loop_run_ids, loops, loops_over_time, top_looping_args, top_looping_tools
+from loopsight.analytics.loops import (
+    loop_rate,
+    loop_run_ids,
+    loops,
+    loops_over_time,
+    top_looping_args,
+    top_looping_tools,
+)
 from loopsight.analytics.overview import overview
-from loopsight.analytics.stalls import stalls, time_to_first_tool
 from loopsight.analytics.runs import list_runs, top_runs_by_tokens, trace_detail
+from loopsight.analytics.stalls import stalls, time_to_first_tool
 from loopsight.analytics.terminations import terminations
 from loopsight.analytics.tools import tool_stats
 
 __all__ = [
-    "burn", "burn_agents", "burn_curve", "burn_runs", "list_runs", "loop_rate", "loop_run_ids", "loops",
-    "loops_over_time", "overview", "stalls", "terminations", "time_to_first_tool", "tool_stats",
-    "top_looping_args", "top_looping_tools", "top_runs_by_tokens", "trace_detail",
+    "burn",
+    "burn_agents",
+    "burn_curve",
+    "burn_runs",
+    "list_runs",
+    "loop_rate",
+    "loop_run_ids",
+    "loops",
+    "loops_over_time",
+    "overview",
+    "stalls",
+    "terminations",
+    "time_to_first_tool",
+    "tool_stats",
+    "top_looping_args",
+    "top_looping_tools",
+    "top_runs_by_tokens",
+    "trace_detail",
 ]

@@ -19,10 +19,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
 from loopsight.analytics.loops import compose
-from loopsight.analytics.sql import run
+from loopsight.analytics.sql import Connection, run
 
 SUPERLINEAR_K = 1.2
 MIN_RUNS = 3
@@ -35,7 +33,7 @@ def _filters(since: datetime | None, until: datetime | None, agent: str | None, 
 
 
 def burn_agents(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -53,13 +51,15 @@ def burn_agents(
     """
     sql = compose("burn_agents", growth_rows="burn_growth_derived")
     params = _filters(since, until, agent, service) | {
-        "superlinear_k": SUPERLINEAR_K, "min_runs": MIN_RUNS, "min_points": MIN_POINTS,
+        "superlinear_k": SUPERLINEAR_K,
+        "min_runs": MIN_RUNS,
+        "min_points": MIN_POINTS,
     }
     return run(con, "burn_agents", sql, params)
 
 
 def burn_runs(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -79,7 +79,7 @@ def burn_runs(
 
 
 def burn(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -100,7 +100,7 @@ def burn(
 
 
 def burn_curve(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,

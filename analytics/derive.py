@@ -26,8 +26,8 @@ from datetime import datetime
 
 import duckdb
 
-from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 from loopsight.analytics.loops import compose
+from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 
 TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
 
@@ -52,9 +52,7 @@ def _shadowed(name: str) -> str:
     return compose(name, inline=True, spans="derive_scope")
 
 
-def refresh(
-    con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES
-) -> None:
+def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES) -> None:
     """Recompute the derived rows of the runs in scope, in the caller's transaction (which
     the caller rolls back on an error).
 
@@ -66,7 +64,9 @@ def refresh(
     # Every rule reads only spans that belong to a run: children whose run span has not
     # arrived yet are skipped until it does (then the whole trace is in scope again).
     if since is None:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans WHERE run_id IS NOT NULL")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans WHERE run_id IS NOT NULL"
+        )
     else:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans "
@@ -86,7 +86,7 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         for table in tables:
             con.execute(f"DELETE FROM {table}")
     else:
-        if not con.execute("SELECT count(*) FROM derive_scope").fetchone()[0]:
+        if not con.execute("SELECT count(*) FROM derive_scope").fetchall()[0][0]:
             return  # a trace with derived rows since ``since`` has run members in scope
         for table in tables:
             con.execute(
@@ -99,7 +99,9 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
         con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
     if "run_steps" in tables or "run_growth" in tables:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS)
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS
+        )
     if "run_steps" in tables:
         con.execute("INSERT INTO run_steps BY NAME SELECT * FROM derive_steps")
     if "run_growth" in tables:

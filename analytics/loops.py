@@ -19,10 +19,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
 from loopsight import attributes as A
-from loopsight.analytics.sql import load, run, with_ctes
+from loopsight.analytics.sql import Connection, load, run, with_ctes
 
 MAX_LIMIT = 100_000
 
@@ -58,7 +56,7 @@ def _params(
 
 
 def loops(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -86,7 +84,7 @@ def loops(
 
 
 def loop_rate(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -105,7 +103,7 @@ def loop_rate(
 
 
 def loop_run_ids(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -123,7 +121,7 @@ def loop_run_ids(
 
 
 def loops_over_time(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     bucket_seconds: int = 3600,
     since: datetime | None = None,
@@ -145,7 +143,7 @@ def loops_over_time(
 
 
 def top_looping_tools(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -164,7 +162,7 @@ def top_looping_tools(
 
 
 def top_looping_args(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,

@@ -21,13 +21,11 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-import duckdb
-
 from loopsight.analytics.loops import loop_rate
-from loopsight.analytics.sql import jsonable, query
+from loopsight.analytics.sql import Connection, jsonable, query
 
 DEFAULT_WINDOW = timedelta(hours=24)
 TILES = ("runs", "success_rate", "loop_rate", "tool_fail_rate", "tokens_per_success", "p95_duration_ms")
@@ -37,12 +35,18 @@ class LoopRuns(Protocol):
     """Counts the runs started in ``[since, until)`` (matching the filters) that have a loop."""
 
     def __call__(
-        self, con: duckdb.DuckDBPyConnection, *, since: datetime, until: datetime, agent: str | None, service: str | None
+        self,
+        con: Connection,
+        *,
+        since: datetime,
+        until: datetime,
+        agent: str | None,
+        service: str | None,
     ) -> int: ...
 
 
 def marked_loop_runs(
-    con: duckdb.DuckDBPyConnection, *, since: datetime, until: datetime, agent: str | None, service: str | None
+    con: Connection, *, since: datetime, until: datetime, agent: str | None, service: str | None
 ) -> int:
     """Runs holding a span with ``loop_kind`` set (the loop guard's own record).
 
@@ -54,7 +58,7 @@ def marked_loop_runs(
 
 
 def detected_loop_runs(
-    con: duckdb.DuckDBPyConnection, *, since: datetime, until: datetime, agent: str | None, service: str | None
+    con: Connection, *, since: datetime, until: datetime, agent: str | None, service: str | None
 ) -> int:
     """Runs with a loop that :func:`loopsight.analytics.loops.loop_rate` counts.
 
@@ -70,7 +74,9 @@ DEFAULT_LOOP_RUNS: LoopRuns | None = detected_loop_runs
 inside the overview query itself (as :func:`marked_loop_runs`)."""
 
 
-def window(since: datetime | None, until: datetime | None, now: datetime | None = None) -> tuple[datetime, datetime, datetime]:
+def window(
+    since: datetime | None, until: datetime | None, now: datetime | None = None
+) -> tuple[datetime, datetime, datetime]:
     """``(previous_since, since, until)``: an open end is now, an open start 24 h before the end.
 
     Raises ``ValueError`` when ``since`` is not before ``until``.
@@ -80,7 +86,7 @@ def window(since: datetime | None, until: datetime | None, now: datetime | None 
         datetime.datetime(2026, 1, 1, 0, 0)
     """
     if until is None:
-        until = now or datetime.now(timezone.utc).replace(tzinfo=None)
+        until = now or datetime.now(UTC).replace(tzinfo=None)
     if since is None:
         since = until - DEFAULT_WINDOW
     if since >= until:
@@ -103,7 +109,7 @@ def _ratio(part: float | int | None, whole: float | int | None) -> float | None:
 
 
 def overview(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -124,7 +130,10 @@ def overview(
     """
     previous_since, since, until = window(since, until, now)
     filters = {"agent": agent, "service": service}
-    found = {row["current"]: row for row in query(con, "overview", previous_since=previous_since, since=since, until=until, **filters)}
+    found = {
+        row["current"]: row
+        for row in query(con, "overview", previous_since=previous_since, since=since, until=until, **filters)
+    }
     count_loops = loop_runs or DEFAULT_LOOP_RUNS
     windows = {True: (since, until), False: (previous_since, since)}
     values: dict[bool, dict[str, Any]] = {}

@@ -15,15 +15,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
-from loopsight.analytics.sql import query
+from loopsight.analytics.sql import Connection, query
 
 MAX_LIMIT = 10_000
 
 
 def list_runs(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     limit: int = 50,
     offset: int = 0,
@@ -66,7 +64,7 @@ def list_runs(
 
 
 def top_runs_by_tokens(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     limit: int = 10,
     agent: str | None = None,
@@ -96,7 +94,7 @@ def top_runs_by_tokens(
     return ranked
 
 
-def trace_detail(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+def trace_detail(con: Connection, trace_id: str) -> dict[str, list[dict[str, Any]]]:
     """The runs of one trace, all its spans, and a per-step summary.
 
     ``{"runs": [Run...], "spans": [Span...], "steps": [Step...]}``: each Span has the design's

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import cast
 
 ID_SHIFT = 48
 SIMHASH_MODE = 1 << 47
@@ -53,8 +54,55 @@ _WORD = re.compile(r"[^\W_]+")
 _SPREAD = [sum(((byte >> bit) & 1) << (bit * _LANE) for bit in range(8)) for byte in range(256)]
 _gram_cache: dict[str, int] = {}
 STOP_WORDS = frozenset(
-    "a about an and are as at be by can could do does for from get how i in into is it me my of on or please "
-    "show tell than that the this to was what when where which who why will with would you your".split()
+    [
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "please",
+        "show",
+        "tell",
+        "than",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 _CACHE_LIMIT = 65_536
 
@@ -139,9 +187,8 @@ def sketch(text: str) -> int:
     # Words joined by two spaces: every 3-gram then lies inside one padded word, so word order is ignored.
     joined = "  " + "  ".join(alpha) + "  "
     grams = {joined[i : i + 3] for i in range(len(joined) - 2)}
-    vectors = list(map(_gram_cache.get, grams))
-    if None in vectors:
-        vectors = list(map(_gram_vector, grams))
+    cached = list(map(_gram_cache.get, grams))
+    vectors: list[int] = list(map(_gram_vector, grams)) if None in cached else cast("list[int]", cached)
     return ids | SIMHASH_MODE | _majority(sum(vectors), len(grams))
 
 

@@ -14,9 +14,27 @@ from __future__ import annotations
 from datetime import date, datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
-import duckdb
+
+class Result(Protocol):
+    """What a statement returns on either engine: DB-API ``description`` and ``fetchall()``."""
+
+    @property
+    def description(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A read connection of either engine: ``duckdb.DuckDBPyConnection`` or
+    :class:`loopsight.stores.clickhouse.ClickHouseConnection` (whose ``sql_dialect`` is ``"clickhouse"``)."""
+
+    def execute(self, query: str, parameters: Any = ..., /) -> Any: ...
+
+    def cursor(self) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 @cache
@@ -36,7 +54,7 @@ def load(name: str) -> str:
     if not first.startswith("-- ctes:"):
         return text
     folder = name.rpartition("/")[0]
-    pairs = (item.strip().split("=") for item in first[len("-- ctes:"):].split(","))
+    pairs = (item.strip().split("=") for item in first[len("-- ctes:") :].split(","))
     return with_ctes(text, {cte: load(f"{folder}/{file}" if folder else file) for cte, file in pairs})
 
 
@@ -75,14 +93,14 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def rows(con: Connection, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Execute ``sql`` and return the result as a list of JSON-ready dicts."""
     cursor = con.execute(sql, params or {})
     names = [d[0] for d in cursor.description]
-    return [{n: jsonable(v) for n, v in zip(names, row)} for row in cursor.fetchall()]
+    return [{n: jsonable(v) for n, v in zip(names, row, strict=False)} for row in cursor.fetchall()]
 
 
-def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+def query(con: Connection, name: str, **params: Any) -> list[dict[str, Any]]:
     """Run the named question with its parameters.
 
     Example:

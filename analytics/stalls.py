@@ -18,13 +18,11 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-import duckdb
-
 from loopsight.analytics.loops import compose
-from loopsight.analytics.sql import run
+from loopsight.analytics.sql import Connection, run
 
 STALL_KINDS = ("slow_call", "backoff", "idle_gap", "stuck")
 MIN_SAMPLES = 50
@@ -36,7 +34,7 @@ MAX_LIMIT = 100_000
 
 
 def stalls(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -69,17 +67,24 @@ def stalls(
     if stuck_after_seconds <= 0 or stuck_max_age_seconds <= stuck_after_seconds:
         raise ValueError("need 0 < stuck_after_seconds < stuck_max_age_seconds")
     params = {
-        "since": since, "until": until, "agent": agent, "service": service, "kind": kind,
-        "now": now or datetime.now(timezone.utc).replace(tzinfo=None),
-        "stuck_after_seconds": float(stuck_after_seconds), "stuck_max_age_seconds": float(stuck_max_age_seconds),
-        "min_samples": max(1, min_samples), "min_backoff_ms": float(min_backoff_ms), "min_gap_ms": float(min_gap_ms),
+        "since": since,
+        "until": until,
+        "agent": agent,
+        "service": service,
+        "kind": kind,
+        "now": now or datetime.now(UTC).replace(tzinfo=None),
+        "stuck_after_seconds": float(stuck_after_seconds),
+        "stuck_max_age_seconds": float(stuck_max_age_seconds),
+        "min_samples": max(1, min_samples),
+        "min_backoff_ms": float(min_backoff_ms),
+        "min_gap_ms": float(min_gap_ms),
         "limit": max(0, min(limit, MAX_LIMIT)),
     }
     return run(con, "stalls", _with_members("stalls"), params)
 
 
 def time_to_first_tool(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,

@@ -13,9 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
-from loopsight.analytics.sql import query
+from loopsight.analytics.sql import Connection, query
 
 MIN_BUCKET_SECONDS = 1
 MAX_BUCKET_SECONDS = 366 * 86400
@@ -40,7 +38,7 @@ def auto_bucket_seconds(since: datetime | None, until: datetime | None, target: 
 
 
 def terminations(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     bucket_seconds: int | None = None,
     since: datetime | None = None,
@@ -67,10 +65,14 @@ def terminations(
         raise ValueError(f"bucket of {bucket_seconds} s is out of range [{MIN_BUCKET_SECONDS}, {MAX_BUCKET_SECONDS}]")
     if since is not None and until is not None and (until - since).total_seconds() / bucket_seconds > MAX_BUCKETS:
         raise ValueError(f"the window holds more than {MAX_BUCKETS} buckets of {bucket_seconds} s: use a larger bucket")
-    rows = query(con, "terminations", bucket_seconds=bucket_seconds, since=since, until=until, agent=agent, service=service)
+    rows = query(
+        con, "terminations", bucket_seconds=bucket_seconds, since=since, until=until, agent=agent, service=service
+    )
     totals: dict[str, dict[str, Any]] = {}
     for row in rows:
-        total = totals.setdefault(row["termination_reason"], {"termination_reason": row["termination_reason"], "runs": 0, "ok": 0})
+        total = totals.setdefault(
+            row["termination_reason"], {"termination_reason": row["termination_reason"], "runs": 0, "ok": 0}
+        )
         total["runs"] += row["runs"]
         total["ok"] += row["ok"]
     all_runs = sum(t["runs"] for t in totals.values())

@@ -11,13 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
-from loopsight.analytics.sql import query
+from loopsight.analytics.sql import Connection, query
 
 
 def tool_stats(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -38,7 +36,9 @@ def tool_stats(
         >>> tool_stats(con, by_agent=True)[0]["agent"]  # doctest: +SKIP
         'order-assistant'
     """
-    rows = query(con, "tool_stats", since=since, until=until, agent=agent, service=service, tool=tool, by_agent=by_agent)
+    rows = query(
+        con, "tool_stats", since=since, until=until, agent=agent, service=service, tool=tool, by_agent=by_agent
+    )
     for row in rows:
         row["errors_by_class"] = {k: int(v) for k, v in sorted(row["errors_by_class"].items())}
         row["retries"] = int(row["retries"] or 0)

@@ -21,10 +21,11 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -62,7 +63,9 @@ def _map(keys: list[np.ndarray], values: list[np.ndarray]) -> pa.Array:
     flat_keys = np.stack(keys, axis=1).reshape(-1)
     flat_values = np.stack(values, axis=1).reshape(-1)
     offsets = pa.array(np.arange(0, rows * per_row + 1, per_row, dtype=np.int32))
-    return pa.MapArray.from_arrays(offsets, pa.array(flat_keys, pa.string()), pa.array(flat_values, pa.string()), type=ATTR_MAP)
+    return pa.MapArray.from_arrays(
+        offsets, pa.array(flat_keys, pa.string()), pa.array(flat_values, pa.string()), type=ATTR_MAP
+    )
 
 
 def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s: float = DAYS * 86400.0) -> pa.Table:
@@ -83,7 +86,10 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
     run_ms = child.sum(axis=1) + rng.uniform(1, 50, runs)
     duration_ms.reshape(runs, SPANS_PER_RUN)[:, 0] = run_ms
     start_us = (np.sort(rng.uniform(first_s, last_s, runs)) * 1e6).astype(np.int64)
-    begin = np.repeat(start_us, SPANS_PER_RUN) + np.concatenate([np.zeros((runs, 1)), offsets_ms], axis=1).reshape(-1).astype(np.int64) * 1000
+    begin = (
+        np.repeat(start_us, SPANS_PER_RUN)
+        + np.concatenate([np.zeros((runs, 1)), offsets_ms], axis=1).reshape(-1).astype(np.int64) * 1000
+    )
     begin += int((START - datetime(1970, 1, 1)).total_seconds() * 1e6)
     duration_ns = (duration_ms * 1e6).astype(np.int64)
 
@@ -101,8 +107,14 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
     error_class = np.where(failed, rng.choice(CLASSES, n), None)
 
     operation = np.select([is_agent, is_llm, is_tool], ["invoke_agent", "chat", "execute_tool"], "other").astype(object)
-    name = np.where(is_agent, "invoke_agent " + agent.astype(str), np.where(is_llm, "chat gpt-4o", "execute_tool " + np.where(is_tool, tool, "").astype(str)))
-    detail_key = np.where(is_agent, "gen_ai.agent.name", np.where(is_llm, "gen_ai.request.model", "gen_ai.tool.name")).astype(object)
+    name = np.where(
+        is_agent,
+        "invoke_agent " + agent.astype(str),
+        np.where(is_llm, "chat gpt-4o", "execute_tool " + np.where(is_tool, tool, "").astype(str)),
+    )
+    detail_key = np.where(
+        is_agent, "gen_ai.agent.name", np.where(is_llm, "gen_ai.request.model", "gen_ai.tool.name")
+    ).astype(object)
     detail_value = np.where(is_agent, agent, np.where(is_llm, "gpt-4o", tool)).astype(object)
 
     retries = np.maximum(attempts - 1, 0)
@@ -110,10 +122,19 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
     event_offsets = np.concatenate([[0], np.cumsum(event_counts)]).astype(np.int32)
     total_events = int(event_offsets[-1])
     event_owner = np.repeat(np.arange(n), event_counts)
-    event_names = np.where(loop[event_owner] & (np.arange(total_events) == event_offsets[1:][event_owner] - 1), "loop_detected", "retry")
+    event_names = np.where(
+        loop[event_owner] & (np.arange(total_events) == event_offsets[1:][event_owner] - 1), "loop_detected", "retry"
+    )
     event_ts = pa.array(begin[event_owner], pa.timestamp("us"))
-    no_attrs = pa.MapArray.from_arrays(pa.array(np.zeros(total_events + 1, dtype=np.int32)), pa.array([], pa.string()), pa.array([], pa.string()), type=ATTR_MAP)
-    events_struct = pa.StructArray.from_arrays([event_ts, pa.array(event_names, pa.string()), no_attrs], fields=list(SCHEMA.field("Events").type.value_type))
+    no_attrs = pa.MapArray.from_arrays(
+        pa.array(np.zeros(total_events + 1, dtype=np.int32)),
+        pa.array([], pa.string()),
+        pa.array([], pa.string()),
+        type=ATTR_MAP,
+    )
+    events_struct = pa.StructArray.from_arrays(
+        [event_ts, pa.array(event_names, pa.string()), no_attrs], fields=list(SCHEMA.field("Events").type.value_type)
+    )
     events = pa.ListArray.from_arrays(pa.array(event_offsets), events_struct, type=SCHEMA.field("Events").type)
 
     def text(values: Any) -> pa.Array:
@@ -131,7 +152,9 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
         "ResourceAttributes": _map([np.full(n, "service.name", dtype=object)], [service]),
         "ScopeName": text(np.full(n, "loopsight", dtype=object)),
         "ScopeVersion": text(np.full(n, "0.1.0", dtype=object)),
-        "SpanAttributes": _map([np.full(n, "gen_ai.operation.name", dtype=object), detail_key], [operation, detail_value]),
+        "SpanAttributes": _map(
+            [np.full(n, "gen_ai.operation.name", dtype=object), detail_key], [operation, detail_value]
+        ),
         "Duration": pa.array(duration_ns, pa.int64()),
         "StatusCode": text(status.astype(object)),
         "StatusMessage": text(np.full(n, "", dtype=object)),
@@ -191,28 +214,84 @@ class Query:
     table: str = "spans"  # the table the bare scan reads (a derived table for the questions that read one)
 
 
-RUN_COLS = ("span_type", "SpanId", "run_id", "TraceId", "Timestamp", "agent", "ServiceName", "StatusCode", "termination_reason", "Duration")
-CHILD_COLS = ("TraceId", "run_id", "span_type", "StatusCode", "input_tokens", "output_tokens", "step", "attempts", "loop_kind")
-TOOL_COLS = ("span_type", "tool", "TraceId", "SpanId", "run_id", "agent", "Timestamp", "ServiceName", "StatusCode", "error_class", "attempts", "Duration")
+RUN_COLS = (
+    "span_type",
+    "SpanId",
+    "run_id",
+    "TraceId",
+    "Timestamp",
+    "agent",
+    "ServiceName",
+    "StatusCode",
+    "termination_reason",
+    "Duration",
+)
+CHILD_COLS = (
+    "TraceId",
+    "run_id",
+    "span_type",
+    "StatusCode",
+    "input_tokens",
+    "output_tokens",
+    "step",
+    "attempts",
+    "loop_kind",
+)
+TOOL_COLS = (
+    "span_type",
+    "tool",
+    "TraceId",
+    "SpanId",
+    "run_id",
+    "agent",
+    "Timestamp",
+    "ServiceName",
+    "StatusCode",
+    "error_class",
+    "attempts",
+    "Duration",
+)
 
 
 def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) -> list[Query]:
     """Every query behind a page, with the columns it reads."""
     sample = con.execute(
-        "SELECT \"TraceId\" FROM spans WHERE span_type = 'agent' ORDER BY \"Timestamp\" DESC LIMIT 1"
+        'SELECT "TraceId" FROM spans WHERE span_type = \'agent\' ORDER BY "Timestamp" DESC LIMIT 1'
     ).fetchone()[0]
     w = window
     found = [
         Query("Overview", "overview", lambda c: analytics.overview(c, **w), RUN_COLS + CHILD_COLS),
         Query("Overview", "terminations", lambda c: analytics.terminations(c, **w), RUN_COLS),
-        Query("Overview", "top_runs_by_tokens", lambda c: analytics.top_runs_by_tokens(c, limit=10, **w), RUN_COLS + CHILD_COLS),
+        Query(
+            "Overview",
+            "top_runs_by_tokens",
+            lambda c: analytics.top_runs_by_tokens(c, limit=10, **w),
+            RUN_COLS + CHILD_COLS,
+        ),
         Query("Overview", "tool_stats", lambda c: analytics.tool_stats(c, **w), TOOL_COLS),
         Query("Runs", "list_runs", lambda c: analytics.list_runs(c, limit=50, **w), RUN_COLS + CHILD_COLS),
         Query("Runs", "list_runs(no window)", lambda c: analytics.list_runs(c, limit=50), RUN_COLS + CHILD_COLS, True),
-        Query("Runs", "list_runs(tool, min_tokens)", lambda c: analytics.list_runs(c, limit=50, tool="tool_03", min_tokens=9000, **w), RUN_COLS + CHILD_COLS + ("tool",), True),
-        Query("Runs", "list_runs(agent, status=error)", lambda c: analytics.list_runs(c, limit=50, agent="agent-03", status="error", **w), RUN_COLS + CHILD_COLS, True),
+        Query(
+            "Runs",
+            "list_runs(tool, min_tokens)",
+            lambda c: analytics.list_runs(c, limit=50, tool="tool_03", min_tokens=9000, **w),
+            RUN_COLS + CHILD_COLS + ("tool",),
+            True,
+        ),
+        Query(
+            "Runs",
+            "list_runs(agent, status=error)",
+            lambda c: analytics.list_runs(c, limit=50, agent="agent-03", status="error", **w),
+            RUN_COLS + CHILD_COLS,
+            True,
+        ),
         Query("Tools", "tool_stats(by_agent)", lambda c: analytics.tool_stats(c, by_agent=True, **w), TOOL_COLS),
-        Query("Run timeline", "trace_detail", lambda c: analytics.trace_detail(c, sample), ("TraceId",) + CHILD_COLS + ("SpanAttributes", "Events")),
+        Query(
+            "Run timeline",
+            "trace_detail",
+            lambda c: analytics.trace_detail(c, sample),
+            ("TraceId", *CHILD_COLS, "SpanAttributes", "Events"),
+        ),
     ]
     found += detection_queries(w)
     return found
@@ -221,9 +300,21 @@ def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) 
 def detection_queries(w: dict[str, datetime | None]) -> list[Query]:
     """The detection engineer's questions, where their modules exist."""
     found = []
-    loop_cols = TOOL_COLS + ("args_hash", "args_sketch", "step", "input_tokens", "output_tokens", "end_time")
+    loop_cols = (*TOOL_COLS, "args_hash", "args_sketch", "step", "input_tokens", "output_tokens", "end_time")
     # stalls read the per-span stall facts kept at ingest (run_members), plus the in-flight spans
-    member_cols = ("trace_id", "run_id", "span_id", "agent", "service", "started_at", "span_type", "what", "call_ms", "backoff_ms", "gap_ms")
+    member_cols = (
+        "trace_id",
+        "run_id",
+        "span_id",
+        "agent",
+        "service",
+        "started_at",
+        "span_type",
+        "what",
+        "call_ms",
+        "backoff_ms",
+        "gap_ms",
+    )
     for module_name, names, page in (
         ("loops", ("loops", "loop_rate", "loops_over_time", "top_looping_tools"), "Loops"),
         ("stalls", ("stalls",), "Stalls"),
@@ -274,25 +365,32 @@ def main(argv: list[str] | None = None) -> int:
         seconds = fill(path, args.runs)
         print(f"filled {args.runs:,} runs / {args.runs * SPANS_PER_RUN:,} spans through Store in {seconds:.1f} s")
     con = duckdb.connect(path, read_only=True)
-    spans, runs = con.execute("SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans").fetchone()
-    print(f"store: {spans:,} spans, {runs:,} runs, {Path(path).stat().st_size / 1e6:.0f} MB, duckdb {duckdb.__version__}, "
-          f"{os.cpu_count()} CPUs, median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
+    spans, runs = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans"
+    ).fetchone()
+    print(
+        f"store: {spans:,} spans, {runs:,} runs, {Path(path).stat().st_size / 1e6:.0f} MB, duckdb {duckdb.__version__}, "
+        f"{os.cpu_count()} CPUs, median of {args.repeat}, load average {os.getloadavg()[0]:.1f}"
+    )
 
     end = END
-    windows = {"last 24 h": {"since": end - timedelta(days=1), "until": end}, "all 7 days": {"since": START, "until": end},
-               "no window": {"since": None, "until": None}}
+    windows = {
+        "last 24 h": {"since": end - timedelta(days=1), "until": end},
+        "all 7 days": {"since": START, "until": end},
+        "no window": {"since": None, "until": None},
+    }
     for label, window in windows.items():
         print(f"\n## window: {label}\n")
-        print(f"| page | query | median ms | bare scan ms | ratio |")
-        print(f"|---|---|---:|---:|---:|")
+        print("| page | query | median ms | bare scan ms | ratio |")
+        print("|---|---|---:|---:|---:|")
         pages: dict[str, float] = {}
         for q in queries(con, window):
             try:
-                seconds = median_seconds(lambda: q.run(con), args.repeat)
+                seconds = median_seconds(lambda q=q: q.run(con), args.repeat)
             except Exception as exc:  # another engineer's query in progress must not stop the benchmark
                 print(f"| {q.page} | {q.name} | failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]} | | |")
                 continue
-            scan = median_seconds(lambda: bare_scan(con, q.columns, q.table), args.repeat)
+            scan = median_seconds(lambda q=q: bare_scan(con, q.columns, q.table), args.repeat)
             if not q.variant:
                 pages[q.page] = pages.get(q.page, 0.0) + seconds
             label = f"{q.name} (variant)" if q.variant else q.name

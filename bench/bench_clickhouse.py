@@ -19,31 +19,32 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from scale.fixture_spans import build  # noqa: E402
+from scale.fixture_spans import build
 
-from loopsight.analytics.burn import burn  # noqa: E402
-from loopsight.analytics.loops import loops  # noqa: E402
-from loopsight.analytics.overview import overview  # noqa: E402
-from loopsight.analytics.stalls import stalls  # noqa: E402
-from loopsight.analytics.runs import list_runs, trace_detail  # noqa: E402
-from loopsight.analytics.terminations import terminations  # noqa: E402
-from loopsight.analytics.tools import tool_stats  # noqa: E402
-from loopsight.collector.pipeline import spans_to_request  # noqa: E402
-from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb  # noqa: E402
-from loopsight.stores import clickhouse_run_index  # noqa: E402
-from loopsight.stores.clickhouse_run_index import index_new_spans  # noqa: E402
-from loopsight.analytics import sql as analytics_sql  # noqa: E402
-from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade  # noqa: E402
-from loopsight.stores.otel_rows import request_to_otel_traces  # noqa: E402
+from loopsight.analytics import sql as analytics_sql
+from loopsight.analytics.burn import burn
+from loopsight.analytics.loops import loops
+from loopsight.analytics.overview import overview
+from loopsight.analytics.runs import list_runs, trace_detail
+from loopsight.analytics.stalls import stalls
+from loopsight.analytics.terminations import terminations
+from loopsight.analytics.tools import tool_stats
+from loopsight.collector.pipeline import spans_to_request
+from loopsight.stores import clickhouse_run_index
+from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb
+from loopsight.stores.clickhouse_run_index import index_new_spans
+from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade
+from loopsight.stores.otel_rows import request_to_otel_traces
 
 
 def tiled(base: pa.Table, copy: int) -> pa.Table:
@@ -91,7 +92,11 @@ def bytes_per_span(con: ClickHouseConnection, spans: int, like: str = "%") -> fl
     return total / spans
 
 
-_DERIVED = {"loops_derived": "loops_core", "burn_steps_derived": "burn_steps", "stalls_members_derived": "stalls_members"}
+_DERIVED = {
+    "loops_derived": "loops_core",
+    "burn_steps_derived": "burn_steps",
+    "stalls_members_derived": "stalls_members",
+}
 
 
 class _nothing:
@@ -111,8 +116,14 @@ class per_query:
         def before(dialect: str, name: str) -> str:
             text = self._file(dialect, name)
             for derived, source in _DERIVED.items():
-                text = text.replace(analytics_sql.load(f"clickhouse/{derived}"), analytics_sql.load(f"clickhouse/{source}"))
-            return re.sub(r"\b(\w+\.)?(TraceId|trace_id) IN \{traces:Array\(String\)\}", "1", text.replace("FROM typed_spans", "FROM spans"))
+                text = text.replace(
+                    analytics_sql.load(f"clickhouse/{derived}"), analytics_sql.load(f"clickhouse/{source}")
+                )
+            return re.sub(
+                r"\b(\w+\.)?(TraceId|trace_id) IN \{traces:Array\(String\)\}",
+                "1",
+                text.replace("FROM typed_spans", "FROM spans"),
+            )
 
         analytics_sql.dialect_file = before
 
@@ -124,7 +135,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=900)
     parser.add_argument("--batch-copies", type=int, default=240)
-    parser.add_argument("--before", action="store_true", help="also time the questions derived per query (before the per-run tables)")
+    parser.add_argument(
+        "--before", action="store_true", help="also time the questions derived per query (before the per-run tables)"
+    )
     args = parser.parse_args()
     base = request_to_otel_traces(spans_to_request(build()))
     spans = base.num_rows * args.copies
@@ -141,11 +154,17 @@ def main() -> None:
     wall, cpu = fill(con, base, args.copies, args.batch_copies)
     con.command("OPTIMIZE TABLE otel_traces FINAL")
 
-    print(f"spans: {spans:,} ({base.num_rows} per tile x {args.copies}), batches of {base.num_rows * args.batch_copies:,}")
-    print(f"insert, exporter DDL only : {spans / wall_plain:,.0f} spans/s wall, {spans / cpu_plain:,.0f} spans per CPU-second")
+    print(
+        f"spans: {spans:,} ({base.num_rows} per tile x {args.copies}), batches of {base.num_rows * args.batch_copies:,}"
+    )
+    print(
+        f"insert, exporter DDL only : {spans / wall_plain:,.0f} spans/s wall, {spans / cpu_plain:,.0f} spans per CPU-second"
+    )
     print(f"insert, + loopsight columns: {spans / wall:,.0f} spans/s wall, {spans / cpu:,.0f} spans per CPU-second")
-    print(f"compressed bytes/span: exporter-only {bytes_per_span(plain, spans):.1f}, with loopsight columns {bytes_per_span(con, spans):.1f} "
-          f"(of which loopsight_* {bytes_per_span(con, spans, 'loopsight%'):.1f})")
+    print(
+        f"compressed bytes/span: exporter-only {bytes_per_span(plain, spans):.1f}, with loopsight columns {bytes_per_span(con, spans):.1f} "
+        f"(of which loopsight_* {bytes_per_span(con, spans, 'loopsight%'):.1f})"
+    )
 
     started = time.perf_counter()
     traces = index_new_spans(con)
@@ -154,7 +173,9 @@ def main() -> None:
     con.insert_arrow("otel_traces", extra)
     started = time.perf_counter()
     traces = index_new_spans(con)
-    print(f"run index, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms")
+    print(
+        f"run index, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms"
+    )
     spans += extra.num_rows
     # Time the questions alone: no indexer pass (analytics.sql refreshes at most every 5 s) while timing.
     clickhouse_run_index._LAST[id(con._engine)] = time.monotonic() + 1e9
@@ -173,7 +194,9 @@ def main() -> None:
         "stalls": lambda: stalls(con, since=since, until=until, now=until),
         "burn": lambda: burn(con, since=since, until=until),
         "count(*) FROM spans (view)": lambda: con.execute("SELECT count() FROM spans").fetchall(),
-        "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute("SELECT sum(Duration) FROM otel_traces").fetchall(),
+        "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute(
+            "SELECT sum(Duration) FROM otel_traces"
+        ).fetchall(),
     }
     timings: dict[tuple[str, str], list[float]] = {}
     variants = [("current", lambda: None)] + ([("per query (before)", per_query)] if args.before else [])
@@ -187,7 +210,10 @@ def main() -> None:
 
     for label, sql in [
         ("trace lookup on otel_traces", "SELECT count() FROM otel_traces WHERE TraceId = {t:String}"),
-        ("a trace's typed spans, as the per-run derivation reads them", "SELECT count() FROM typed_spans WHERE TraceId IN [{t:String}]"),
+        (
+            "a trace's typed spans, as the per-run derivation reads them",
+            "SELECT count() FROM typed_spans WHERE TraceId IN [{t:String}]",
+        ),
         ("a trace's loop rows", "SELECT count() FROM loopsight_run_loops WHERE trace_id = {t:String}"),
     ]:
         print(f"EXPLAIN indexes=1 ({label}):")

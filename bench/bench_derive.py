@@ -35,17 +35,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_ingest  # noqa: E402
+import bench_ingest
 
-from loopsight.collector import store as store_module  # noqa: E402
-
+from loopsight.collector import store as store_module
 
 BEFORE = "1c4154c"  # the last revision whose questions read only the spans
 
 QUESTIONS = {
     # name: (question file, {cte: file}, extra parameters)
-    "list_runs (50)": ("runs", {}, {"limit": 50, "offset": 0, "status": None, "termination_reason": None, "trace_id": None,
-                                    "tool": None, "min_tokens": None, "run_ids": None}),
+    "list_runs (50)": (
+        "runs",
+        {},
+        {
+            "limit": 50,
+            "offset": 0,
+            "status": None,
+            "termination_reason": None,
+            "trace_id": None,
+            "tool": None,
+            "min_tokens": None,
+            "run_ids": None,
+        },
+    ),
     "overview": ("overview", {}, {"previous_since": None}),
     "terminations": ("terminations", {}, {"bucket_seconds": 3600}),
     "top_runs": ("top_runs", {}, {"limit": 10}),
@@ -54,9 +65,24 @@ QUESTIONS = {
     "loops_over_time": ("loops_over_time", {"loop_rows": "loops_core"}, {"bucket_seconds": 3600}),
     "top_looping_tools": ("loops_top_tools", {"loop_rows": "loops_core"}, {"limit": 10}),
     "burn_runs": ("burn_runs", {"loop_rows": "loops_core"}, {"limit": 100}),
-    "burn_agents": ("burn_agents", {"burn_steps": "burn_steps"}, {"superlinear_k": 1.2, "min_runs": 3, "min_points": 10}),
-    "stalls": ("stalls", {}, {"kind": None, "stuck_after_seconds": 300.0, "stuck_max_age_seconds": 21600.0, "min_samples": 50,
-                              "min_backoff_ms": 1000.0, "min_gap_ms": 2000.0, "limit": 1000}),
+    "burn_agents": (
+        "burn_agents",
+        {"burn_steps": "burn_steps"},
+        {"superlinear_k": 1.2, "min_runs": 3, "min_points": 10},
+    ),
+    "stalls": (
+        "stalls",
+        {},
+        {
+            "kind": None,
+            "stuck_after_seconds": 300.0,
+            "stuck_max_age_seconds": 21600.0,
+            "min_samples": 50,
+            "min_backoff_ms": 1000.0,
+            "min_gap_ms": 2000.0,
+            "limit": 1000,
+        },
+    ),
     "time_to_first_tool": ("stalls_first_tool", {}, {}),
 }
 # The questions whose current text takes other CTEs than their text at --before.
@@ -83,7 +109,7 @@ def _compose(read, question: str, ctes: dict[str, str]) -> str:
 def compare_queries(path: str, before: str, repeat: int, only: list[str] | None = None) -> None:
     import subprocess
     import time
-    from datetime import datetime, timedelta
+    from datetime import timedelta
 
     import duckdb
 
@@ -93,13 +119,14 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
     root = Path(__file__).resolve().parent.parent
 
     def old(name: str) -> str:
-        return subprocess.run(["git", "show", f"{before}:analytics/sql/{name}.sql"], cwd=root, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "show", f"{before}:analytics/sql/{name}.sql"], cwd=root, check=True, capture_output=True, text=True
+        ).stdout
 
     con = duckdb.connect(path, read_only=True)
     end = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] + timedelta(seconds=1)
     sketch = {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-    print(f"| window | question | before ms | after ms | speed-up | same answer |\n|---|---|---:|---:|---:|---|")
+    print("| window | question | before ms | after ms | speed-up | same answer |\n|---|---|---:|---:|---:|---|")
     for label, since in (("24 h", end - timedelta(days=1)), ("7 days", end - timedelta(days=7)), ("no window", None)):
         for name, (question, ctes, extra) in QUESTIONS.items():
             if only and name not in only:
@@ -111,7 +138,9 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
             if question == "stalls":
                 params["now"] = end
             before_sql = _compose(old, question, ctes)
-            after_sql = _compose(load, question, AFTER_CTES.get(name) or {k: NEW_CTES.get(v, v) for k, v in ctes.items()})
+            after_sql = _compose(
+                load, question, AFTER_CTES.get(name) or {k: NEW_CTES.get(v, v) for k, v in ctes.items()}
+            )
             before_params = {**params, **(sketch if "loops_core" in ctes.values() else {})}
             times: dict[str, list[float]] = {"before": [], "after": []}
             answers = {}
@@ -121,7 +150,9 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
                     answers[which] = rows(con, sql, p)
                     times[which].append(time.perf_counter() - started)
             b, a = statistics.median(times["before"]), statistics.median(times["after"])
-            same = answers["before"] == answers["after"] or sorted(map(repr, answers["before"])) == sorted(map(repr, answers["after"]))
+            same = answers["before"] == answers["after"] or sorted(map(repr, answers["before"])) == sorted(
+                map(repr, answers["after"])
+            )
             print(f"| {label} | {name} | {b * 1e3:.0f} | {a * 1e3:.0f} | {b / a:.0f}x | {'yes' if same else 'NO'} |")
     con.close()
 
@@ -135,7 +166,9 @@ def _before_derive(root: Path, before: str):
     from loopsight.analytics.sql import with_ctes
 
     def show(path: str) -> str:
-        return subprocess.run(["git", "show", f"{before}:{path}"], cwd=root, check=True, capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "show", f"{before}:{path}"], cwd=root, check=True, capture_output=True, text=True
+        ).stdout
 
     @functools.cache
     def load(name: str) -> str:
@@ -143,12 +176,16 @@ def _before_derive(root: Path, before: str):
         first = text.split("\n", 1)[0]
         if not first.startswith("-- ctes:"):
             return text
-        return with_ctes(text, {cte: load(file) for cte, file in (p.strip().split("=") for p in first[len("-- ctes:"):].split(","))})
+        return with_ctes(
+            text, {cte: load(file) for cte, file in (p.strip().split("=") for p in first[len("-- ctes:") :].split(","))}
+        )
 
     old = types.ModuleType("derive_before")
     exec(compile(show("analytics/derive.py"), f"{before}:analytics/derive.py", "exec"), old.__dict__)
     old.load = load
-    old.compose = lambda question, *, inline=False, **ctes: with_ctes(load(question), {n: load(f) for n, f in ctes.items()}, inline=inline)
+    old.compose = lambda question, *, inline=False, **ctes: with_ctes(
+        load(question), {n: load(f) for n, f in ctes.items()}, inline=inline
+    )
     if '"ParentSpanId"' not in old._COLUMNS:
         old._COLUMNS += ', "ParentSpanId"'  # the current derive_runs.sql reads it (nested model spans)
     return old
@@ -159,7 +196,9 @@ def _derived_rows(con, tables: tuple[str, ...]) -> dict[str, list[tuple]]:
     (a sum's order may differ)."""
     found = {}
     for table in tables:
-        rows = con.execute(f'SELECT * FROM {table} WHERE trace_id IN (SELECT "TraceId" FROM touched) ORDER BY ALL').fetchall()
+        rows = con.execute(
+            f'SELECT * FROM {table} WHERE trace_id IN (SELECT "TraceId" FROM touched) ORDER BY ALL'
+        ).fetchall()
         found[table] = sorted(tuple(f"{v:.9g}" if isinstance(v, float) else v for v in r) for r in rows)
     return found
 
@@ -177,18 +216,29 @@ def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> N
     print(f"| scope | spans | {before} | current | ratio | {before} CPU | current CPU | CPU ratio | same rows |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in traces:
-        ids = [r[0] for r in con.execute("SELECT trace_id FROM run_facts ORDER BY started_at DESC LIMIT $n", {"n": n}).fetchall()]
+        ids = [
+            r[0]
+            for r in con.execute(
+                "SELECT trace_id FROM run_facts ORDER BY started_at DESC LIMIT $n", {"n": n}
+            ).fetchall()
+        ]
         con.register("touched", pa.table({"TraceId": ids}))
         # the pass reads from the earliest run start of its traces (the writer's look-back bound)
-        since = con.execute('SELECT min(started_at) FROM run_facts WHERE trace_id IN (SELECT "TraceId" FROM touched)').fetchone()[0]
-        spans = con.execute('SELECT count(*) FROM spans WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
-                            {"since": since}).fetchone()[0]
+        since = con.execute(
+            'SELECT min(started_at) FROM run_facts WHERE trace_id IN (SELECT "TraceId" FROM touched)'
+        ).fetchone()[0]
+        spans = con.execute(
+            'SELECT count(*) FROM spans WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
+            {"since": since},
+        ).fetchone()[0]
         wall: dict[str, list[float]] = {"before": [], "after": []}
         cpu: dict[str, list[float]] = {"before": [], "after": []}
         rows: dict[str, dict[str, list[tuple]]] = {}
         for i in range(repeat):
             # alternate which side goes first: a pass right after another finds warmer caches
-            for side, module in ((("before", old), ("after", derive)) if i % 2 == 0 else (("after", derive), ("before", old))):
+            for side, module in (
+                (("before", old), ("after", derive)) if i % 2 == 0 else (("after", derive), ("before", old))
+            ):
                 con.begin()
                 started, used = time.perf_counter(), bench_ingest.own_cpu_seconds()
                 module.refresh(con, since=since)
@@ -199,9 +249,15 @@ def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> N
                 con.rollback()
         b, a = statistics.median(wall["before"]), statistics.median(wall["after"])
         bc, ac = statistics.median(cpu["before"]), statistics.median(cpu["after"])
-        same = "yes" if rows["before"] == rows["after"] else "NO: " + ", ".join(t for t in derive.TABLES if rows["before"][t] != rows["after"][t])
-        print(f"| {n} traces | {spans} | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {b / a:.2f}x | {bc * 1e3:.0f} ms | {ac * 1e3:.0f} ms | {bc / ac:.2f}x | {same} |",
-              flush=True)
+        same = (
+            "yes"
+            if rows["before"] == rows["after"]
+            else "NO: " + ", ".join(t for t in derive.TABLES if rows["before"][t] != rows["after"][t])
+        )
+        print(
+            f"| {n} traces | {spans} | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {b / a:.2f}x | {bc * 1e3:.0f} ms | {ac * 1e3:.0f} ms | {bc / ac:.2f}x | {same} |",
+            flush=True,
+        )
     con.close()
 
 
@@ -225,11 +281,15 @@ def main() -> None:
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--queries", metavar="DB", help="time the derived-table questions against their previous SQL on DB")
+    parser.add_argument(
+        "--queries", metavar="DB", help="time the derived-table questions against their previous SQL on DB"
+    )
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="with --queries: just these questions (names as printed)")
-    parser.add_argument("--refresh", metavar="DB", help="time --before's derivation of a commit's scope against the current one")
+    parser.add_argument(
+        "--refresh", metavar="DB", help="time --before's derivation of a commit's scope against the current one"
+    )
     parser.add_argument("--traces", type=int, nargs="*", default=[10, 50, 500], help="with --refresh: scope sizes")
     args = parser.parse_args()
     if args.refresh:
@@ -254,12 +314,20 @@ def main() -> None:
     finally:
         store_module.refresh_derived = derive
         shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps({
-        "spans_per_round": total, "requests_per_round": len(requests), "loadavg": os.getloadavg()[0],
-        "without_derive_spans_per_s": [round(x) for x in off], "with_derive_spans_per_s": [round(x) for x in on],
-        "without_median": round(statistics.median(off)), "with_median": round(statistics.median(on)),
-        "ratio_with_over_without": round(statistics.median(on) / statistics.median(off), 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "spans_per_round": total,
+                "requests_per_round": len(requests),
+                "loadavg": os.getloadavg()[0],
+                "without_derive_spans_per_s": [round(x) for x in off],
+                "with_derive_spans_per_s": [round(x) for x in on],
+                "without_median": round(statistics.median(off)),
+                "with_median": round(statistics.median(on)),
+                "ratio_with_over_without": round(statistics.median(on) / statistics.median(off), 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,10 +19,11 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "detection"))
 
-from detection_corpus import build  # noqa: E402
-from loopsight import analytics  # noqa: E402
-from loopsight.analytics.derive import refresh  # noqa: E402
-from loopsight.analytics.sketch import sketch  # noqa: E402
+from detection_corpus import build
+
+from loopsight import analytics
+from loopsight.analytics.derive import refresh
+from loopsight.analytics.sketch import sketch
 
 
 def scale(path: str, copies: int) -> None:
@@ -66,9 +67,12 @@ def main() -> None:
     con = duckdb.connect(args.db, read_only=True)
     spans, runs = con.execute("SELECT count(*), count(*) FILTER (WHERE span_type = 'agent') FROM spans").fetchone()
     print(f"{spans} spans, {runs} runs")
-    scan = timed(lambda: con.execute(
-        'SELECT count(*), sum(length(tool)), sum(length(args_hash)), sum(args_sketch >> 60), sum(input_tokens), max("Timestamp") '
-        "FROM spans WHERE span_type IN ('tool', 'llm')").fetchall())
+    scan = timed(
+        lambda: con.execute(
+            'SELECT count(*), sum(length(tool)), sum(length(args_hash)), sum(args_sketch >> 60), sum(input_tokens), max("Timestamp") '
+            "FROM spans WHERE span_type IN ('tool', 'llm')"
+        ).fetchall()
+    )
     print(f"bare scan of the columns: {scan * 1000:.0f} ms")
     for name, fn in [
         ("loops (limit 1000)", lambda: analytics.loops(con)),

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import resource
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -103,8 +103,21 @@ class Collector:
         self.log = open(workdir / f"collector-{self.port}.log", "wb")
         # -P: the working directory's loopsight/ must not shadow a --baseline tree on PYTHONPATH
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "loopsight", "collector", "--db", str(self.db), "--http-port", str(self.port), "--grpc-port", "0"],
-            stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "loopsight",
+                "collector",
+                "--db",
+                str(self.db),
+                "--http-port",
+                str(self.port),
+                "--grpc-port",
+                "0",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -152,7 +165,9 @@ def end_to_end(tool, requests: list[bytes], total: int, workdir: Path, workers: 
         codes = tool.send(collector.url + "/v1/traces", requests, workers=workers)
         while collector.stored() < total:
             time.sleep(0.02)
-        httpx.get(collector.url + "/api/v1/runs?limit=1", timeout=60).raise_for_status()  # queryable: derived tables current
+        httpx.get(
+            collector.url + "/api/v1/runs?limit=1", timeout=60
+        ).raise_for_status()  # queryable: derived tables current
         elapsed = time.perf_counter() - started
         cpu = collector.cpu_seconds() - cpu
         assert set(codes) <= {200, 503}, codes
@@ -186,7 +201,9 @@ def million(tool, n_runs: int, workdir: Path, workers: int) -> dict:
         total += count
     while collector.stored() < total:
         time.sleep(0.05)
-    httpx.get(collector.url + "/api/v1/runs?limit=1", timeout=60).raise_for_status()  # queryable: derived tables current
+    httpx.get(
+        collector.url + "/api/v1/runs?limit=1", timeout=60
+    ).raise_for_status()  # queryable: derived tables current
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
@@ -205,8 +222,12 @@ def million(tool, n_runs: int, workdir: Path, workers: int) -> dict:
     size_mb = collector.db.stat().st_size / 2**20
     collector.stop()
     return {
-        "spans": total, "spans_per_s": round(total / elapsed), "peak_rss_mb": round(peak[0]), "rss_after_queries_mb": round(rss_after),
-        "db_mb": round(size_mb), **{f"{k}_ms_median": round(statistics.median(v), 1) for k, v in latencies.items()},
+        "spans": total,
+        "spans_per_s": round(total / elapsed),
+        "peak_rss_mb": round(peak[0]),
+        "rss_after_queries_mb": round(rss_after),
+        "db_mb": round(size_mb),
+        **{f"{k}_ms_median": round(statistics.median(v), 1) for k, v in latencies.items()},
         **{f"{k}_ms_max": round(max(v), 1) for k, v in latencies.items()},
     }
 
@@ -216,8 +237,15 @@ def phoenix(venv: str, tool, requests: list[bytes], total: int, workdir: Path, w
     port, grpc_port = free_port(), free_port()
     home = workdir / "phoenix"
     home.mkdir()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(home), "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc_port),
-           "PHOENIX_HOST": "127.0.0.1", "PHOENIX_TELEMETRY_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(home),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc_port),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+    }
     log = open(workdir / "phoenix.log", "wb")
     process = subprocess.Popen([f"{venv}/bin/phoenix", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -255,8 +283,14 @@ def phoenix(venv: str, tool, requests: list[bytes], total: int, workdir: Path, w
                 break
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
-        return {"spans_sent": total, "spans_committed": count, "acked_s": round(acked, 2), "committed_s": round(elapsed, 2),
-                "committed_spans_per_s": round(count / elapsed), "codes": codes}
+        return {
+            "spans_sent": total,
+            "spans_committed": count,
+            "acked_s": round(acked, 2),
+            "committed_s": round(elapsed, 2),
+            "committed_spans_per_s": round(count / elapsed),
+            "codes": codes,
+        }
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -271,7 +305,9 @@ def main() -> None:
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
     parser.add_argument("--runs", type=int, default=2000, help="agent runs per throughput round (~13 spans each)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="sender threads; one end-to-end figure per count")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[2], help="sender threads; one end-to-end figure per count"
+    )
     parser.add_argument("--million", action="store_true", help="also stream ~1M spans: RSS and API latency")
     parser.add_argument("--million-runs", type=int, default=77_000)
     parser.add_argument("--phoenix", metavar="VENV", help="also load Arize Phoenix installed in VENV")
@@ -280,8 +316,12 @@ def main() -> None:
     tool = load_tool(args.load_tool)
     requests, total = tool.build_requests(args.runs)
     workdir = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
-    result: dict = {"spans_per_round": total, "requests_per_round": len(requests), "cpus": os.cpu_count(),
-                    "loadavg_start": os.getloadavg()[0]}
+    result: dict = {
+        "spans_per_round": total,
+        "requests_per_round": len(requests),
+        "cpus": os.cpu_count(),
+        "loadavg_start": os.getloadavg()[0],
+    }
     try:
         inproc: list[float] = []
         inproc_cpu: list[float] = []
@@ -301,17 +341,22 @@ def main() -> None:
         result["in_process_median"] = round(statistics.median(inproc))
         result["in_process_cpu_us_per_span"] = round(statistics.median(inproc_cpu), 1)
         result["end_to_end"] = {
-            str(w): {"spans_per_s": [round(x) for x in e2e[w]], "median": round(statistics.median(e2e[w])),
-                     "spans_per_commit": round(statistics.median(per_commit[w])),
-                     "collector_cpu_us_per_span": round(statistics.median(e2e_cpu[w]), 1),
-                     "ratio_over_in_process": round(statistics.median(e2e[w]) / statistics.median(inproc), 2)}
+            str(w): {
+                "spans_per_s": [round(x) for x in e2e[w]],
+                "median": round(statistics.median(e2e[w])),
+                "spans_per_commit": round(statistics.median(per_commit[w])),
+                "collector_cpu_us_per_span": round(statistics.median(e2e_cpu[w]), 1),
+                "ratio_over_in_process": round(statistics.median(e2e[w]) / statistics.median(inproc), 2),
+            }
             for w in args.workers
         }
         result["end_to_end_median"] = result["end_to_end"][str(args.workers[0])]["median"]
         result["ratio_end_to_end_over_in_process"] = result["end_to_end"][str(args.workers[0])]["ratio_over_in_process"]
         if args.phoenix:
             result["phoenix"] = phoenix(args.phoenix, tool, requests, total, workdir, args.workers[0])
-            result["loopsight_over_phoenix_committed"] = round(result["end_to_end_median"] / max(result["phoenix"]["committed_spans_per_s"], 1), 1)
+            result["loopsight_over_phoenix_committed"] = round(
+                result["end_to_end_median"] / max(result["phoenix"]["committed_spans_per_s"], 1), 1
+            )
         if args.million:
             result["million"] = million(tool, args.million_runs, workdir, args.workers[-1])
         result["loadavg_end"] = os.getloadavg()[0]

@@ -40,9 +40,23 @@ def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_ingest.py"), "--rounds", "1", "--runs", str(runs),
-                          "--workers", *map(str, workers)],
-                         cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_ingest.py"),
+            "--rounds",
+            "1",
+            "--runs",
+            str(runs),
+            "--workers",
+            *map(str, workers),
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -52,12 +66,21 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", default=["collector/normalize.py", "collector/batch.py"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--workers", type=int, nargs="+", default=[2],
-                        help="closed-loop sender threads end to end; one figure per count")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="closed-loop sender threads end to end; one figure per count",
+    )
     args = parser.parse_args()
     tree = baseline_tree(args.baseline, args.files)
-    kinds = ["in_process", *(f"end_to_end_{w}" for w in args.workers), "in_process_cpu_us",
-             *(f"end_to_end_{w}_cpu_us" for w in args.workers)]
+    kinds = [
+        "in_process",
+        *(f"end_to_end_{w}" for w in args.workers),
+        "in_process_cpu_us",
+        *(f"end_to_end_{w}_cpu_us" for w in args.workers),
+    ]
     figures: dict[str, dict[str, list[int]]] = {side: {kind: [] for kind in kinds} for side in ("before", "after")}
     try:
         for _ in range(args.rounds):
@@ -67,19 +90,29 @@ def main() -> None:
                 figures[side]["in_process_cpu_us"].append(result["in_process_cpu_us_per_span"])
                 for w in args.workers:
                     figures[side][f"end_to_end_{w}"].append(result["end_to_end"][str(w)]["median"])
-                    figures[side][f"end_to_end_{w}_cpu_us"].append(result["end_to_end"][str(w)]["collector_cpu_us_per_span"])
+                    figures[side][f"end_to_end_{w}_cpu_us"].append(
+                        result["end_to_end"][str(w)]["collector_cpu_us_per_span"]
+                    )
     finally:
         shutil.rmtree(tree, ignore_errors=True)
-    summary: dict = {"baseline": args.baseline, "files": args.files, "rounds": args.rounds, "workers": args.workers,
-                     "figures": figures}
+    summary: dict = {
+        "baseline": args.baseline,
+        "files": args.files,
+        "rounds": args.rounds,
+        "workers": args.workers,
+        "figures": figures,
+    }
     for side in ("before", "after"):
         for kind in kinds:
             summary[f"{side}_{kind}_median"] = round(statistics.median(figures[side][kind]), 1)
         for w in args.workers:
             summary[f"{side}_ratio_end_to_end_{w}_over_in_process"] = round(
-                summary[f"{side}_end_to_end_{w}_median"] / summary[f"{side}_in_process_median"], 2)
+                summary[f"{side}_end_to_end_{w}_median"] / summary[f"{side}_in_process_median"], 2
+            )
     for kind in kinds:
-        summary[f"after_over_before_{kind}"] = round(summary[f"after_{kind}_median"] / summary[f"before_{kind}_median"], 2)
+        summary[f"after_over_before_{kind}"] = round(
+            summary[f"after_{kind}_median"] / summary[f"before_{kind}_median"], 2
+        )
     summary["loadavg_end"] = os.getloadavg()[0]
     print(json.dumps(summary))
 

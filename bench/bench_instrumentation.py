@@ -22,7 +22,8 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -40,6 +41,7 @@ def body(order_id: str) -> str:
 def passthrough(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
+
     return call
 
 
@@ -54,22 +56,26 @@ def build(provider: TracerProvider) -> tuple[dict[str, Callable[[], None]], list
     wrapped = passthrough(body)
     variants["undecorated + 1 call"] = lambda: wrapped("A1")
 
-    attrs = {A.OPERATION_NAME: A.OP_EXECUTE_TOOL, A.TOOL_NAME: "body",
-             A.TOOL_ARGS_HASH: loopsight.args_hash({"order_id": "A1"}), A.TOOL_ATTEMPTS: 1,
-             A.STEP: 0}
+    attrs = {
+        A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
+        A.TOOL_NAME: "body",
+        A.TOOL_ARGS_HASH: loopsight.args_hash({"order_id": "A1"}),
+        A.TOOL_ATTEMPTS: 1,
+        A.STEP: 0,
+    }
 
     def bare_otel() -> None:
-        with tracer.start_as_current_span("execute_tool body", kind=SpanKind.INTERNAL,
-                                          attributes=attrs):
+        with tracer.start_as_current_span("execute_tool body", kind=SpanKind.INTERNAL, attributes=attrs):
             body("A1")
+
     variants["bare OTel SDK"] = bare_otel
 
     def bare_otel_hashing() -> None:
         a = dict(attrs)
         a[A.TOOL_ARGS_HASH] = loopsight.args_hash({"order_id": "A1"})
-        with tracer.start_as_current_span("execute_tool body", kind=SpanKind.INTERNAL,
-                                          attributes=a):
+        with tracer.start_as_current_span("execute_tool body", kind=SpanKind.INTERNAL, attributes=a):
             body("A1")
+
     variants["bare OTel SDK + args hash"] = bare_otel_hashing
 
     decorated = loopsight.tool(body)
@@ -80,7 +86,6 @@ def build(provider: TracerProvider) -> tuple[dict[str, Callable[[], None]], list
 
     try:
         from langfuse import Langfuse, observe
-
         from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
         class Discard(SpanExporter):
@@ -89,10 +94,18 @@ def build(provider: TracerProvider) -> tuple[dict[str, Callable[[], None]], list
 
         # Langfuse always installs its own span processor; give it a provider of its own
         # (so the other variants do not pay for it) and an exporter that discards.
-        Langfuse(public_key="pk-lf-bench", secret_key="sk-lf-bench", host="http://127.0.0.1:9",
-                 tracer_provider=TracerProvider(), span_exporter=Discard(), flush_interval=3600)
-        notes.append("Langfuse runs with its own span processor (batching into a discarding "
-                     "exporter): that processor is part of what @observe costs")
+        Langfuse(
+            public_key="pk-lf-bench",
+            secret_key="sk-lf-bench",
+            host="http://127.0.0.1:9",
+            tracer_provider=TracerProvider(),
+            span_exporter=Discard(),
+            flush_interval=3600,
+        )
+        notes.append(
+            "Langfuse runs with its own span processor (batching into a discarding "
+            "exporter): that processor is part of what @observe costs"
+        )
         observed = observe(as_type="tool", capture_input=False, capture_output=False)(body)
         variants["Langfuse @observe(as_type='tool')"] = lambda: observed("A1")
     except Exception as exc:  # ImportError or an API difference
@@ -155,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
             samples[name].append(time_batch(run, args.calls, tracer))
     med = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; "
-          f"{args.calls} calls x {args.repeats} repeats, medians")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; "
+        f"{args.calls} calls x {args.repeats} repeats, medians"
+    )
     print(f"{'variant':45} {'us/call':>9}")
     for name, value in med.items():
         print(f"{name:45} {value:9.3f}")

@@ -26,8 +26,8 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector import normalize as current
 from loopsight.collector import batch as current_batch
+from loopsight.collector import normalize as current
 from loopsight.collector import otlp as current_otlp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,8 +65,9 @@ def main() -> None:
     args = parser.parse_args()
 
     def at_baseline(path: str, name: str) -> ModuleType:
-        source = subprocess.run(["git", "show", f"{args.baseline}:{path}"], cwd=ROOT, check=True,
-                                capture_output=True, text=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{args.baseline}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
             handle.write(source)
         return load_module(name, handle.name)
@@ -90,16 +91,26 @@ def main() -> None:
     results: dict[str, list[float]] = {"baseline": [], "current": []}
     one_round(current_otlp, current_batch, bodies)  # warm-up
     for _ in range(args.rounds):
-        for name, otlp, batch in (("baseline", baseline_otlp, baseline_batch), ("current", current_otlp, current_batch)):
+        for name, otlp, batch in (
+            ("baseline", baseline_otlp, baseline_batch),
+            ("current", current_otlp, current_batch),
+        ):
             results[name].append(one_round(otlp, batch, bodies))
     medians = {name: statistics.median(values) for name, values in results.items()}
-    print(json.dumps({
-        "spans": total, "rounds": args.rounds, "baseline": args.baseline,
-        "baseline_spans_per_s": [round(v) for v in results["baseline"]],
-        "current_spans_per_s": [round(v) for v in results["current"]],
-        "median_baseline": round(medians["baseline"]), "median_current": round(medians["current"]),
-        "speedup": round(medians["current"] / medians["baseline"], 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "spans": total,
+                "rounds": args.rounds,
+                "baseline": args.baseline,
+                "baseline_spans_per_s": [round(v) for v in results["baseline"]],
+                "current_spans_per_s": [round(v) for v in results["current"]],
+                "median_baseline": round(medians["baseline"]),
+                "median_current": round(medians["current"]),
+                "speedup": round(medians["current"] / medians["baseline"], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -32,8 +31,8 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ingest import Collector, load_tool  # noqa: E402
-from bench_ingest_ab import baseline_tree  # noqa: E402
+from bench_ingest import Collector, load_tool
+from bench_ingest_ab import baseline_tree
 
 
 def small_requests(tool, runs: int, size: int) -> list[bytes]:
@@ -79,8 +78,9 @@ def one_round(requests: list[bytes], senders: int, gap: float, seconds: float, w
                     if body is None:
                         return
                     started = time.perf_counter()
-                    status = client.post(collector.url + "/v1/traces", content=body,
-                                         headers={"Content-Type": "application/x-protobuf"}).status_code
+                    status = client.post(
+                        collector.url + "/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"}
+                    ).status_code
                     with lock:
                         latencies.append(time.perf_counter() - started)
                         if status != 200:
@@ -154,8 +154,14 @@ def main() -> None:
         shutil.rmtree(workdir, ignore_errors=True)
         if tree is not None:
             shutil.rmtree(tree, ignore_errors=True)
-    report: dict = {"senders": args.senders, "spans_per_request": args.spans, "gap_ms": args.gap_ms,
-                    "seconds": args.seconds, "baseline": args.baseline, "rounds": rounds}
+    report: dict = {
+        "senders": args.senders,
+        "spans_per_request": args.spans,
+        "gap_ms": args.gap_ms,
+        "seconds": args.seconds,
+        "baseline": args.baseline,
+        "rounds": rounds,
+    }
     for side, results in rounds.items():
         for key in ("cpu_share_of_a_core", "cpu_us_per_span", "ack_p50_ms", "ack_p99_ms", "spans"):
             report[f"{side}_{key}_median"] = statistics.median(r[key] for r in results)

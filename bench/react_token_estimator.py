@@ -28,7 +28,7 @@ async def corpus() -> list[str]:
         built = scenario.build(random.Random(i), 400.0)
         try:
             result = await asyncio.wait_for(built.agent.arun(built.task), built.patience)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
         for m in result.messages:
             if isinstance(m.get("content"), str) and m["content"]:
@@ -48,8 +48,10 @@ def main() -> None:
     cjk = [(estimate_tokens(t), len(enc.encode(t))) for t in texts if any("\u4e00" <= ch <= "\u9fff" for ch in t)]
     print(f"texts: {len(texts)} (>= 5 tokens: {len(errors)}), reference tokens: {total_ref}")
     print(f"total error: {(total_est - total_ref) / total_ref:+.1%}")
-    print(f"per text: mean signed {statistics.mean(errors):+.1%}, median |err| {statistics.median(abs_errors):.1%}, "
-          f"p90 |err| {abs_errors[int(0.9 * (len(abs_errors) - 1))]:.1%}, max |err| {abs_errors[-1]:.1%}")
+    print(
+        f"per text: mean signed {statistics.mean(errors):+.1%}, median |err| {statistics.median(abs_errors):.1%}, "
+        f"p90 |err| {abs_errors[int(0.9 * (len(abs_errors) - 1))]:.1%}, max |err| {abs_errors[-1]:.1%}"
+    )
     if cjk:
         ce, cr = sum(p[0] for p in cjk), sum(p[1] for p in cjk)
         print(f"texts with Chinese: {len(cjk)}, total error {(ce - cr) / cr:+.1%}")

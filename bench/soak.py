@@ -35,6 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -152,13 +153,19 @@ class Sampler:
     """Samples the collector's memory (/proc: RSS, anonymous RSS) every 0.25 s and its /metrics
     (write queue, bytes in flight, DuckDB's own memory) every 0.5 s, in the background."""
 
-    GAUGES = {"loopsight_write_queue_spans": "queue_spans", "loopsight_inflight_bytes": "inflight_mb",
-              "loopsight_duckdb_memory_bytes": "duckdb_mb"}
+    GAUGES: ClassVar[dict[str, str]] = {
+        "loopsight_write_queue_spans": "queue_spans",
+        "loopsight_inflight_bytes": "inflight_mb",
+        "loopsight_duckdb_memory_bytes": "duckdb_mb",
+    }
 
-    def __init__(self, pid: int, port: int, previous: "Sampler | None" = None) -> None:
+    def __init__(self, pid: int, port: int, previous: Sampler | None = None) -> None:
         self.pid, self.port = pid, port
-        self.series: dict[str, list[tuple[float, float]]] = previous.series if previous else {
-            name: [] for name in ("rss_mb", "anon_mb", "queue_spans", "inflight_mb", "duckdb_mb")}
+        self.series: dict[str, list[tuple[float, float]]] = (
+            previous.series
+            if previous
+            else {name: [] for name in ("rss_mb", "anon_mb", "queue_spans", "inflight_mb", "duckdb_mb")}
+        )
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -218,8 +225,19 @@ def run(args: argparse.Namespace) -> dict:
     log = open(workdir / "collector.log", "wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
     env.update(item.split("=", 1) for item in args.collector_env)
-    command = [sys.executable, "-m", "loopsight", "collector", "--db", str(db),
-               "--http-port", str(http_port), "--grpc-port", str(grpc_port), *args.collector_arg]
+    command = [
+        sys.executable,
+        "-m",
+        "loopsight",
+        "collector",
+        "--db",
+        str(db),
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
+        *args.collector_arg,
+    ]
 
     def launch() -> subprocess.Popen:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -278,8 +296,17 @@ def run(args: argparse.Namespace) -> dict:
             restart_began = time.monotonic()
             collector = launch()
             kill["restart_s"] = round(time.monotonic() - restart_began, 1)
-            kill["replay_peak_mb"] = round(int(next(line.split()[1] for line in Path(f"/proc/{collector.pid}/status")
-                                                    .read_text().splitlines() if line.startswith("VmHWM:"))) / 1024, 1)
+            kill["replay_peak_mb"] = round(
+                int(
+                    next(
+                        line.split()[1]
+                        for line in Path(f"/proc/{collector.pid}/status").read_text().splitlines()
+                        if line.startswith("VmHWM:")
+                    )
+                )
+                / 1024,
+                1,
+            )
             sampler = Sampler(collector.pid, http_port, sampler)
             next_due = max(next_due, time.monotonic() - 1.0)  # offered rate resumes, no burst to make up
         while next_due <= now:
@@ -354,22 +381,37 @@ def run(args: argparse.Namespace) -> dict:
 def markdown(result: dict) -> str:
     rows = [
         ("sustained throughput (measured first)", f"{result['sustained_spans_per_s']:,} spans/s"),
-        (f"offered for {result['overload_seconds']} s ({result['factor']}x)", f"{result['offered_spans_per_s']:,} spans/s"),
+        (
+            f"offered for {result['overload_seconds']} s ({result['factor']}x)",
+            f"{result['offered_spans_per_s']:,} spans/s",
+        ),
         ("acknowledged while overloaded", f"{result['acked_spans_per_s_during_overload']:,} spans/s"),
         ("answers", ", ".join(f"{k}: {v:,}" for k, v in sorted(result["status_codes"].items()))),
         ("503 without Retry-After", str(result["retry_after_missing"])),
         ("request latency p50 / p99", f"{result['latency_p50_ms']} / {result['latency_p99_ms']} ms"),
         ("collector RSS peak / at end", f"{result['rss_peak_mb']} / {result['rss_end_mb']} MB"),
-        ("peaks: anonymous RSS / DuckDB's own / bodies in flight",
-         f"{result['rss_anon_peak_mb']} / {result['duckdb_memory_peak_mb']} / {result['inflight_peak_mb']} MB"),
+        (
+            "peaks: anonymous RSS / DuckDB's own / bodies in flight",
+            f"{result['rss_anon_peak_mb']} / {result['duckdb_memory_peak_mb']} / {result['inflight_peak_mb']} MB",
+        ),
         ("write queue max", f"{result['write_queue_spans_max']} spans"),
         ("client backlog when the load stopped", f"{result['backlog_at_stop_spans']:,} spans"),
         ("catch-up after the load stopped", f"{result['catch_up_seconds']} s"),
-        *([("kill -9 at / WAL size / restart took / restarted peak RSS",
-            f"{result['kill9_at_s']} s / {result['kill9_wal_mb']} MB / {result['kill9_restart_s']} s / "
-            f"{result['kill9_replay_peak_rss_mb']} MB")] if result.get("kill9_at_s") else []),
-        ("spans sent / stored / lost / duplicated",
-         f"{result['spans_sent']:,} / {result['spans_distinct']:,} / {result['spans_lost']} / {result['duplicates']}"),
+        *(
+            [
+                (
+                    "kill -9 at / WAL size / restart took / restarted peak RSS",
+                    f"{result['kill9_at_s']} s / {result['kill9_wal_mb']} MB / {result['kill9_restart_s']} s / "
+                    f"{result['kill9_replay_peak_rss_mb']} MB",
+                )
+            ]
+            if result.get("kill9_at_s")
+            else []
+        ),
+        (
+            "spans sent / stored / lost / duplicated",
+            f"{result['spans_sent']:,} / {result['spans_distinct']:,} / {result['spans_lost']} / {result['duplicates']}",
+        ),
     ]
     return "| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
 
@@ -379,17 +421,41 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="overload duration")
     parser.add_argument("--measure-seconds", type=float, default=20.0, help="sustained-rate measurement")
     parser.add_argument("--factor", type=float, default=2.0, help="offered load / sustained rate")
-    parser.add_argument("--offered-rate", type=float, default=0.0, metavar="SPANS_PER_S",
-                        help="offer this rate instead of --factor x a measured one (no measuring phase)")
-    parser.add_argument("--workers", type=int, default=64, help="client threads during the overload (a fleet of exporters)")
-    parser.add_argument("--measure-workers", type=int, default=8, help="client threads while measuring (enough to saturate)")
+    parser.add_argument(
+        "--offered-rate",
+        type=float,
+        default=0.0,
+        metavar="SPANS_PER_S",
+        help="offer this rate instead of --factor x a measured one (no measuring phase)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=64, help="client threads during the overload (a fleet of exporters)"
+    )
+    parser.add_argument(
+        "--measure-workers", type=int, default=8, help="client threads while measuring (enough to saturate)"
+    )
     parser.add_argument("--runs", type=int, default=3000, help="agent runs in the request pool")
-    parser.add_argument("--kill-at", type=float, default=0.0, metavar="SECONDS",
-                        help="kill -9 the collector this far into the overload and restart it on the same file")
-    parser.add_argument("--collector-env", action="append", default=[], metavar="KEY=VALUE",
-                        help="environment for the collector, e.g. LOOPSIGHT_MEMORY_LIMIT=128MB")
-    parser.add_argument("--collector-arg", action="append", default=[], metavar="ARG",
-                        help="extra argument for `loopsight collector`, e.g. --collector-arg=--memory-limit=384MB")
+    parser.add_argument(
+        "--kill-at",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="kill -9 the collector this far into the overload and restart it on the same file",
+    )
+    parser.add_argument(
+        "--collector-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for the collector, e.g. LOOPSIGHT_MEMORY_LIMIT=128MB",
+    )
+    parser.add_argument(
+        "--collector-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for `loopsight collector`, e.g. --collector-arg=--memory-limit=384MB",
+    )
     args = parser.parse_args()
     result = run(args)
     print(json.dumps(result))

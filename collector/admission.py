@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Mapping
+from collections.abc import Mapping
 
 DEFAULT_MAX_REQUESTS = 32
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -48,7 +48,7 @@ class Overloaded(Exception):
 class Ticket:
     """One admitted request's share of the budget; :meth:`release` it exactly once."""
 
-    __slots__ = ("_admission", "nbytes", "_released")
+    __slots__ = ("_admission", "_released", "nbytes")
 
     def __init__(self, admission: Admission, nbytes: int) -> None:
         self._admission = admission
@@ -82,8 +82,9 @@ class Admission:
     (:meth:`from_env`) uses :data:`EXPANSION`.
     """
 
-    def __init__(self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES,
-                 expansion: int = 1) -> None:
+    def __init__(
+        self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES, expansion: int = 1
+    ) -> None:
         if max_requests < 1 or max_bytes < 1 or expansion < 1:
             raise ValueError("the in-flight budget must allow at least one request and one byte")
         self.max_requests = max_requests
@@ -101,8 +102,10 @@ class Admission:
         with a readable message for a bad value."""
         env = os.environ if environ is None else environ
         values = []
-        for name, default in (("LOOPSIGHT_MAX_INFLIGHT_REQUESTS", DEFAULT_MAX_REQUESTS),
-                              ("LOOPSIGHT_MAX_INFLIGHT_BYTES", max_bytes)):
+        for name, default in (
+            ("LOOPSIGHT_MAX_INFLIGHT_REQUESTS", DEFAULT_MAX_REQUESTS),
+            ("LOOPSIGHT_MAX_INFLIGHT_BYTES", max_bytes),
+        ):
             raw = env.get(name, "").strip()
             try:
                 value = int(raw) if raw else default
@@ -111,7 +114,8 @@ class Admission:
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
             values.append(value)
-        return cls(*values, expansion=EXPANSION)
+        max_requests, max_inflight_bytes = values
+        return cls(max_requests, max_inflight_bytes, expansion=EXPANSION)
 
     def try_admit(self, body_bytes: int) -> Ticket | None:
         """A ticket for a request whose body is ``body_bytes`` long (0 when unknown), or ``None``
@@ -155,14 +159,16 @@ class Admission:
         """Gauges and the refusal counter for ``/metrics``."""
         with self._lock:
             requests, nbytes, refused = self.requests, self.bytes, self.refused
-        return "\n".join([
-            "# HELP loopsight_inflight_requests Export requests being read, decoded or committed.",
-            "# TYPE loopsight_inflight_requests gauge",
-            f"loopsight_inflight_requests {requests}",
-            "# HELP loopsight_inflight_bytes Memory held by the export requests in flight (estimated: bodies x expansion).",
-            "# TYPE loopsight_inflight_bytes gauge",
-            f"loopsight_inflight_bytes {nbytes}",
-            "# HELP loopsight_overloaded_total Export requests refused because the in-flight budget was spent.",
-            "# TYPE loopsight_overloaded_total counter",
-            f"loopsight_overloaded_total {refused}",
-        ])
+        return "\n".join(
+            [
+                "# HELP loopsight_inflight_requests Export requests being read, decoded or committed.",
+                "# TYPE loopsight_inflight_requests gauge",
+                f"loopsight_inflight_requests {requests}",
+                "# HELP loopsight_inflight_bytes Memory held by the export requests in flight (estimated: bodies x expansion).",
+                "# TYPE loopsight_inflight_bytes gauge",
+                f"loopsight_inflight_bytes {nbytes}",
+                "# HELP loopsight_overloaded_total Export requests refused because the in-flight budget was spent.",
+                "# TYPE loopsight_overloaded_total counter",
+                f"loopsight_overloaded_total {refused}",
+            ]
+        )

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import duckdb
 from starlette.concurrency import run_in_threadpool
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from loopsight import alerts, analytics
+from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
 from loopsight.stores import STORE_ERRORS
@@ -45,10 +47,10 @@ def parse_time(name: str, value: str | None) -> datetime | None:
     try:
         if rel:
             seconds = int(rel.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
-            return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(seconds=seconds)
+            return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=seconds)
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
-            parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     except (ValueError, OverflowError):
         raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
     return parsed
@@ -89,7 +91,7 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
 
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
-    filters = {
+    filters: dict[str, Any] = {
         "agent": parse_text("agent", q.get("agent")),
         "service": parse_text("service", q.get("service")),
         "since": parse_time("since", q.get("since")),
@@ -149,7 +151,7 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
         }
 
-    def runs_work(con: duckdb.DuckDBPyConnection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
+    def runs_work(con: Connection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
         by_tokens, params = parsed
         return {"runs": (analytics.top_runs_by_tokens if by_tokens else analytics.list_runs)(con, **params)}
 
@@ -163,7 +165,8 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
         return request.query_params
 
     runs = endpoint(runs_params, runs_work)
-    def run_detail_work(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:
+
+    def run_detail_work(con: Connection, trace_id: str) -> dict[str, Any]:
         detail = analytics.trace_detail(con, trace_id)
         if not detail["spans"]:
             raise NotFound(f"no spans stored for trace {trace_id}")
@@ -209,7 +212,10 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
         lambda con, p: {"curve": analytics.burn_curve(con, **p)},
     )
     alert_list = endpoint(
-        lambda r: {"limit": parse_int("limit", q(r).get("limit"), 100, 0, 10_000), "rule": parse_text("rule", q(r).get("rule"))},
+        lambda r: {
+            "limit": parse_int("limit", q(r).get("limit"), 100, 0, 10_000),
+            "rule": parse_text("rule", q(r).get("rule")),
+        },
         lambda con, p: alerts.alerts_overview(con, **p),
     )
 
@@ -232,7 +238,9 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")
         spec = alerts.MetricSpec(
-            metric, service=parse_text("service", params.get("service")), agent=parse_text("agent", params.get("agent")),
+            metric,
+            service=parse_text("service", params.get("service")),
+            agent=parse_text("agent", params.get("agent")),
             tool=parse_text("tool", params.get("tool")),
             error_class=parse_choice("error_class", params.get("error_class"), alerts.rules.ERROR_CLASSES),
             reason=parse_choice("reason", params.get("reason"), alerts.rules.TERMINATION_REASONS),

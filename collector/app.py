@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
+import anyio.to_thread
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -37,14 +38,28 @@ from loopsight.collector.admission import Admission, Overloaded
 from loopsight.collector.api import query_routes
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import JSON, PROTOBUF, BadRequest, TooLarge, UnsupportedMediaType, decompress, media_type, parse_request
+from loopsight.collector.otlp import (
+    JSON,
+    PROTOBUF,
+    BadRequest,
+    TooLarge,
+    UnsupportedMediaType,
+    decompress,
+    media_type,
+    parse_request,
+)
 from loopsight.collector.receiver import Receiver
 from loopsight.collector.store import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
 
-_GRPC_CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 413: code_pb2.INVALID_ARGUMENT,
-               415: code_pb2.INVALID_ARGUMENT, 503: code_pb2.UNAVAILABLE}
+_GRPC_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    413: code_pb2.INVALID_ARGUMENT,
+    415: code_pb2.INVALID_ARGUMENT,
+    503: code_pb2.UNAVAILABLE,
+}
 
 
 @dataclass(frozen=True)
@@ -117,8 +132,9 @@ def _error(kind: str, status: int, message: str, headers: dict[str, str] | None 
     if kind == PROTOBUF:
         body = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)
         return Response(body.SerializeToString(), status_code=status, media_type=PROTOBUF, headers=headers)
-    return JSONResponse({"code": _GRPC_CODES.get(status, code_pb2.UNKNOWN), "message": message},
-                        status_code=status, headers=headers)
+    return JSONResponse(
+        {"code": _GRPC_CODES.get(status, code_pb2.UNKNOWN), "message": message}, status_code=status, headers=headers
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -173,8 +189,13 @@ def create_app(
     metrics = metrics or Metrics()
     if metrics.store is None:
         metrics.store = store
-    receiver = Receiver(store, settings.limits, metrics, forwarder,
-                        admission=settings.admission if settings.admission is not None else Admission.from_env())
+    receiver = Receiver(
+        store,
+        settings.limits,
+        metrics,
+        forwarder,
+        admission=settings.admission if settings.admission is not None else Admission.from_env(),
+    )
     metrics.extra_metrics.append(receiver.admission.prometheus_lines)
     retry_after = {"Retry-After": str(settings.retry_after_seconds)}
 
@@ -220,7 +241,8 @@ def create_app(
             if not limiter:
                 limiter.append(anyio.CapacityLimiter(max(1, settings.decode_threads)))
             forward, prepared, future = await anyio.to_thread.run_sync(
-                decode_and_queue, body, kind, request.headers.get("content-encoding"), ticket, limiter=limiter[0])
+                decode_and_queue, body, kind, request.headers.get("content-encoding"), ticket, limiter=limiter[0]
+            )
             del body
         except Overloaded as exc:
             metrics.request("http", "overloaded")
@@ -260,8 +282,11 @@ def create_app(
         *extra_routes,
         *query_routes(store.reader),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=settings.token)],
-                    exception_handlers={HTTPException: _http_error})
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(BearerAuth, token=settings.token)],
+        exception_handlers={HTTPException: _http_error},
+    )
     app.state.metrics = metrics
     app.state.receiver = receiver
     return app

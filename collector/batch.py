@@ -11,8 +11,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,7 +23,9 @@ from loopsight.collector.normalize import SpanRow
 ATTR_MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("us")
 EVENT = pa.struct([("Timestamp", TS), ("Name", pa.string()), ("Attributes", ATTR_MAP)])
-LINK = pa.struct([("TraceId", pa.string()), ("SpanId", pa.string()), ("TraceState", pa.string()), ("Attributes", ATTR_MAP)])
+LINK = pa.struct(
+    [("TraceId", pa.string()), ("SpanId", pa.string()), ("TraceState", pa.string()), ("Attributes", ATTR_MAP)]
+)
 
 SCHEMA = pa.schema(
     [
@@ -64,7 +67,7 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
-assert COLUMNS == SpanRow._fields, "batch.SCHEMA and normalize.SpanRow must list the same columns"
+assert SpanRow._fields == COLUMNS, "batch.SCHEMA and normalize.SpanRow must list the same columns"
 
 _TIME_COLUMNS = {"Timestamp", "end_time"}
 _MAP_COLUMNS = {"ResourceAttributes", "SpanAttributes"}
@@ -87,7 +90,9 @@ def _maps(dicts: Sequence[dict[str, str]]) -> pa.Array:
     offsets = [0, *accumulate(map(len, dicts))]
     keys = list(chain.from_iterable(dicts))
     values = list(chain.from_iterable(map(dict.values, dicts)))
-    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string()))
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string())
+    )
 
 
 def _nested(lists: Sequence[list[tuple[Any, ...]]], struct: pa.StructType) -> pa.Array:
@@ -95,16 +100,18 @@ def _nested(lists: Sequence[list[tuple[Any, ...]]], struct: pa.StructType) -> pa
         return pa.ListArray.from_arrays(_zeros(len(lists) + 1), _EMPTY[struct])
     offsets = [0, *accumulate(map(len, lists))]
     items: list[tuple[Any, ...]] = list(chain.from_iterable(lists))
-    columns = list(zip(*items))
+    columns = list(zip(*items, strict=False))
     children = []
-    for field, values in zip(struct, columns):
+    for field, values in zip(struct, columns, strict=False):
         if field.type == TS:
             children.append(_times(values))
         elif field.type == ATTR_MAP:
             children.append(_maps(values))
         else:
             children.append(pa.array(values, field.type))
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.StructArray.from_arrays(children, fields=list(struct)))
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.StructArray.from_arrays(children, fields=list(struct))
+    )
 
 
 def to_arrow(rows: Iterable[SpanRow]) -> pa.Table:
@@ -113,7 +120,7 @@ def to_arrow(rows: Iterable[SpanRow]) -> pa.Table:
     if not rows:
         return SCHEMA.empty_table()
     arrays = []
-    for field, values in zip(SCHEMA, zip(*rows)):
+    for field, values in zip(SCHEMA, zip(*rows, strict=False), strict=False):
         name = field.name
         if name in _TIME_COLUMNS:
             arrays.append(_times(values))

@@ -97,7 +97,9 @@ class Forwarder:
                 return
             self._queue.append(body)
             self._queued_bytes += len(body)
-            while len(self._queue) > self.max_queue or (self._queued_bytes > self.max_queue_bytes and len(self._queue) > 1):
+            while len(self._queue) > self.max_queue or (
+                self._queued_bytes > self.max_queue_bytes and len(self._queue) > 1
+            ):
                 old = self._queue.popleft()
                 self._queued_bytes -= len(old)
                 self.dropped += 1
@@ -143,7 +145,9 @@ class Forwarder:
                     self.sent += 1
                     return
                 if response.status_code not in RETRYABLE:
-                    log.warning("forwarding to %s refused: HTTP %d %s", self.url, response.status_code, response.text[:200])
+                    log.warning(
+                        "forwarding to %s refused: HTTP %d %s", self.url, response.status_code, response.text[:200]
+                    )
                     self.failed += 1
                     return
                 retry_after = response.headers.get("retry-after", "")

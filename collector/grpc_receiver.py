@@ -20,7 +20,10 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
@@ -37,7 +40,9 @@ class TraceService:
     """The servicer: same ingest path as OTLP/HTTP. It takes raw bytes so that a body
     that is not an ``ExportTraceServiceRequest`` is INVALID_ARGUMENT, not INTERNAL."""
 
-    def __init__(self, receiver: Receiver, token: str | None, retry_after_seconds: int = 2, timeout: float = 120.0) -> None:
+    def __init__(
+        self, receiver: Receiver, token: str | None, retry_after_seconds: int = 2, timeout: float = 120.0
+    ) -> None:
         self.receiver = receiver
         self.token = token
         self.retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_seconds))
@@ -48,16 +53,22 @@ class TraceService:
         # OTel Collector) from the rich status in grpc-status-details-bin: send both.
         details = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=message)
         details.details.add().Pack(self.retry_info)
-        context.set_trailing_metadata((
-            ("google.rpc.retryinfo-bin", self.retry_info.SerializeToString()),
-            ("grpc-status-details-bin", details.SerializeToString()),
-        ))
+        context.set_trailing_metadata(
+            (
+                ("google.rpc.retryinfo-bin", self.retry_info.SerializeToString()),
+                ("grpc-status-details-bin", details.SerializeToString()),
+            )
+        )
         context.abort(grpc.StatusCode.UNAVAILABLE, message)
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(
             SERVICE,
-            {"Export": grpc.unary_unary_rpc_method_handler(self.export, response_serializer=ExportTraceServiceResponse.SerializeToString)},
+            {
+                "Export": grpc.unary_unary_rpc_method_handler(
+                    self.export, response_serializer=ExportTraceServiceResponse.SerializeToString
+                )
+            },
         )
 
     def export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
@@ -89,7 +100,7 @@ class TraceService:
             prepared, future = self.receiver.accept(request, "grpc")
         except QueueFull as exc:
             self._unavailable(context, f"{exc}; retry later")
-            raise AssertionError("unreachable")  # abort raises
+            raise AssertionError("unreachable") from exc  # abort raises
         # Waiting for the commit holds the Arrow table only; the body is what the forwarder sends.
         del request
         if future is not None:

@@ -25,10 +25,10 @@ import struct
 import time
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -155,8 +155,9 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
         yield request
 
 
-def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limits | None = None,
-                 store_url: str | None = None) -> IngestSummary:
+def ingest_files(
+    paths: list[str], db: str, progress: bool = True, limits: Limits | None = None, store_url: str | None = None
+) -> IngestSummary:
     """Load every file into the store at ``db`` (which no running collector may hold).
 
     ``store_url`` (``duckdb:///...``, ``chdb:///...``, ``clickhouse://...``) wins over ``db``.
@@ -175,8 +176,13 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
         store = Store.open(db)
     sizes = {p: Path(p).stat().st_size for p in paths}
     bar = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        TextColumn("{task.fields[spans]} spans"), disable=not progress, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[spans]} spans"),
+        disable=not progress,
+        transient=False,
     )
     pending: list[tuple[Future[int], int]] = []
     try:
@@ -198,7 +204,9 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
                         bar.update(task, spans=summary.accepted)
                 except BadRequest as exc:
                     loaded = summary.requests - before
-                    summary.errors.append(f"{exc} (stopped there: its first {loaded} request(s) were loaded)" if loaded else str(exc))
+                    summary.errors.append(
+                        f"{exc} (stopped there: its first {loaded} request(s) were loaded)" if loaded else str(exc)
+                    )
                 except OSError as exc:
                     summary.errors.append(f"{path}: {exc.strerror or exc}")
                 bar.advance(task, sizes[path])
@@ -213,7 +221,7 @@ def ingest_files(paths: list[str], db: str, progress: bool = True, limits: Limit
 def _submit(store: Store, table: object, pending: list[tuple[Future[int], int]], summary: IngestSummary) -> Future[int]:
     while True:
         try:
-            return store.submit(table)  # type: ignore[arg-type]
+            return store.submit(table)
         except QueueFull:
             _settle(pending, summary, max(len(pending) // 2, 1) if pending else 0)
             if not pending:

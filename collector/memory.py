@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 MIB = 2**20
 DEFAULT_BUDGET = "400MB"
@@ -40,8 +40,19 @@ PROCESS_RESERVE = 272 * MIB
 MIN_DUCKDB = 96 * MIB
 DUCKDB_SHARE = 0.75
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": MIB, "mb": MIB, "mib": MIB,
-          "g": 2**30, "gb": 2**30, "gib": 2**30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kb": 2**10,
+    "kib": 2**10,
+    "m": MIB,
+    "mb": MIB,
+    "mib": MIB,
+    "g": 2**30,
+    "gb": 2**30,
+    "gib": 2**30,
+}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
 
 
@@ -74,8 +85,10 @@ class MemoryBudget:
         duckdb_bytes = max(0, int(working * DUCKDB_SHARE)) // MIB * MIB
         if duckdb_bytes < MIN_DUCKDB:
             least = PROCESS_RESERVE + int(MIN_DUCKDB / DUCKDB_SHARE)
-            raise ValueError(f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB for itself and "
-                             f"{MIN_DUCKDB // MIB} MiB for DuckDB (at least {least // MIB}MB in all)")
+            raise ValueError(
+                f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB for itself and "
+                f"{MIN_DUCKDB // MIB} MiB for DuckDB (at least {least // MIB}MB in all)"
+            )
         return cls(total, duckdb_bytes, working - duckdb_bytes)
 
     @classmethod

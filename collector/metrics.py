@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 
@@ -80,71 +81,135 @@ class Metrics:
                 out.append(f"{name}{labels} {value:g}" if isinstance(value, float) else f"{name}{labels} {value}")
 
         transports = ("http", "grpc")
-        family("loopsight_spans_received_total", "counter", "Spans decoded from export requests.",
-               [(f'{{transport="{t}"}}', received.get(t, 0)) for t in transports])
-        family("loopsight_spans_accepted_total", "counter", "Spans acknowledged after commit.",
-               [(f'{{transport="{t}"}}', accepted.get(t, 0)) for t in transports])
-        family("loopsight_spans_rejected_total", "counter", "Spans not kept, by reason.",
-               [(f'{{reason="{_label(r)}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)])
-        family("loopsight_export_requests_total", "counter", "Export requests answered, by transport and outcome.",
-               [(f'{{transport="{t}",outcome="{_label(o)}"}}', n) for (t, o), n in sorted(requests.items())])
+        family(
+            "loopsight_spans_received_total",
+            "counter",
+            "Spans decoded from export requests.",
+            [(f'{{transport="{t}"}}', received.get(t, 0)) for t in transports],
+        )
+        family(
+            "loopsight_spans_accepted_total",
+            "counter",
+            "Spans acknowledged after commit.",
+            [(f'{{transport="{t}"}}', accepted.get(t, 0)) for t in transports],
+        )
+        family(
+            "loopsight_spans_rejected_total",
+            "counter",
+            "Spans not kept, by reason.",
+            [(f'{{reason="{_label(r)}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)],
+        )
+        family(
+            "loopsight_export_requests_total",
+            "counter",
+            "Export requests answered, by transport and outcome.",
+            [(f'{{transport="{t}",outcome="{_label(o)}"}}', n) for (t, o), n in sorted(requests.items())],
+        )
         store = self.store
         if store is not None:
             stats = store.stats
-            family("loopsight_spans_stored_total", "counter", "Spans inserted into the store (duplicates excluded).",
-                   [("", stats.rows_committed)])
-            family("loopsight_spans_duplicate_total", "counter", "Spans delivered again and skipped.",
-                   [("", getattr(stats, "duplicates", 0))])
-            family("loopsight_write_queue_batches", "gauge", "Batches waiting for the writer.", [("", store.queue_depth)])
-            family("loopsight_write_queue_spans", "gauge", "Spans waiting for the writer.",
-                   [("", getattr(store, "queued_rows", 0))])
+            family(
+                "loopsight_spans_stored_total",
+                "counter",
+                "Spans inserted into the store (duplicates excluded).",
+                [("", stats.rows_committed)],
+            )
+            family(
+                "loopsight_spans_duplicate_total",
+                "counter",
+                "Spans delivered again and skipped.",
+                [("", getattr(stats, "duplicates", 0))],
+            )
+            family(
+                "loopsight_write_queue_batches", "gauge", "Batches waiting for the writer.", [("", store.queue_depth)]
+            )
+            family(
+                "loopsight_write_queue_spans",
+                "gauge",
+                "Spans waiting for the writer.",
+                [("", getattr(store, "queued_rows", 0))],
+            )
             buckets = getattr(stats, "commit_bucket_counts", None)
             if buckets is not None:
                 out.append("# HELP loopsight_commit_seconds Time to commit one group of batches.")
                 out.append("# TYPE loopsight_commit_seconds histogram")
                 cumulative = 0
-                for bound, count in zip(COMMIT_BUCKETS, buckets):
+                for bound, count in zip(COMMIT_BUCKETS, buckets, strict=False):
                     cumulative += count
                     out.append(f'loopsight_commit_seconds_bucket{{le="{bound:g}"}} {cumulative}')
                 out.append(f'loopsight_commit_seconds_bucket{{le="+Inf"}} {stats.commits}')
                 out.append(f"loopsight_commit_seconds_sum {stats.commit_seconds_sum:.6f}")
                 out.append(f"loopsight_commit_seconds_count {stats.commits}")
-            family("loopsight_commit_failures_total", "counter", "Commits that failed; their requests were answered with an error.",
-                   [("", getattr(stats, "failed_commits", 0))])
+            family(
+                "loopsight_commit_failures_total",
+                "counter",
+                "Commits that failed; their requests were answered with an error.",
+                [("", getattr(stats, "failed_commits", 0))],
+            )
             pending = getattr(store, "derive_pending_commits", None)
             if pending is not None:  # the DuckDB store derives runs in passes of its own
-                family("loopsight_derive_pending_commits", "gauge", "Commits whose traces the next derive pass will derive.",
-                       [("", pending)])
-                family("loopsight_derive_passes_total", "counter", "Derive passes completed (run ids, steps, per-run tables).",
-                       [("", stats.derive_passes)])
-                family("loopsight_derive_failures_total", "counter",
-                       "Derive passes rolled back after an error; their traces stay pending for the next one "
-                       "(after an error in the data, they are derived in parts at once).",
-                       [("", stats.failed_derives)])
-                family("loopsight_derive_set_aside_traces_total", "counter",
-                       "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",
-                       [("", stats.set_aside_traces)])
-                family("loopsight_derive_seconds_total", "counter", "Time spent in completed derive passes.",
-                       [("", float(stats.derive_seconds_sum))])
+                family(
+                    "loopsight_derive_pending_commits",
+                    "gauge",
+                    "Commits whose traces the next derive pass will derive.",
+                    [("", pending)],
+                )
+                family(
+                    "loopsight_derive_passes_total",
+                    "counter",
+                    "Derive passes completed (run ids, steps, per-run tables).",
+                    [("", stats.derive_passes)],
+                )
+                family(
+                    "loopsight_derive_failures_total",
+                    "counter",
+                    "Derive passes rolled back after an error; their traces stay pending for the next one "
+                    "(after an error in the data, they are derived in parts at once).",
+                    [("", stats.failed_derives)],
+                )
+                family(
+                    "loopsight_derive_set_aside_traces_total",
+                    "counter",
+                    "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",
+                    [("", stats.set_aside_traces)],
+                )
+                family(
+                    "loopsight_derive_seconds_total",
+                    "counter",
+                    "Time spent in completed derive passes.",
+                    [("", float(stats.derive_seconds_sum))],
+                )
             size = getattr(store, "size_bytes", None)
             if size is not None:
                 family("loopsight_db_size_bytes", "gauge", "Database file plus write-ahead log.", [("", size())])
             duckdb_bytes = _duckdb_memory(store)
             if duckdb_bytes is not None:
-                family("loopsight_duckdb_memory_bytes", "gauge",
-                       "Memory DuckDB's buffer manager holds, by tag (duckdb_memory()).",
-                       [(f'{{tag="{_label(tag)}"}}', n) for tag, n in duckdb_bytes] or [('{tag="none"}', 0)])
+                family(
+                    "loopsight_duckdb_memory_bytes",
+                    "gauge",
+                    "Memory DuckDB's buffer manager holds, by tag (duckdb_memory()).",
+                    [(f'{{tag="{_label(tag)}"}}', n) for tag, n in duckdb_bytes] or [('{tag="none"}', 0)],
+                )
         budget = self.memory_budget
         if budget is not None:
-            family("loopsight_memory_budget_bytes", "gauge",
-                   "The collector's memory budget (--memory-budget) and its split.",
-                   [('{part="total"}', budget.total), ('{part="duckdb"}', budget.duckdb_bytes),
-                    ('{part="inflight"}', budget.inflight_bytes)])
+            family(
+                "loopsight_memory_budget_bytes",
+                "gauge",
+                "The collector's memory budget (--memory-budget) and its split.",
+                [
+                    ('{part="total"}', budget.total),
+                    ('{part="duckdb"}', budget.duckdb_bytes),
+                    ('{part="inflight"}', budget.inflight_bytes),
+                ],
+            )
         resident = _resident_bytes()
         if resident is not None:
-            family("loopsight_process_resident_bytes", "gauge",
-                   "Resident memory of the collector process, by kind (/proc/self/status).",
-                   [(f'{{kind="{kind}"}}', n) for kind, n in resident])
+            family(
+                "loopsight_process_resident_bytes",
+                "gauge",
+                "Resident memory of the collector process, by kind (/proc/self/status).",
+                [(f'{{kind="{kind}"}}', n) for kind, n in resident],
+            )
         if self.forwarder is not None:
             out.extend(self.forwarder.prometheus_lines())
         if self.retention is not None:
@@ -178,7 +243,9 @@ def _duckdb_memory(store: Any) -> list[tuple[str, int]] | None:
     try:
         con = store.reader(derived=False)  # the derived tables are not read here: no derive pass
         try:
-            rows = con.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0").fetchall()
+            rows = con.execute(
+                "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
+            ).fetchall()
         finally:
             con.close()
     except duckdb.Error:  # closed while shutting down: no gauge rather than a broken /metrics

@@ -56,24 +56,57 @@ _KIND_ATTRIBUTES = (  # span_type's priority order
     (A.OPERATION_NAME, _GENAI_OPERATIONS),
 )
 _TOOL_NAME_KEYS = (A.TOOL_NAME, "tool.name")
-_TOOL_ARGS_KEYS = (A.TOOL_CALL_ARGUMENTS, "tool_arguments", "tool.parameters", "traceloop.entity.input", "input.value", "langfuse.observation.input")
+_TOOL_ARGS_KEYS = (
+    A.TOOL_CALL_ARGUMENTS,
+    "tool_arguments",
+    "tool.parameters",
+    "traceloop.entity.input",
+    "input.value",
+    "langfuse.observation.input",
+)
 _MODEL_KEYS = (A.REQUEST_MODEL, "llm.model_name", "langfuse.observation.model.name", A.RESPONSE_MODEL)
 _AGENT_KEYS = (A.AGENT_NAME, "agent.name", "agent_name")
 _INPUT_TOKEN_KEYS = (A.USAGE_INPUT_TOKENS, A.USAGE_PROMPT_TOKENS, "llm.token_count.prompt")
 _OUTPUT_TOKEN_KEYS = (A.USAGE_OUTPUT_TOKENS, A.USAGE_COMPLETION_TOKENS, "llm.token_count.completion")
 _CONTENT_KEYS = frozenset(
-    _TOOL_ARGS_KEYS
-    + (A.TOOL_CALL_RESULT, A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, "output.value", "traceloop.entity.output", "langfuse.observation.output",
-       "gen_ai.system_instructions", "tool_response", "final_result", "all_messages_events", "llm.prompts",
-       "pydantic_ai.all_messages", "events",  # Pydantic AI: the run's messages; a chat span's messages (v1 attributes)
-       "langfuse.trace.input", "langfuse.trace.output", "llm.prompt_template.template", "llm.prompt_template.variables")
+    (
+        *_TOOL_ARGS_KEYS,
+        A.TOOL_CALL_RESULT,
+        A.INPUT_MESSAGES,
+        A.OUTPUT_MESSAGES,
+        "output.value",
+        "traceloop.entity.output",
+        "langfuse.observation.output",
+        "gen_ai.system_instructions",
+        "tool_response",
+        "final_result",
+        "all_messages_events",
+        "llm.prompts",
+        "pydantic_ai.all_messages",
+        "events",  # Pydantic AI: the run's messages; a chat span's messages (v1 attributes)
+        "langfuse.trace.input",
+        "langfuse.trace.output",
+        "llm.prompt_template.template",
+        "llm.prompt_template.variables",
+    )
 )
 # Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
 # ``retrieval.documents.0.document.content``, legacy OpenLLMetry ``gen_ai.prompt.0.content``):
 # dropped by prefix unless content capture is on.
-_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.", "llm.prompts.",
-                     "retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.", "embedding.embeddings.")
-_EVENT_CONTENT_KEYS = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))  # legacy GenAI content events
+_CONTENT_PREFIXES = (
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "llm.prompts.",
+    "retrieval.documents.",
+    "reranker.input_documents.",
+    "reranker.output_documents.",
+    "embedding.embeddings.",
+)
+_EVENT_CONTENT_KEYS = frozenset(
+    ("gen_ai.prompt", "gen_ai.completion", "content", "body")
+)  # legacy GenAI content events
 
 
 _plain_keys: set[str] = set()  # keys seen that are not content: most spans hold only these
@@ -277,15 +310,24 @@ def args_hash_of_text(text: str) -> str:
     return args_hash(value)
 
 
-_TRANSIENT = re.compile(r"timeout|timed.?out|429|too.?many|rate.?limit|5\d\d|unavailable|connection|network|temporar", re.I)
+_TRANSIENT = re.compile(
+    r"timeout|timed.?out|429|too.?many|rate.?limit|5\d\d|unavailable|connection|network|temporar", re.I
+)
 _FATAL = re.compile(r"401|403|permission|forbidden|unauthori[sz]ed|access.?denied", re.I)
 _PERMANENT = re.compile(r"404|not.?found|reject|conflict|409|410|gone", re.I)
-_INVALID = re.compile(r"invalid|schema|validation|malformed|unknown.?tool|valueerror|typeerror|json|argument|400|422", re.I)
+_INVALID = re.compile(
+    r"invalid|schema|validation|malformed|unknown.?tool|valueerror|typeerror|json|argument|400|422", re.I
+)
 
 
 def error_class_for(error_type: str) -> str:
     """Best-effort error class of a producer's ``error.type`` (or exception type)."""
-    for pattern, cls in ((_FATAL, "fatal"), (_TRANSIENT, "transient"), (_PERMANENT, "permanent"), (_INVALID, "invalid_argument")):
+    for pattern, cls in (
+        (_FATAL, "fatal"),
+        (_TRANSIENT, "transient"),
+        (_PERMANENT, "permanent"),
+        (_INVALID, "invalid_argument"),
+    ):
         if pattern.search(error_type):
             return cls
     return "permanent"
@@ -360,8 +402,17 @@ def normalize_span(
     limits: Limits,
 ) -> SpanRow:
     """Turn one OTLP span into a stored row."""
-    return span_row(span, span.trace_id, span.span_id, span.parent_span_id, span.start_time_unix_nano,
-                    resource, scope_name, scope_version, limits)
+    return span_row(
+        span,
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.start_time_unix_nano,
+        resource,
+        scope_name,
+        scope_version,
+        limits,
+    )
 
 
 def span_row(
@@ -390,7 +441,7 @@ def span_row(
     kind = span_type(attrs, name)
     if span.HasField("status"):
         span_status = span.status
-        status_code = span_status.code
+        status_code: int = span_status.code
         status_message = span_status.message
     else:
         status_code, status_message = 0, ""
@@ -415,7 +466,12 @@ def span_row(
     span_links = span.links
     links = (
         [
-            (link.trace_id.hex(), link.span_id.hex(), truncated(link.trace_state, cap), attributes_to_dict(link.attributes, limits))
+            (
+                link.trace_id.hex(),
+                link.span_id.hex(),
+                truncated(link.trace_state, cap),
+                attributes_to_dict(link.attributes, limits),
+            )
             for link in span_links[: limits.max_events]
         ]
         if span_links
@@ -425,8 +481,10 @@ def span_row(
     tool = args_hash = args_sketch = model = None
     input_tokens = output_tokens = None
     if kind == "tool":
-        tool = _first(attrs, _TOOL_NAME_KEYS) or get("traceloop.entity.name") or (
-            name[len("execute_tool ") :] if name.startswith("execute_tool ") else name
+        tool = (
+            _first(attrs, _TOOL_NAME_KEYS)
+            or get("traceloop.entity.name")
+            or (name[len("execute_tool ") :] if name.startswith("execute_tool ") else name)
         )
         args_hash = get(A.TOOL_ARGS_HASH)
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
@@ -444,17 +502,26 @@ def span_row(
             input_tokens, output_tokens = _langfuse_usage(attrs)
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
     if kind == "agent" and not agent:
-        agent = get("traceloop.entity.name") or (name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name)
+        agent = get("traceloop.entity.name") or (
+            name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name
+        )
     guard_content(attrs, limits.capture_content)
 
     is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
-    error_type = None
+    error_type: str | None = None
+    error_class: str | None
     if is_error:
         status = "Error"  # Langfuse marks a failure by level, not status: counted as one everywhere
-        error_type = (get(A.ERROR_TYPE) or exception_type or status_message
-                      or get("langfuse.observation.status_message") or "error")
+        error_type = (
+            get(A.ERROR_TYPE)
+            or exception_type
+            or status_message
+            or get("langfuse.observation.status_message")
+            or "error"
+        )
         error_class = get(A.ERROR_CLASS) or (
-            _known_error_class(error_type) if len(error_type) <= _KNOWN_ERROR_LENGTH else error_class_for(error_type))
+            _known_error_class(error_type) if len(error_type) <= _KNOWN_ERROR_LENGTH else error_class_for(error_type)
+        )
     else:
         error_class = get(A.ERROR_CLASS)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -77,7 +78,14 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
             raise BadRequest(f"body has {len(rest)} bytes after the end of the {encoding} data")
 
 
-_ID_FIELDS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}  # as the OTel Collector reads them
+_ID_FIELDS = {
+    "traceId",
+    "spanId",
+    "parentSpanId",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+}  # as the OTel Collector reads them
 _ZERO_TRACE_ID = bytes(16)
 _ZERO_SPAN_ID = bytes(8)
 
@@ -134,7 +142,10 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
         resource = attributes_to_dict(resource_spans.resource.attributes, limits)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
-            scope_name, scope_version = truncated(scope.name, limits.max_attribute_length), truncated(scope.version, limits.max_attribute_length)
+            scope_name, scope_version = (
+                truncated(scope.name, limits.max_attribute_length),
+                truncated(scope.version, limits.max_attribute_length),
+            )
             for span in scope_spans.spans:
                 trace_id, span_id, parent_span_id = span.trace_id, span.span_id, span.parent_span_id
                 if len(trace_id) != 16 or len(span_id) != 8:
@@ -154,4 +165,6 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
                 if start_ns > MAX_NANOS:
                     yield "start time out of range"
                     continue
-                yield span_row(span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits)
+                yield span_row(
+                    span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits
+                )

@@ -20,8 +20,8 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import pyarrow as pa
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -69,7 +69,9 @@ def prepare(request: ExportTraceServiceRequest, limits: Limits | None = None) ->
     return Prepared(to_arrow(rows) if rows else None, rejected)
 
 
-def ingest_request(store: Store, request: ExportTraceServiceRequest, limits: Limits | None = None, timeout: float = 60.0) -> int:
+def ingest_request(
+    store: Store, request: ExportTraceServiceRequest, limits: Limits | None = None, timeout: float = 60.0
+) -> int:
     """Normalize, queue and wait for the commit; returns the number of spans accepted.
 
     Raises ``QueueFull`` if the writer is saturated and ``StoreError`` if the commit fails.

@@ -26,8 +26,9 @@ from loopsight.collector.store import QueueFull, StoreError
 class Receiver:
     """Shared ingest path: :meth:`accept` then, after the commit, :meth:`committed`."""
 
-    def __init__(self, store: Any, limits: Limits, metrics: Metrics, forwarder: Any = None,
-                 admission: Admission | None = None) -> None:
+    def __init__(
+        self, store: Any, limits: Limits, metrics: Metrics, forwarder: Any = None, admission: Admission | None = None
+    ) -> None:
         self.store = store
         self.admission = admission if admission is not None else Admission()
         self.limits = limits
@@ -50,12 +51,16 @@ class Receiver:
             raise
         return prepared, future
 
-    def committed(self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest | None, body: bytes | None = None) -> None:
+    def committed(
+        self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest | None, body: bytes | None = None
+    ) -> None:
         """Count the acknowledged spans and forward the request upstream (never blocks)."""
         self.metrics.spans_accepted(transport, prepared.accepted)
         self.metrics.request(transport, "partial" if prepared.rejected else "ok")
         if self.forwarder is not None and prepared.accepted:
-            self.forwarder.offer(body if body is not None else request.SerializeToString())
+            self.forwarder.offer(
+                body if body is not None else request.SerializeToString() if request is not None else b""
+            )
 
     def failed(self, prepared: Prepared, transport: str, exc: StoreError) -> None:
         """The commit failed: nothing was stored, the client should retry."""

@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopsight.analytics.derive import prune as prune_derived
@@ -60,7 +60,9 @@ def parse_duration(text: str) -> timedelta:
 class Retention:
     """Every ``interval`` seconds, delete spans that started before now - ``keep``."""
 
-    def __init__(self, store: Any, keep: timedelta, *, interval: float = 300.0, chunk: int = 50_000, first_delay: float = 1.0) -> None:
+    def __init__(
+        self, store: Any, keep: timedelta, *, interval: float = 300.0, chunk: int = 50_000, first_delay: float = 1.0
+    ) -> None:
         self.store = store
         self.keep = keep
         self.interval = interval
@@ -83,7 +85,7 @@ class Retention:
 
     def run_once(self) -> int:
         """Delete everything older than the cutoff, chunk by chunk; returns spans deleted."""
-        cutoff = datetime.now(timezone.utc).replace(tzinfo=None) - self.keep
+        cutoff = datetime.now(UTC).replace(tzinfo=None) - self.keep
         total = 0
         while not self._stop.is_set():
             future = self.store.run_job(lambda con: _delete_chunk(con, cutoff, self.chunk))

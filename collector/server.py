@@ -17,7 +17,8 @@ import os
 import signal
 import socket
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -87,8 +88,16 @@ def serve(
     configure_logging()
     try:
         keep = parse_duration(retention) if retention else None
-        forwarder = Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS"))) if forward_to else None
-        interval = retention_interval if retention_interval is not None else float(os.environ.get("LOOPSIGHT_RETENTION_INTERVAL", "300"))
+        forwarder = (
+            Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS")))
+            if forward_to
+            else None
+        )
+        interval = (
+            retention_interval
+            if retention_interval is not None
+            else float(os.environ.get("LOOPSIGHT_RETENTION_INTERVAL", "300"))
+        )
         budget = MemoryBudget.from_env(memory_budget)
         admission = Admission.from_env(max_bytes=budget.inflight_bytes)
     except ValueError as exc:
@@ -110,8 +119,11 @@ def serve(
             except StoreURLError as exc:
                 raise StartupError(str(exc)) from None
         else:
-            store = Store.open(db, memory_limit=memory_limit or budget.duckdb_limit,
-                           checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"))
+            store = Store.open(
+                db,
+                memory_limit=memory_limit or budget.duckdb_limit,
+                checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"),
+            )
     except StoreError as exc:
         raise StartupError(str(exc)) from None
 
@@ -135,8 +147,7 @@ def serve(
 
             agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval)
             metrics.extra_metrics.append(lambda: "\n".join(agent_gauges.prometheus_lines()))
-        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=limits or Limits(),
-                            admission=admission)
+        settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=limits or Limits(), admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
         app.state.evaluator = evaluator
         if forwarder is not None:
@@ -145,7 +156,9 @@ def serve(
         grpc_server = None
         if grpc_port:
             try:
-                grpc_server = start_grpc(app.state.receiver, host, grpc_port, token=token, max_message_bytes=max_body_bytes)
+                grpc_server = start_grpc(
+                    app.state.receiver, host, grpc_port, token=token, max_message_bytes=max_body_bytes
+                )
             except OSError as exc:
                 raise StartupError(str(exc)) from None
         if keep is not None:
@@ -156,14 +169,28 @@ def serve(
             evaluator.start()
             started.append(evaluator)
 
-        config = uvicorn.Config(app, host=host, port=http_port, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=30)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=http_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=30,
+        )
         server = _Server(config)
         stop_signals = _stop_on_signals(server)
-        log.info("collector started", extra={"event": "started", "http": f"http://{host}:{http_port}",
-                                             "grpc": f"{host}:{grpc_port}" if grpc_port else None,
-                                             "store": _store_label(db, store_url),
-                                             "retention": retention, "forward_to": forwarder.url if forwarder else None})
+        log.info(
+            "collector started",
+            extra={
+                "event": "started",
+                "http": f"http://{host}:{http_port}",
+                "grpc": f"{host}:{grpc_port}" if grpc_port else None,
+                "store": _store_label(db, store_url),
+                "retention": retention,
+                "forward_to": forwarder.url if forwarder else None,
+            },
+        )
         try:
             server.run()
         finally:
@@ -180,8 +207,10 @@ def serve(
         store.close()
         if forwarder is not None:
             forwarder.stop(timeout=2.0)
-        log.info("collector stopped", extra={"event": "stopped", "drained_spans": queued,
-                                             "stored_total": store.stats.rows_committed})
+        log.info(
+            "collector stopped",
+            extra={"event": "stopped", "drained_spans": queued, "stored_total": store.stats.rows_committed},
+        )
 
 
 def _store_label(db: str, store_url: str | None) -> str:

@@ -58,6 +58,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -65,11 +66,12 @@ import threading
 import time
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -132,9 +134,15 @@ class _Pending:
     future: Future[int] = field(default_factory=Future)
 
     @classmethod
-    def of(cls, table: pa.Table) -> "_Pending":
-        first = table.select(["TraceId", "Timestamp"]).group_by("TraceId", use_threads=False).aggregate([("Timestamp", "min")])
-        return cls(_maps_as_entries(table), first.column("TraceId").to_pylist(), first.column("Timestamp_min").to_pylist())
+    def of(cls, table: pa.Table) -> _Pending:
+        first = (
+            table.select(["TraceId", "Timestamp"])
+            .group_by("TraceId", use_threads=False)
+            .aggregate([("Timestamp", "min")])
+        )
+        return cls(
+            _maps_as_entries(table), first.column("TraceId").to_pylist(), first.column("Timestamp_min").to_pylist()
+        )
 
 
 @dataclass
@@ -251,7 +259,9 @@ def _maps_as_entries(table: pa.Table) -> pa.Table:
         index = table.schema.get_field_index(name)
         column = table.column(index).combine_chunks()
         entries = pa.ListArray.from_arrays(
-            column.offsets, pa.StructArray.from_arrays([column.keys, column.items], names=["key", "value"]), mask=column.is_null()
+            column.offsets,
+            pa.StructArray.from_arrays([column.keys, column.items], names=["key", "value"]),
+            mask=column.is_null(),
         )
         table = table.set_column(index, name, entries)
     return table
@@ -343,7 +353,7 @@ class Store:
         threads: int | None = None,
         checkpoint_threshold: str = "128MB",
         **kwargs: Any,
-    ) -> "Store":
+    ) -> Store:
         """Check the directory, migrate the file to the newest schema and start the writer.
 
         Raises :class:`StoreError` with a readable message when the directory is missing or
@@ -376,7 +386,9 @@ class Store:
             if self._queued_batches >= self._max_queue or (
                 self._queued_rows and self._queued_rows + table.num_rows > self._max_queue_rows
             ):
-                raise QueueFull(f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)")
+                raise QueueFull(
+                    f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)"
+                )
             self._queued_batches += 1
             self._queued_rows += table.num_rows
         pending = _Pending.of(table)
@@ -441,7 +453,7 @@ class Store:
         if threading.current_thread() is self._deriver:
             return True
         with self._lock:
-            if self._derived >= self._committed or self._writer_done and not self._deriver.is_alive():
+            if self._derived >= self._committed or (self._writer_done and not self._deriver.is_alive()):
                 return True
             barrier: Future[None] = Future()
             self._barriers.append((self._committed, barrier))
@@ -457,10 +469,8 @@ class Store:
         """Size of the database file plus its write-ahead log."""
         total = 0
         for name in (self.path, self.path + ".wal"):
-            try:
+            with contextlib.suppress(OSError):
                 total += os.stat(name).st_size
-            except OSError:
-                pass
         return total
 
     def close(self) -> None:
@@ -575,10 +585,8 @@ class Store:
         else:
             self._passed(covered, covered_rows, started)
         finally:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 con.unregister("touched")
-            except duckdb.Error:
-                pass
 
     def _failed(self) -> None:
         with self._lock:
@@ -612,7 +620,7 @@ class Store:
         ``False``, leaving the rest pending, when something other than the data failed, or
         when no part succeeded or too many traces failed alone (then it is not the data)."""
         try:
-            traces = con.sql("SELECT DISTINCT trace_id AS \"TraceId\" FROM derive_pending").to_arrow_table()
+            traces = con.sql('SELECT DISTINCT trace_id AS "TraceId" FROM derive_pending').to_arrow_table()
         except Exception as exc:
             log.error("deriving the per-run tables failed: %s", exc)
             return False
@@ -625,8 +633,10 @@ class Store:
                 con.begin()
                 # Read in the part's own snapshot: a run span committed since started first.
                 con.register("part_traces", part)
-                pending = con.sql(f'SELECT * FROM ({_PENDING_SQL}) WHERE "TraceId" IN (SELECT "TraceId" FROM part_traces)',
-                                  params={"skew": self._run_skew, "lookback": self._run_lookback}).to_arrow_table()
+                pending = con.sql(
+                    f'SELECT * FROM ({_PENDING_SQL}) WHERE "TraceId" IN (SELECT "TraceId" FROM part_traces)',
+                    params={"skew": self._run_skew, "lookback": self._run_lookback},
+                ).to_arrow_table()
                 if pending.num_rows:
                     self._derive_traces(con, pending)
                     con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
@@ -648,7 +658,11 @@ class Store:
             else:
                 alone.append((part.column("TraceId")[0].as_py(), failure))
         if alone and (not succeeded or len(alone) > max(3, traces.num_rows // 10)):
-            log.error("deriving the per-run tables failed for %d of %d pending traces; they stay pending", len(alone), traces.num_rows)
+            log.error(
+                "deriving the per-run tables failed for %d of %d pending traces; they stay pending",
+                len(alone),
+                traces.num_rows,
+            )
             return False
         for trace_id, failure in alone:
             try:
@@ -657,8 +671,11 @@ class Store:
                 log.error("deriving the per-run tables failed: %s", exc)
                 return False
             self.stats.set_aside_traces += 1
-            log.error("trace %s cannot be derived (%s): its spans are kept, its runs are left out of the per-run tables",
-                      trace_id, failure)
+            log.error(
+                "trace %s cannot be derived (%s): its spans are kept, its runs are left out of the per-run tables",
+                trace_id,
+                failure,
+            )
         return True
 
     def _release_barriers(self, everything: bool = False) -> None:
@@ -687,7 +704,7 @@ class Store:
         try:
             con.begin()
             con.register("incoming", incoming)
-            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchone()[0]
+            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchall()[0][0]
             if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
                 con.execute(
                     "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
@@ -703,11 +720,11 @@ class Store:
                 pending.future.set_exception(error)
             return
         finally:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 con.unregister("incoming")
-            except duckdb.Error:
-                pass
-        self.stats.record_commit(inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started)
+        self.stats.record_commit(
+            inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started
+        )
         if inserted:
             with self._lock:  # before the answers: a reader asking after one waits for this commit's pass
                 self._committed += 1
@@ -723,10 +740,8 @@ _DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
+    with contextlib.suppress(duckdb.Error):
         con.rollback()
-    except duckdb.Error:
-        pass
 
 
 def _check_path(path: str) -> None:

@@ -14,11 +14,12 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -53,7 +54,7 @@ class NotAvailable(SourceError):
 
 def _iso(value: datetime) -> str:
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value.isoformat(timespec="seconds") + "Z"
 
 
@@ -98,7 +99,9 @@ class ApiSource:
         try:
             response = httpx.get(target, params=query, headers=headers, timeout=self.timeout)
         except httpx.TimeoutException:
-            raise SourceUnreachable(f"the collector at {self.url} did not answer {path} within {self.timeout:g} s") from None
+            raise SourceUnreachable(
+                f"the collector at {self.url} did not answer {path} within {self.timeout:g} s"
+            ) from None
         except httpx.HTTPError as exc:
             raise SourceUnreachable(f"cannot reach the collector at {self.url} ({type(exc).__name__}: {exc})") from None
         if response.status_code == 401:
@@ -254,13 +257,15 @@ class DuckDBSource(_AnalyticsQuestions):
             con.execute("SET enable_external_access = false")
             has_spans = con.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'spans'"
-            ).fetchone()[0]
+            ).fetchall()[0][0]
         except duckdb.Error as exc:
             con.close()
             raise SourceError(f"cannot read {self.path}: {exc}") from None
         if not has_spans:
             con.close()
-            raise SourceError(f"{self.path} has no spans table: is it a loopsight database? (loopsight db upgrade --db PATH)")
+            raise SourceError(
+                f"{self.path} has no spans table: is it a loopsight database? (loopsight db upgrade --db PATH)"
+            )
         outdated = _outdated(con)
         if outdated:
             con.close()
@@ -279,7 +284,9 @@ class DuckDBSource(_AnalyticsQuestions):
         try:
             return function(con, *args, **_clean(params))
         except duckdb.CatalogException as exc:
-            raise NotAvailable(f"{self.path} has no tables for {name} (written by an older collector?): {exc}") from None
+            raise NotAvailable(
+                f"{self.path} has no tables for {name} (written by an older collector?): {exc}"
+            ) from None
         except (duckdb.Error, ValueError) as exc:
             raise SourceError(f"{name} failed on {self.path}: {exc}") from None
         finally:
@@ -299,7 +306,9 @@ def _outdated(con: Any) -> tuple[str, str] | None:
     from loopsight.migrations.runner import head
 
     latest = head()
-    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'").fetchone()[0]
+    found = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
+    ).fetchone()[0]
     revision = con.execute("SELECT max(version_num) FROM alembic_version").fetchone()[0] if found else None
     # Revisions are zero-padded numbers; a newer file than this code is read as it is.
     if latest is None or (revision is not None and revision >= latest):

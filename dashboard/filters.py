@@ -11,16 +11,29 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import streamlit as st
 
 RANGES: dict[str, int | None] = {
-    "15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400, "all": None,
+    "15m": 900,
+    "1h": 3600,
+    "6h": 6 * 3600,
+    "24h": 86400,
+    "7d": 7 * 86400,
+    "30d": 30 * 86400,
+    "all": None,
 }
-RANGE_LABELS = {"15m": "last 15 minutes", "1h": "last hour", "6h": "last 6 hours", "24h": "last 24 hours",
-                "7d": "last 7 days", "30d": "last 30 days", "all": "all time"}
+RANGE_LABELS = {
+    "15m": "last 15 minutes",
+    "1h": "last hour",
+    "6h": "last 6 hours",
+    "24h": "last 24 hours",
+    "7d": "last 7 days",
+    "30d": "last 30 days",
+    "all": "all time",
+}
 DEFAULT_RANGE = "24h"
 # Time buckets of the charts over time: the first giving at most MAX_BARS bars over the window.
 BUCKET_LADDER = (30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 12 * 3600, 86400, 7 * 86400)
@@ -31,7 +44,7 @@ ROUND_SECONDS = 10
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -87,16 +100,19 @@ def shared_filters(agents: set[str], services: set[str]) -> Filters:
     if "f_agent" not in state:
         state["f_agent"] = qp.get("agent") or ALL
     with st.sidebar:
-        st.selectbox("Time range", list(RANGES), key="f_range", format_func=RANGE_LABELS.get)
+        st.selectbox("Time range", list(RANGES), key="f_range", format_func=lambda key: RANGE_LABELS.get(key, key))
         st.selectbox("Service", _options(services, _value(state["f_service"])), key="f_service")
         st.selectbox("Agent", _options(agents, _value(state["f_agent"])), key="f_agent")
     filters = Filters(state["f_range"], _value(state["f_service"]), _value(state["f_agent"]))
-    for name, value, default in (("range", filters.range, DEFAULT_RANGE), ("service", filters.service, None),
-                                 ("agent", filters.agent, None)):
+    for name, value, default in (
+        ("range", filters.range, DEFAULT_RANGE),
+        ("service", filters.service, None),
+        ("agent", filters.agent, None),
+    ):
         if value == default:
             if name in qp:
                 del qp[name]
-        elif qp.get(name) != value:
+        elif value is not None and qp.get(name) != value:
             qp[name] = value
     state["filters"] = filters
     return filters

@@ -7,14 +7,29 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
 RUN_COLUMNS = [
-    "trace_id", "started_at", "agent", "service", "status", "termination_reason", "steps",
-    "llm_calls", "tool_calls", "tool_errors", "retries", "loops", "input_tokens", "output_tokens",
-    "tokens", "duration_ms", "run_id",
+    "trace_id",
+    "started_at",
+    "agent",
+    "service",
+    "status",
+    "termination_reason",
+    "steps",
+    "llm_calls",
+    "tool_calls",
+    "tool_errors",
+    "retries",
+    "loops",
+    "input_tokens",
+    "output_tokens",
+    "tokens",
+    "duration_ms",
+    "run_id",
 ]
 MAX_WATERFALL_SPANS = 400
 
@@ -80,36 +95,64 @@ def span_tree_order(spans: list[dict[str, Any]]) -> list[tuple[dict[str, Any], i
     return ordered
 
 
-def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPANS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def waterfall_frames(
+    spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPANS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Bars (one per span, offsets in ms from the trace start) and markers (error, retry, loop).
 
     Rows are labelled ``"NNN <· per depth><name>"`` so the y axis keeps tree order; charts strip
     the number when drawing.
     """
     ordered = span_tree_order(spans)[:limit]
-    bar_columns = ["row", "span_id", "name", "kind", "start_ms", "end_ms", "duration_ms", "status", "tool",
-                   "step", "error_type", "error_class", "loop_kind", "input_tokens", "output_tokens"]
+    bar_columns = [
+        "row",
+        "span_id",
+        "name",
+        "kind",
+        "start_ms",
+        "end_ms",
+        "duration_ms",
+        "status",
+        "tool",
+        "step",
+        "error_type",
+        "error_class",
+        "loop_kind",
+        "input_tokens",
+        "output_tokens",
+    ]
     marker_columns = ["row", "at_ms", "marker", "detail"]
     if not ordered:
         return pd.DataFrame(columns=bar_columns), pd.DataFrame(columns=marker_columns)
     starts = to_time([s.get("start") for s, _ in ordered])
     origin = starts.min()
     bars, markers = [], []
-    for i, ((span, depth), start) in enumerate(zip(ordered, starts)):
+    for i, ((span, depth), start) in enumerate(zip(ordered, starts, strict=False)):
         name = str(span.get("name") or "")
         short = name if len(name) <= 60 else name[:59] + "…"
         row = f"{i:03d} {'· ' * min(depth, 8)}{short}"
         start_ms = (start - origin).total_seconds() * 1000 if pd.notna(start) else 0.0
         duration = float(span.get("duration_ms") or 0.0)
         end_ms = start_ms + duration
-        bars.append({
-            "row": row, "span_id": span.get("span_id"), "name": name, "kind": span.get("kind") or "other",
-            "start_ms": start_ms, "end_ms": max(end_ms, start_ms + 0.001), "duration_ms": duration,
-            "status": str(span.get("status") or "unset").lower(), "tool": span.get("tool"), "step": span.get("step"),
-            "error_type": span.get("error_type"), "error_class": span.get("error_class"),
-            "loop_kind": _loop_kind(span), "input_tokens": span.get("input_tokens"),
-            "output_tokens": span.get("output_tokens"),
-        })
+        bars.append(
+            {
+                "row": row,
+                "span_id": span.get("span_id"),
+                "name": name,
+                "kind": span.get("kind") or "other",
+                "start_ms": start_ms,
+                "end_ms": max(end_ms, start_ms + 0.001),
+                "duration_ms": duration,
+                "status": str(span.get("status") or "unset").lower(),
+                "tool": span.get("tool"),
+                "step": span.get("step"),
+                "error_type": span.get("error_type"),
+                "error_class": span.get("error_class"),
+                "loop_kind": _loop_kind(span),
+                "input_tokens": span.get("input_tokens"),
+                "output_tokens": span.get("output_tokens"),
+            }
+        )
         if str(span.get("status") or "").lower() == "error":
             detail = " / ".join(str(v) for v in (span.get("error_type"), span.get("error_class")) if v)
             markers.append({"row": row, "at_ms": end_ms, "marker": "error", "detail": detail or "error"})
@@ -123,10 +166,21 @@ def waterfall_frames(spans: list[dict[str, Any]], limit: int = MAX_WATERFALL_SPA
             at_ms = (at - origin).total_seconds() * 1000 if pd.notna(at) else start_ms
             attrs = _event_field(event, "attributes") or {}
             if event_name == "retry":
-                detail = " / ".join(str(attrs[k]) for k in ("error.type", "loopsight.error.class", "loopsight.backoff_ms") if attrs.get(k))
+                detail = " / ".join(
+                    str(attrs[k])
+                    for k in ("error.type", "loopsight.error.class", "loopsight.backoff_ms")
+                    if attrs.get(k)
+                )
                 markers.append({"row": row, "at_ms": at_ms, "marker": "retry", "detail": f"retry {detail}".strip()})
             else:
-                markers.append({"row": row, "at_ms": at_ms, "marker": "loop", "detail": f"loop guard: {attrs.get('loopsight.loop.kind', '')}"})
+                markers.append(
+                    {
+                        "row": row,
+                        "at_ms": at_ms,
+                        "marker": "loop",
+                        "detail": f"loop guard: {attrs.get('loopsight.loop.kind', '')}",
+                    }
+                )
     return pd.DataFrame(bars, columns=bar_columns), pd.DataFrame(markers, columns=marker_columns)
 
 
@@ -187,7 +241,11 @@ def default_span(bars: pd.DataFrame) -> int:
     return 0
 
 
-_EVENT_KEYS = {"name": ("name", "Name"), "time": ("time", "Timestamp", "timestamp"), "attributes": ("attributes", "Attributes")}
+_EVENT_KEYS = {
+    "name": ("name", "Name"),
+    "time": ("time", "Timestamp", "timestamp"),
+    "attributes": ("attributes", "Attributes"),
+}
 
 
 def _event_field(event: dict[str, Any], field: str) -> Any:

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import streamlit as st
 
-from loopsight.dashboard.filters import RANGE_LABELS, current
 from loopsight.dashboard.data import (
-    ApiSource, AuthRequired, DuckDBSource, NotAvailable, OutdatedStore, Source, SourceError, SourceUnreachable, source_from_env,
+    ApiSource,
+    AuthRequired,
+    DuckDBSource,
+    NotAvailable,
+    OutdatedStore,
+    Source,
+    SourceError,
+    SourceUnreachable,
+    source_from_env,
 )
+from loopsight.dashboard.filters import RANGE_LABELS, current
 
 PAGES = Path(__file__).resolve().parent / "pages"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
@@ -108,7 +117,10 @@ def load(method: str, *args: Any, what: str | None = None, **params: Any) -> Any
         unreachable(exc)
         st.stop()
     except NotAvailable as exc:
-        st.info(f"{escape(what or method)}: not available from this source yet. {literal(exc)}", icon=":material/hourglass_top:")
+        st.info(
+            f"{escape(what or method)}: not available from this source yet. {literal(exc)}",
+            icon=":material/hourglass_top:",
+        )
     except SourceError as exc:
         st.error(f"{escape(what or method)} failed: {literal(exc)}", icon=":material/warning:")
     return None
@@ -127,8 +139,11 @@ def unreachable(exc: Exception) -> None:
         st.code(f"loopsight db upgrade --db {shlex.quote(src.path)}", language="bash")
     elif isinstance(src, ApiSource):
         st.markdown("Start a collector, or point the dashboard at the one your agents export to:")
-        st.code(f"loopsight collector --http-port {src.url.rsplit(':', 1)[-1].strip('/') or '4318'}\n"
-                f"loopsight dashboard --collector {src.url}", language="bash")
+        st.code(
+            f"loopsight collector --http-port {src.url.rsplit(':', 1)[-1].strip('/') or '4318'}\n"
+            f"loopsight dashboard --collector {src.url}",
+            language="bash",
+        )
     else:
         st.markdown("Check the path, or read the data through the collector that holds the file:")
         st.code("loopsight dashboard --collector http://127.0.0.1:4318", language="bash")

@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from loopsight.config import env_bool, env_int
 
@@ -25,13 +26,16 @@ DEFAULT_MAX_LENGTH = 4096
 _DEFAULT_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]+=*")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+")),
-    ("api_key", re.compile(
-        r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}"  # OpenAI, Anthropic, Stripe-ish
-        r"|\bAKIA[0-9A-Z]{16}\b"                                 # AWS access key id
-        r"|\bgh[pousr]_[A-Za-z0-9]{30,}"                         # GitHub tokens
-        r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"                       # Slack tokens
-        r"|\bAIza[0-9A-Za-z_-]{35}"                              # Google API keys
-    )),
+    (
+        "api_key",
+        re.compile(
+            r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}"  # OpenAI, Anthropic, Stripe-ish
+            r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key id
+            r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+            r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
+            r"|\bAIza[0-9A-Za-z_-]{35}"  # Google API keys
+        ),
+    ),
     # bounded (RFC 5321 lengths) so hostile text like "a.a.a..." is not quadratic
     ("email", re.compile(r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,255}\.[A-Za-z]{2,63}\b")),
 ]
@@ -49,15 +53,20 @@ class _ContentSettings:
 
     def reload(self) -> None:
         self.enabled = env_bool("CAPTURE_CONTENT") or env_bool(
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raw=True)
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raw=True
+        )
         self.max_length = max(0, env_int("CONTENT_MAX_LENGTH", DEFAULT_MAX_LENGTH))
 
 
 SETTINGS = _ContentSettings()
 
 
-def set_capture(enabled: bool | None = None, *, max_length: int | None = None,
-                redact_patterns: Iterable[str | re.Pattern[str]] | None = None) -> None:
+def set_capture(
+    enabled: bool | None = None,
+    *,
+    max_length: int | None = None,
+    redact_patterns: Iterable[str | re.Pattern[str]] | None = None,
+) -> None:
     """Change capture settings at run time (``configure()`` calls this).
 
     Example:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Generic, Literal, TypeVar, overload
+from collections.abc import Callable
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from opentelemetry.trace import SpanKind
 
 from loopsight import attributes as A
 
-from .content import SETTINGS as CONTENT, render
+from .content import SETTINGS as CONTENT
+from .content import render
 from .handles import _CALL, _INVALID, _RUN, LlmHandle, RunHandle, SpanHandle, ToolHandle
 from .hashing import args_hash
 from .state import STATE, internal_error
@@ -49,8 +51,7 @@ def _make_binder(fn: Callable[..., Any]) -> Binder:
     params = params[skip:]
     names = tuple(p.name for p in params if p.kind in positional)
     var = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), "args")
-    defaults = {p.name: p.default for p in params
-                if p.default is not inspect.Parameter.empty}
+    defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
     count = len(names)
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -58,9 +59,9 @@ def _make_binder(fn: Callable[..., Any]) -> Binder:
             args = args[skip:]
         bound = dict(defaults) if defaults else {}
         if len(args) <= count:
-            bound.update(zip(names, args))
+            bound.update(zip(names, args, strict=False))
         else:
-            bound.update(zip(names, args[:count]))
+            bound.update(zip(names, args[:count], strict=False))
             bound[var] = list(args[count:])
         if kwargs:
             bound.update(kwargs)
@@ -74,15 +75,27 @@ class _Spec(Generic[H]):
 
     _stack: list[H]
 
-    def _open(self, tracer: Any, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None,
-              fn_name: str | None, binder: Binder | None) -> H:  # pragma: no cover - abstract
+    def _open(
+        self,
+        tracer: Any,
+        args: tuple[Any, ...] | None,
+        kwargs: dict[str, Any] | None,
+        fn_name: str | None,
+        binder: Binder | None,
+    ) -> H:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _noop(self) -> H:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _start(self, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None,
-               fn_name: str | None, binder: Binder | None, attach: bool = True) -> H | None:
+    def _start(
+        self,
+        args: tuple[Any, ...] | None,
+        kwargs: dict[str, Any] | None,
+        fn_name: str | None,
+        binder: Binder | None,
+        attach: bool = True,
+    ) -> H | None:
         """Open (and attach) a span; ``None`` when tracing is off or loopsight failed."""
         try:
             tracer = STATE.tracer()
@@ -125,14 +138,13 @@ class _Spec(Generic[H]):
     async def __aenter__(self) -> H:
         return self.__enter__()
 
-    async def __aexit__(self, exc_type: Any, exc: BaseException | None,
-                        tb: Any) -> Literal[False]:
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         return self.__exit__(exc_type, exc, tb)
 
     # -- decorator --------------------------------------------------------------------
     def __call__(self, fn: F) -> F:
         if isinstance(fn, (staticmethod, classmethod)):
-            return type(fn)(self(fn.__func__))  # type: ignore[return-value]
+            return type(fn)(self(fn.__func__))
         if not callable(fn):
             raise TypeError(f"loopsight decorators wrap callables, got {fn!r}")
         return _wrap(self, fn)
@@ -145,6 +157,7 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
     observe = isinstance(spec, LlmSpec)
 
     if inspect.isasyncgenfunction(fn):
+
         async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
             agen = fn(*args, **kwargs)
             # Attached only around each step, so the consumer's context stays its own.
@@ -187,8 +200,10 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
                 if handle is not None:
                     handle._finish(error)
                 raise
+
         wrapper: Any = agen_wrapper
     elif inspect.isgeneratorfunction(fn):
+
         def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
             gen = fn(*args, **kwargs)
             handle = None if STATE.disabled else start(args, kwargs, name, binder, False)
@@ -230,8 +245,10 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
                 if handle is not None:
                     handle._finish(error)
                 raise
+
         wrapper = gen_wrapper
     elif inspect.iscoroutinefunction(fn):
+
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             if STATE.disabled:
                 return await fn(*args, **kwargs)
@@ -245,8 +262,10 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
                 raise
             handle._exit(None, result, True)
             return result
+
         wrapper = async_wrapper
     else:
+
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
             if STATE.disabled:
                 return fn(*args, **kwargs)
@@ -260,6 +279,7 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
                 raise
             handle._exit(None, result, True)
             return result
+
         wrapper = sync_wrapper
 
     functools.update_wrapper(wrapper, fn)
@@ -280,32 +300,41 @@ def _observe(handle: Any, item: Any) -> None:
 class AgentSpec(_Spec[RunHandle]):
     """An agent run: span ``invoke_agent {name}``; see :func:`agent`."""
 
-    __slots__ = ("name", "budget", "conversation_id", "_stack")
+    __slots__ = ("_stack", "budget", "conversation_id", "name")
 
-    def __init__(self, name: str | None = None, *, max_steps: int | None = None,
-                 max_tool_calls: int | None = None, max_tokens: int | None = None,
-                 max_seconds: float | None = None, conversation_id: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        max_steps: int | None = None,
+        max_tool_calls: int | None = None,
+        max_tokens: int | None = None,
+        max_seconds: float | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
         self.name = name
         self.conversation_id = conversation_id
         self.budget: dict[str, Any] = {}
-        for key, value, kind in ((A.BUDGET_MAX_STEPS, max_steps, int),
-                                 (A.BUDGET_MAX_TOOL_CALLS, max_tool_calls, int),
-                                 (A.BUDGET_MAX_TOKENS, max_tokens, int),
-                                 (A.BUDGET_MAX_SECONDS, max_seconds, float)):
+        for key, value, kind in (
+            (A.BUDGET_MAX_STEPS, max_steps, int),
+            (A.BUDGET_MAX_TOOL_CALLS, max_tool_calls, int),
+            (A.BUDGET_MAX_TOKENS, max_tokens, int),
+            (A.BUDGET_MAX_SECONDS, max_seconds, float),
+        ):
             if value is not None:
                 self.budget[key] = kind(value)
         self._stack: list[RunHandle] = []
 
-    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None,
-              binder: Binder | None) -> RunHandle:
+    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> RunHandle:
         name = self.name or fn_name or "agent"
         attrs: dict[str, Any] = {A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: name}
         if self.budget:
             attrs.update(self.budget)
         if self.conversation_id is not None:
             attrs[A.CONVERSATION_ID] = self.conversation_id
-        span = tracer.start_span(f"{A.OP_INVOKE_AGENT} {name}", kind=_INTERNAL,
-                                 attributes=attrs, start_time=STATE.clock())
+        span = tracer.start_span(
+            f"{A.OP_INVOKE_AGENT} {name}", kind=_INTERNAL, attributes=attrs, start_time=STATE.clock()
+        )
         return RunHandle(span, name, _RUN.get())
 
     def _noop(self) -> RunHandle:
@@ -319,18 +348,23 @@ class AgentSpec(_Spec[RunHandle]):
 class LlmSpec(_Spec[LlmHandle]):
     """A model call: span ``chat {model}`` (CLIENT); see :func:`llm`."""
 
-    __slots__ = ("model", "provider", "extract", "step", "_stack")
+    __slots__ = ("_stack", "extract", "model", "provider", "step")
 
-    def __init__(self, model: str | None = None, *, provider: str | None = None,
-                 extract: Callable[[Any], Any] | None = None, step: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        provider: str | None = None,
+        extract: Callable[[Any], Any] | None = None,
+        step: int | None = None,
+    ) -> None:
         self.model = model
         self.provider = provider
         self.extract = extract
         self.step = step
         self._stack: list[LlmHandle] = []
 
-    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None,
-              binder: Binder | None) -> LlmHandle:
+    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> LlmHandle:
         model = self.model
         attrs: dict[str, Any] = {A.OPERATION_NAME: A.OP_CHAT}
         if model:
@@ -348,8 +382,9 @@ class LlmSpec(_Spec[LlmHandle]):
         if CONTENT.enabled and binder is not None:
             bound = binder(args or (), kwargs or {})
             attrs[A.INPUT_MESSAGES] = render(bound.get("messages", bound))
-        span = tracer.start_span(f"{A.OP_CHAT} {model}" if model else A.OP_CHAT, kind=_CLIENT,
-                                 attributes=attrs, start_time=STATE.clock())
+        span = tracer.start_span(
+            f"{A.OP_CHAT} {model}" if model else A.OP_CHAT, kind=_CLIENT, attributes=attrs, start_time=STATE.clock()
+        )
         return LlmHandle(span, model, step, self.extract)
 
     def _noop(self) -> LlmHandle:
@@ -360,12 +395,19 @@ class LlmSpec(_Spec[LlmHandle]):
 class ToolSpec(_Spec[ToolHandle]):
     """A tool call: span ``execute_tool {name}``; see :func:`tool`."""
 
-    __slots__ = ("name", "args", "idempotent", "step", "attempts", "call_id", "check", "_stack")
+    __slots__ = ("_stack", "args", "attempts", "call_id", "check", "idempotent", "name", "step")
 
-    def __init__(self, name: str | None = None, *, args: Any = None,
-                 idempotent: bool | None = None, step: int | None = None,
-                 attempts: int | None = None, call_id: str | None = None,
-                 check: Callable[[Any], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        args: Any = None,
+        idempotent: bool | None = None,
+        step: int | None = None,
+        attempts: int | None = None,
+        call_id: str | None = None,
+        check: Callable[[Any], str | None] | None = None,
+    ) -> None:
         self.name = name
         self.args = args
         self.idempotent = idempotent
@@ -375,8 +417,7 @@ class ToolSpec(_Spec[ToolHandle]):
         self.check = check
         self._stack: list[ToolHandle] = []
 
-    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None,
-              binder: Binder | None) -> ToolHandle:
+    def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> ToolHandle:
         name = self.name or fn_name or "tool"
         if binder is not None:
             args = binder(args, kwargs)
@@ -402,8 +443,9 @@ class ToolSpec(_Spec[ToolHandle]):
             attrs[A.TOOL_CALL_ID] = self.call_id
         if CONTENT.enabled:
             attrs[A.TOOL_CALL_ARGUMENTS] = render(args)
-        span = tracer.start_span(f"{A.OP_EXECUTE_TOOL} {name}", kind=_INTERNAL,
-                                 attributes=attrs, start_time=STATE.clock())
+        span = tracer.start_span(
+            f"{A.OP_EXECUTE_TOOL} {name}", kind=_INTERNAL, attributes=attrs, start_time=STATE.clock()
+        )
         return ToolHandle(span, name, step, attempts, self.check)
 
     def _noop(self) -> ToolHandle:
@@ -414,12 +456,24 @@ class ToolSpec(_Spec[ToolHandle]):
 @overload
 def agent(name: F, /) -> F: ...
 @overload
-def agent(name: str | None = None, *, max_steps: int | None = None,
-          max_tool_calls: int | None = None, max_tokens: int | None = None,
-          max_seconds: float | None = None, conversation_id: str | None = None) -> AgentSpec: ...
-def agent(name: Any = None, *, max_steps: int | None = None, max_tool_calls: int | None = None,
-          max_tokens: int | None = None, max_seconds: float | None = None,
-          conversation_id: str | None = None) -> Any:
+def agent(
+    name: str | None = None,
+    *,
+    max_steps: int | None = None,
+    max_tool_calls: int | None = None,
+    max_tokens: int | None = None,
+    max_seconds: float | None = None,
+    conversation_id: str | None = None,
+) -> AgentSpec: ...
+def agent(
+    name: Any = None,
+    *,
+    max_steps: int | None = None,
+    max_tool_calls: int | None = None,
+    max_tokens: int | None = None,
+    max_seconds: float | None = None,
+    conversation_id: str | None = None,
+) -> Any:
     """Trace an agent run as an ``invoke_agent {name}`` span (the run).
 
     Bare or parameterised decorator on sync/async/generator functions, or a context
@@ -440,18 +494,33 @@ def agent(name: Any = None, *, max_steps: int | None = None, max_tool_calls: int
     """
     if callable(name) and not isinstance(name, str):
         return AgentSpec()(name)
-    return AgentSpec(name, max_steps=max_steps, max_tool_calls=max_tool_calls,
-                     max_tokens=max_tokens, max_seconds=max_seconds,
-                     conversation_id=conversation_id)
+    return AgentSpec(
+        name,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        max_tokens=max_tokens,
+        max_seconds=max_seconds,
+        conversation_id=conversation_id,
+    )
 
 
 @overload
 def llm(model: F, /) -> F: ...
 @overload
-def llm(model: str | None = None, *, provider: str | None = None,
-        extract: Callable[[Any], Any] | None = None, step: int | None = None) -> LlmSpec: ...
-def llm(model: Any = None, *, provider: str | None = None,
-        extract: Callable[[Any], Any] | None = None, step: int | None = None) -> Any:
+def llm(
+    model: str | None = None,
+    *,
+    provider: str | None = None,
+    extract: Callable[[Any], Any] | None = None,
+    step: int | None = None,
+) -> LlmSpec: ...
+def llm(
+    model: Any = None,
+    *,
+    provider: str | None = None,
+    extract: Callable[[Any], Any] | None = None,
+    step: int | None = None,
+) -> Any:
     """Trace a model call as a ``chat {model}`` CLIENT span (``chat`` if the model is unknown).
 
     Inside a run each call takes the run's next step (0, 1, 2, ...; ``step=`` forces one).
@@ -478,12 +547,26 @@ def llm(model: Any = None, *, provider: str | None = None,
 @overload
 def tool(name: F, /) -> F: ...
 @overload
-def tool(name: str | None = None, *, args: Any = None, idempotent: bool | None = None,
-         step: int | None = None, attempts: int | None = None, call_id: str | None = None,
-         check: Callable[[Any], str | None] | None = None) -> ToolSpec: ...
-def tool(name: Any = None, *, args: Any = None, idempotent: bool | None = None,
-         step: int | None = None, attempts: int | None = None, call_id: str | None = None,
-         check: Callable[[Any], str | None] | None = None) -> Any:
+def tool(
+    name: str | None = None,
+    *,
+    args: Any = None,
+    idempotent: bool | None = None,
+    step: int | None = None,
+    attempts: int | None = None,
+    call_id: str | None = None,
+    check: Callable[[Any], str | None] | None = None,
+) -> ToolSpec: ...
+def tool(
+    name: Any = None,
+    *,
+    args: Any = None,
+    idempotent: bool | None = None,
+    step: int | None = None,
+    attempts: int | None = None,
+    call_id: str | None = None,
+    check: Callable[[Any], str | None] | None = None,
+) -> Any:
     """Trace a tool call as an ``execute_tool {name}`` span.
 
     The arguments' canonical-JSON hash goes to ``loopsight.tool.args_hash`` (decorated
@@ -504,5 +587,4 @@ def tool(name: Any = None, *, args: Any = None, idempotent: bool | None = None,
     """
     if callable(name) and not isinstance(name, str):
         return ToolSpec()(name)
-    return ToolSpec(name, args=args, idempotent=idempotent, step=step, attempts=attempts,
-                    call_id=call_id, check=check)
+    return ToolSpec(name, args=args, idempotent=idempotent, step=step, attempts=attempts, call_id=call_id, check=check)

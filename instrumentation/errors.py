@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from loopsight.attributes import ERROR_CLASSES
 
@@ -32,8 +32,7 @@ class ToolError(Exception):
 
     error_class: str = "permanent"
 
-    def __init__(self, message: str = "", *, error_type: str | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(self, message: str = "", *, error_type: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.error_type = error_type or type(self).__name__
@@ -67,18 +66,39 @@ class FatalToolError(ToolError):
 _registered: dict[type, str] = {}
 _classifiers: list[Classifier] = []
 
-_TRANSIENT_NAMES = frozenset({
-    "ConnectionError", "APIConnectionError", "ConnectError", "NetworkError", "TransportError",
-    "RemoteProtocolError", "ProtocolError", "RateLimitError", "InternalServerError",
-    "ServiceUnavailableError", "APITimeoutError", "TimeoutException", "ServerDisconnectedError",
-    "ClientConnectionError", "OverloadedError", "gaierror",
-})
+_TRANSIENT_NAMES = frozenset(
+    {
+        "ConnectionError",
+        "APIConnectionError",
+        "ConnectError",
+        "NetworkError",
+        "TransportError",
+        "RemoteProtocolError",
+        "ProtocolError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "APITimeoutError",
+        "TimeoutException",
+        "ServerDisconnectedError",
+        "ClientConnectionError",
+        "OverloadedError",
+        "gaierror",
+    }
+)
 _FATAL_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError", "PermissionError"})
 _PERMANENT_NAMES = frozenset({"NotFoundError", "FileNotFoundError", "ConflictError"})
-_INVALID_NAMES = frozenset({
-    "ValidationError", "SchemaError", "JSONDecodeError", "BadRequestError",
-    "UnprocessableEntityError", "ValueError", "TypeError",
-})
+_INVALID_NAMES = frozenset(
+    {
+        "ValidationError",
+        "SchemaError",
+        "JSONDecodeError",
+        "BadRequestError",
+        "UnprocessableEntityError",
+        "ValueError",
+        "TypeError",
+    }
+)
 
 
 def register_error_class(exc_type: type[BaseException], error_class: str) -> None:
@@ -209,8 +229,9 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     return name, "permanent"
 
 
-def error_of(value: BaseException | str, error_class: str | None = None,
-             default_class: str = "permanent") -> tuple[str, str]:
+def error_of(
+    value: BaseException | str, error_class: str | None = None, default_class: str = "permanent"
+) -> tuple[str, str]:
     """``(error_type, error_class)`` for an exception or an error-type string."""
     if isinstance(value, BaseException):
         etype, eclass = classify(value)

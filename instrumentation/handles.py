@@ -18,7 +18,8 @@ from opentelemetry.trace import Status, StatusCode
 
 from loopsight import attributes as A
 
-from .content import SETTINGS as CONTENT, redact, render
+from .content import SETTINGS as CONTENT
+from .content import redact, render
 from .errors import classify, error_of
 from .nesting import OPEN_LLM
 from .state import STATE, internal_error
@@ -28,7 +29,6 @@ _RUN: contextvars.ContextVar[RunHandle | None] = contextvars.ContextVar("loopsig
 _CALL: contextvars.ContextVar[SpanHandle | None] = contextvars.ContextVar("loopsight_call", default=None)
 
 
-
 def _is_cancel(exc: BaseException) -> bool:
     # asyncio is not imported just for this: without asyncio loaded no CancelledError exists.
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -36,13 +36,14 @@ def _is_cancel(exc: BaseException) -> bool:
     asyncio = sys.modules.get("asyncio")
     return asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
+
 _INVALID = trace.INVALID_SPAN
 
 
 class SpanHandle:
     """Common part of run, model-call and tool-call handles."""
 
-    __slots__ = ("span", "_tokens", "_ended", "_failed")
+    __slots__ = ("_ended", "_failed", "_tokens", "span")
 
     def __init__(self, span: Any) -> None:
         self.span = span
@@ -81,8 +82,7 @@ class SpanHandle:
         if self.span is _INVALID:
             self._tokens.append(None)
             return
-        self._tokens.append((otel_context.attach(trace.set_span_in_context(self.span)),
-                             self._set_var()))
+        self._tokens.append((otel_context.attach(trace.set_span_in_context(self.span)), self._set_var()))
 
     def _set_var(self) -> Any:
         return _CALL.set(self)
@@ -139,8 +139,12 @@ class SpanHandle:
         self._fail(error_type, error_class)
         # The SDK's own stacktrace would repeat the message, and the source lines, unredacted.
         stacktrace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.span.record_exception(exc, attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(stacktrace)},
-                                   timestamp=STATE.clock(), escaped=True)
+        self.span.record_exception(
+            exc,
+            attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(stacktrace)},
+            timestamp=STATE.clock(),
+            escaped=True,
+        )
 
     def _on_result(self, result: Any) -> None:
         pass
@@ -157,7 +161,7 @@ class RunHandle(SpanHandle):
         ...     run.terminate("max_steps", fallback="partial_result")
     """
 
-    __slots__ = ("name", "parent", "root", "reason", "fallback", "_next_step", "_current_step")
+    __slots__ = ("_current_step", "_next_step", "fallback", "name", "parent", "reason", "root")
 
     def __init__(self, span: Any, name: str, parent: RunHandle | None) -> None:
         super().__init__(span)
@@ -238,8 +242,16 @@ class LlmHandle(SpanHandle):
         ...     call.record(response)
     """
 
-    __slots__ = ("model", "step", "input_tokens", "output_tokens", "finish_reasons",
-                 "response_model", "usage_in_child", "_extract")
+    __slots__ = (
+        "_extract",
+        "finish_reasons",
+        "input_tokens",
+        "model",
+        "output_tokens",
+        "response_model",
+        "step",
+        "usage_in_child",
+    )
 
     def __init__(self, span: Any, model: str | None, step: int | None, extract: Any = None) -> None:
         super().__init__(span)
@@ -274,8 +286,12 @@ class LlmHandle(SpanHandle):
         except Exception as exc:
             internal_error("llm.record", exc)
 
-    def set_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
-                  finish_reasons: list[str] | tuple[str, ...] | None = None) -> None:
+    def set_usage(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        finish_reasons: list[str] | tuple[str, ...] | None = None,
+    ) -> None:
         """Set token counts (and finish reasons) directly; ``None`` leaves a value as is."""
         try:
             self._merge(Usage(input_tokens, output_tokens, tuple(finish_reasons or ())))
@@ -336,18 +352,18 @@ class ToolHandle(SpanHandle):
         ...         t.mark("empty_result")
     """
 
-    __slots__ = ("name", "step", "attempts", "_check")
+    __slots__ = ("_check", "attempts", "name", "step")
 
-    def __init__(self, span: Any, name: str, step: int | None, attempts: int = 1,
-                 check: Any = None) -> None:
+    def __init__(self, span: Any, name: str, step: int | None, attempts: int = 1, check: Any = None) -> None:
         super().__init__(span)
         self.name = name
         self.step = step
         self.attempts = attempts
         self._check = check
 
-    def retry(self, error: BaseException | str, backoff_ms: float | None = None,
-              error_class: str | None = None) -> None:
+    def retry(
+        self, error: BaseException | str, backoff_ms: float | None = None, error_class: str | None = None
+    ) -> None:
         """Record a failed attempt that will be retried: a ``retry`` event, attempts += 1.
 
         ``error`` is the exception (classified) or an ``error.type`` string (class

@@ -37,8 +37,7 @@ def _default(obj: Any) -> Any:
 
 def _convert(obj: Any, depth: int) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _normalize(getattr(obj, f.name, None), depth + 1)
-                for f in dataclasses.fields(obj)}
+        return {f.name: _normalize(getattr(obj, f.name, None), depth + 1) for f in dataclasses.fields(obj)}
     dump = getattr(obj, "model_dump", None)  # pydantic v2
     if dump is not None and callable(dump) and not isinstance(obj, type):
         try:
@@ -102,10 +101,8 @@ def _safe_repr(obj: Any) -> str:
         return f"<{type(obj).__qualname__}>"
 
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            default=_default)
-_SAFE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                 default=_safe_repr)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+_SAFE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_safe_repr)
 
 
 def canonical_json(value: Any) -> str:

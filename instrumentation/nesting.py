@@ -18,8 +18,14 @@ from loopsight import attributes as A
 
 # span id of an open loopsight chat span -> its handle
 OPEN_LLM: dict[int, Any] = {}
-_USAGE_KEYS = (A.USAGE_INPUT_TOKENS, A.USAGE_OUTPUT_TOKENS, A.USAGE_PROMPT_TOKENS,
-               A.USAGE_COMPLETION_TOKENS, "llm.token_count.prompt", "llm.token_count.completion")
+_USAGE_KEYS = (
+    A.USAGE_INPUT_TOKENS,
+    A.USAGE_OUTPUT_TOKENS,
+    A.USAGE_PROMPT_TOKENS,
+    A.USAGE_COMPLETION_TOKENS,
+    "llm.token_count.prompt",
+    "llm.token_count.completion",
+)
 
 
 class NestedUsageProcessor(SpanProcessor):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from opentelemetry import trace
 
@@ -20,8 +21,8 @@ from .content import set_capture
 from .state import STATE, internal_error, refresh_from_env
 
 _LOCK = threading.Lock()
-_created: list[Any] = []      # providers configure() made (shut down entirely)
-_added: list[Any] = []        # processors configure() added to someone else's provider
+_created: list[Any] = []  # providers configure() made (shut down entirely)
+_added: list[Any] = []  # processors configure() added to someone else's provider
 _PROTOCOLS = ("http/protobuf", "grpc")
 
 
@@ -42,8 +43,7 @@ def traces_url(endpoint: str) -> str:
 def otlp_protocol(protocol: str | None = None) -> str:
     """``protocol``, else ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL``, else ``http/protobuf``; checked."""
     if protocol is None:
-        protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") \
-            or "http/protobuf"
+        protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
     if protocol not in _PROTOCOLS:
         raise ValueError(f"protocol must be one of {_PROTOCOLS}, got {protocol!r}")
     return protocol
@@ -55,8 +55,7 @@ def otlp_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, str
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         except ImportError:
-            raise RuntimeError(
-                "OTLP/gRPC export needs the grpc extra: pip install 'loopsight[grpc]'") from None
+            raise RuntimeError("OTLP/gRPC export needs the grpc extra: pip install 'loopsight[grpc]'") from None
         kwargs: dict[str, Any] = {}
         if endpoint:
             kwargs["endpoint"] = endpoint
@@ -66,16 +65,24 @@ def otlp_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, str
         return OTLPSpanExporter(**kwargs)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
 
-    return Http(endpoint=traces_url(endpoint) if endpoint else None,
-                headers=dict(headers) if headers is not None else None)
+    return Http(
+        endpoint=traces_url(endpoint) if endpoint else None, headers=dict(headers) if headers is not None else None
+    )
 
 
-def configure(endpoint: str | None = None, service_name: str | None = None,
-              protocol: str | None = None, headers: Mapping[str, str] | None = None,
-              tracer_provider: Any = None, capture_content: bool | None = None, *,
-              redact_patterns: Iterable[str | re.Pattern[str]] | None = None,
-              content_max_length: int | None = None, exporter: Any = None,
-              batch: bool = True) -> Any:
+def configure(
+    endpoint: str | None = None,
+    service_name: str | None = None,
+    protocol: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    tracer_provider: Any = None,
+    capture_content: bool | None = None,
+    *,
+    redact_patterns: Iterable[str | re.Pattern[str]] | None = None,
+    content_max_length: int | None = None,
+    exporter: Any = None,
+    batch: bool = True,
+) -> Any:
     """Send loopsight spans somewhere; returns the TracerProvider in use.
 
     - ``endpoint``: the collector's base URL (``http://127.0.0.1:4318`` for HTTP,
@@ -121,12 +128,12 @@ def configure(endpoint: str | None = None, service_name: str | None = None,
             _created.append(provider)
             trace.set_tracer_provider(provider)
         elif service_name and provider.resource.attributes.get(SERVICE_NAME) != service_name:
-            internal_error("configure: service_name ignored, the existing provider keeps its "
-                           "resource", ValueError(service_name))
+            internal_error(
+                "configure: service_name ignored, the existing provider keeps its resource", ValueError(service_name)
+            )
         if not adopted or endpoint is not None or exporter is not None:
             if exporter is None:
-                resolved = endpoint or _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                                            "OTEL_EXPORTER_OTLP_ENDPOINT") or ""
+                resolved = endpoint or _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") or ""
                 resolved = resolved.rstrip("/")
                 if protocol == "http/protobuf" and resolved:
                     resolved = traces_url(resolved)

@@ -17,7 +17,8 @@ left alone.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,9 @@ class CapturedSpans:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider(
             resource=Resource.create({"service.name": "loopsight-test"}),
-            id_generator=SequentialIds(), shutdown_on_exit=False)
+            id_generator=SequentialIds(),
+            shutdown_on_exit=False,
+        )
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         nesting.install(self.provider)
         self.clock = FakeClock()

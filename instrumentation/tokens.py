@@ -93,7 +93,8 @@ def _finish_reasons(result: Any) -> tuple[str, ...]:
         reasons = (_reason(_get(c, "finish_reason")) for c in candidates)
         return tuple(r for r in reasons if r)
     if _get(result, "object") == "response" or (
-            _get(result, "output") is not None and isinstance(_get(result, "status"), str)):
+        _get(result, "output") is not None and isinstance(_get(result, "status"), str)
+    ):
         details = _get(result, "incomplete_details")  # OpenAI Responses
         reason = _reason(_get(details, "reason")) if details is not None else None
         status = _reason(_get(result, "status"))
@@ -123,8 +124,7 @@ def _extract(result: Any) -> Usage | None:
     usage = _get(result, "usage")
     if usage is None:
         usage = _get(result, "usage_metadata")
-    if usage is None and (_get(result, "prompt_tokens") is not None
-                          or _get(result, "input_tokens") is not None):
+    if usage is None and (_get(result, "prompt_tokens") is not None or _get(result, "input_tokens") is not None):
         usage = result
     in_key = in_tokens = out_tokens = None
     if usage is not None:
@@ -154,6 +154,5 @@ def coerce_usage(value: Any) -> Usage | None:
         _, in_tokens = _first_int(value, _INPUT_KEYS)
         _, out_tokens = _first_int(value, _OUTPUT_KEYS)
         model = value.get("response_model") or value.get("model")
-        return Usage(in_tokens, out_tokens, tuple(str(r) for r in reasons),
-                     model if isinstance(model, str) else None)
+        return Usage(in_tokens, out_tokens, tuple(str(r) for r in reasons), model if isinstance(model, str) else None)
     return extract_usage(value)

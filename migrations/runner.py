@@ -34,7 +34,7 @@ def _register_impl() -> None:
     globals()["AlembicDuckDBImpl"] = AlembicDuckDBImpl
 
 
-def _config(db_path: str) -> "Config":
+def _config(db_path: str) -> Config:
     from alembic.config import Config
 
     if "AlembicDuckDBImpl" not in globals():
@@ -45,7 +45,7 @@ def _config(db_path: str) -> "Config":
     return cfg
 
 
-def _engine(db_path: str) -> "sa.Engine":
+def _engine(db_path: str) -> sa.Engine:
     import sqlalchemy as sa
 
     return sa.create_engine(f"duckdb:///{db_path}", poolclass=sa.pool.NullPool)

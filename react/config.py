@@ -18,8 +18,8 @@ from loopsight.react.silent import SilentCheck, default_checks
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant that uses tools to answer. Call tools with arguments that match "
-    "their JSON schema exactly. Tool errors come back as JSON objects with an \"error_type\" field "
-    "(for example {\"error_type\": \"NOT_FOUND\"}): they describe the failed call, not the world. "
+    'their JSON schema exactly. Tool errors come back as JSON objects with an "error_type" field '
+    '(for example {"error_type": "NOT_FOUND"}): they describe the failed call, not the world. '
     "Never reinterpret an error as a fact (a NOT_FOUND order is not a cancelled order). When a tool "
     "keeps failing, change approach or answer with what you have confirmed, and say what is missing."
 )

@@ -58,12 +58,17 @@ def estimate_tokens(text: str) -> int:
             total += 1.2
         else:
             total += math.ceil(len(piece) / 3)
-    return int(round(total))
+    return round(total)
 
 
 def _is_cjk(c: str) -> bool:
-    return "\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u4dbf" or "\u4e00" <= c <= "\u9fff" \
-        or "\uf900" <= c <= "\ufaff" or "\uac00" <= c <= "\ud7af"
+    return (
+        "\u3040" <= c <= "\u30ff"
+        or "\u3400" <= c <= "\u4dbf"
+        or "\u4e00" <= c <= "\u9fff"
+        or "\uf900" <= c <= "\ufaff"
+        or "\uac00" <= c <= "\ud7af"
+    )
 
 
 def estimate_messages(messages: Sequence[Message]) -> int:
@@ -166,9 +171,8 @@ class ContextPolicy:
 
 def _compact(messages: list[Message], limit: int) -> None:
     for m in messages:
-        if m.get("role") == "tool" and isinstance(m.get("content"), str):
-            if len(m["content"]) > limit + 32:
-                m["content"] = truncate(m["content"], limit)
+        if m.get("role") == "tool" and isinstance(m.get("content"), str) and len(m["content"]) > limit + 32:
+            m["content"] = truncate(m["content"], limit)
 
 
 def _tool_calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:

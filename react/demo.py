@@ -13,8 +13,9 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
@@ -43,15 +44,31 @@ def crashed_worker(minutes_ago: float = CRASHED_MINUTES_AGO) -> str:
     """
     tracer = STATE.tracer()
     start = STATE.clock() - int(minutes_ago * 60e9) - 4 * 10**9  # loopsight's clock (a test's fake one too)
-    run = tracer.start_span("invoke_agent ops-agent", start_time=start, attributes={
-        A.OPERATION_NAME: "invoke_agent", A.AGENT_NAME: "ops-agent"})
+    run = tracer.start_span(
+        "invoke_agent ops-agent",
+        start_time=start,
+        attributes={A.OPERATION_NAME: "invoke_agent", A.AGENT_NAME: "ops-agent"},
+    )
     with trace.use_span(run, end_on_exit=False):
-        chat = tracer.start_span("chat claude-3-5-haiku", start_time=start + 10**8, attributes={
-            A.OPERATION_NAME: "chat", A.REQUEST_MODEL: "claude-3-5-haiku", A.PROVIDER_NAME: "anthropic", A.STEP: 0,
-            A.CONTEXT_MODE: "normal", A.USAGE_INPUT_TOKENS: 640, A.USAGE_OUTPUT_TOKENS: 24})
+        chat = tracer.start_span(
+            "chat claude-3-5-haiku",
+            start_time=start + 10**8,
+            attributes={
+                A.OPERATION_NAME: "chat",
+                A.REQUEST_MODEL: "claude-3-5-haiku",
+                A.PROVIDER_NAME: "anthropic",
+                A.STEP: 0,
+                A.CONTEXT_MODE: "normal",
+                A.USAGE_INPUT_TOKENS: 640,
+                A.USAGE_OUTPUT_TOKENS: 24,
+            },
+        )
         chat.end(end_time=start + 12 * 10**8)
-        tool = tracer.start_span("execute_tool get_metrics", start_time=start + 13 * 10**8, attributes={
-            A.OPERATION_NAME: "execute_tool", A.TOOL_NAME: "get_metrics", A.STEP: 0})
+        tool = tracer.start_span(
+            "execute_tool get_metrics",
+            start_time=start + 13 * 10**8,
+            attributes={A.OPERATION_NAME: "execute_tool", A.TOOL_NAME: "get_metrics", A.STEP: 0},
+        )
         tool.end(end_time=start + 4 * 10**9)
     return format(run.get_span_context().trace_id, "032x")  # the worker died: ``run`` is never ended
 
@@ -97,11 +114,19 @@ class DemoSummary:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
-            "runs": self.runs, "duration_s": round(self.duration_s, 3), "endpoint": self.endpoint,
-            "by_reason": dict(self.by_reason), "by_agent": dict(self.by_agent), "by_fallback": dict(self.by_fallback),
-            "error_classes": dict(self.error_classes), "loop_kinds": dict(self.loop_kinds),
-            "context_modes": dict(self.context_modes), "tool_calls": self.tool_calls, "retries": self.retries,
-            "tokens": self.tokens, "stuck": self.stuck,
+            "runs": self.runs,
+            "duration_s": round(self.duration_s, 3),
+            "endpoint": self.endpoint,
+            "by_reason": dict(self.by_reason),
+            "by_agent": dict(self.by_agent),
+            "by_fallback": dict(self.by_fallback),
+            "error_classes": dict(self.error_classes),
+            "loop_kinds": dict(self.loop_kinds),
+            "context_modes": dict(self.context_modes),
+            "tool_calls": self.tool_calls,
+            "retries": self.retries,
+            "tokens": self.tokens,
+            "stuck": self.stuck,
         }
 
     def __str__(self) -> str:
@@ -109,16 +134,18 @@ class DemoSummary:
             return ", ".join(f"{k} {v}" for k, v in c.most_common()) or "none"
 
         where = f" to {self.endpoint}" if self.endpoint else ""
-        return "\n".join([
-            f"demo: {self.runs} runs in {self.duration_s:.1f} s{where}",
-            f"  termination: {fmt(self.by_reason)}",
-            f"  agents:      {fmt(self.by_agent)}",
-            f"  fallbacks:   {fmt(self.by_fallback)}",
-            f"  errors:      {fmt(self.error_classes)}",
-            f"  loops:       {fmt(self.loop_kinds)}",
-            f"  context:     {fmt(self.context_modes)}",
-            f"  tool calls {self.tool_calls}, retries {self.retries}, tokens {self.tokens}, stuck in flight {self.stuck}",
-        ])
+        return "\n".join(
+            [
+                f"demo: {self.runs} runs in {self.duration_s:.1f} s{where}",
+                f"  termination: {fmt(self.by_reason)}",
+                f"  agents:      {fmt(self.by_agent)}",
+                f"  fallbacks:   {fmt(self.by_fallback)}",
+                f"  errors:      {fmt(self.error_classes)}",
+                f"  loops:       {fmt(self.loop_kinds)}",
+                f"  context:     {fmt(self.context_modes)}",
+                f"  tool calls {self.tool_calls}, retries {self.retries}, tokens {self.tokens}, stuck in flight {self.stuck}",
+            ]
+        )
 
     def __rich__(self) -> str:
         return str(self).replace("[", r"\[")
@@ -139,7 +166,7 @@ async def arun_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, sp
             built = scenario.build(run_rng, speed)
             try:
                 result = await asyncio.wait_for(built.agent.arun(built.task), built.patience)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 result = None  # the user hung up: the run span ends as cancelled
             summary.add(scenario.name, built.agent.name, result)
 
@@ -200,17 +227,30 @@ def _refusal(url: str, headers: Mapping[str, str]) -> str | None:
     import httpx
 
     try:
-        response = httpx.post(url, content=b"", headers={**headers, "Content-Type": "application/x-protobuf"}, timeout=10)
+        response = httpx.post(
+            url, content=b"", headers={**headers, "Content-Type": "application/x-protobuf"}, timeout=10
+        )
     except httpx.HTTPError as exc:
         return f"cannot connect ({exc or type(exc).__name__})"
     if response.is_success:
         return None
-    hint = " (missing or wrong token: pass the collector's with --token or LOOPSIGHT_TOKEN)" if response.status_code == 401 else ""
+    hint = (
+        " (missing or wrong token: pass the collector's with --token or LOOPSIGHT_TOKEN)"
+        if response.status_code == 401
+        else ""
+    )
     return f"it answered {response.status_code} {response.reason_phrase}: {response.text.strip()[:200]}{hint}"
 
 
-def run_demo(endpoint: str | None = None, runs: int = 40, seed: int = 7, concurrency: int = 4,
-             speed: float = 20.0, service_name: str = "loopsight-demo", token: str | None = None) -> DemoSummary:
+def run_demo(
+    endpoint: str | None = None,
+    runs: int = 40,
+    seed: int = 7,
+    concurrency: int = 4,
+    speed: float = 20.0,
+    service_name: str = "loopsight-demo",
+    token: str | None = None,
+) -> DemoSummary:
     """Configure the OTLP exporter, run the scenario pack, flush, and summarise.
 
     ``endpoint`` None means ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``, else
@@ -232,8 +272,9 @@ def run_demo(endpoint: str | None = None, runs: int = 40, seed: int = 7, concurr
     protocol = otlp_protocol()
     headers = _export_headers(token)
     http = protocol == "http/protobuf"
+    where: str
     if not http:
-        where = endpoint or otel_env
+        where = endpoint or otel_env or DEFAULT_ENDPOINT
     elif endpoint:
         where = traces_url(endpoint)
     else:  # the exporter takes the traces variable as the whole URL, the general one as a base

@@ -67,14 +67,18 @@ def message(fallback: str, facts: Facts) -> str:
     """A user-facing message for ``fallback`` built from the facts."""
     why = REASON_TEXT.get(facts.reason, facts.reason)
     if fallback == "permission":
-        return (f"I don't have permission to complete this request ({facts.fatal or 'access denied'}). "
-                "Please check your access rights or ask an administrator.")
+        return (
+            f"I don't have permission to complete this request ({facts.fatal or 'access denied'}). "
+            "Please check your access rights or ask an administrator."
+        )
     if fallback == "clarify":
         if facts.missing_arguments:
             return f"I need more information to continue: please provide {', '.join(facts.missing_arguments)}."
         if facts.corrections_exhausted:
-            return (f"I could not form a valid request for {facts.corrections_exhausted}. "
-                    "Could you check the details you gave (for example the id format) and try again?")
+            return (
+                f"I could not form a valid request for {facts.corrections_exhausted}. "
+                "Could you check the details you gave (for example the id format) and try again?"
+            )
         return f"I could not finish this request ({why}). Could you rephrase it or narrow it down?"
     if fallback == "retry_later":
         services = ", ".join(sorted(set(facts.transient_exhausted))) or "a service I depend on"

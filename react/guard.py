@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Embedder = Callable[[str], Sequence[float]]
-_CJK_SPACE = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\s+|\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])")
+_CJK_SPACE = re.compile(
+    r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\s+|\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+)
 
 
 class HashingEmbedder:
@@ -65,7 +67,7 @@ class HashingEmbedder:
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity (0.0 when either vector is zero)."""
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))
     return dot / (na * nb) if na and nb else 0.0
@@ -151,7 +153,11 @@ class LoopGuard:
             )
         if self.config.oscillation and len(self._calls) >= 3:
             a, b, c = (x for x in self._calls[-3:])
-            if (a.tool, a.args_hash) != (b.tool, b.args_hash) and (c.tool, c.args_hash) == (a.tool, a.args_hash) and key == (b.tool, b.args_hash):
+            if (
+                (a.tool, a.args_hash) != (b.tool, b.args_hash)
+                and (c.tool, c.args_hash) == (a.tool, a.args_hash)
+                and key == (b.tool, b.args_hash)
+            ):
                 return GuardHit(
                     "oscillation",
                     f"You are alternating between {a.tool} and {b.tool} with the same arguments "

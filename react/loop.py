@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import random
@@ -83,8 +84,9 @@ class ReactAgent:
     the run with a termination reason and a graded fallback).
     """
 
-    def __init__(self, llm: Any, tools: Sequence[Tool], config: ReactConfig | None = None, *,
-                 name: str = "react-agent") -> None:
+    def __init__(
+        self, llm: Any, tools: Sequence[Tool], config: ReactConfig | None = None, *, name: str = "react-agent"
+    ) -> None:
         if not callable(getattr(llm, "complete", None)) and not callable(getattr(llm, "acomplete", None)):
             raise TypeError("llm needs a complete(messages, tools) or acomplete(messages, tools) method")
         self.llm = llm
@@ -115,12 +117,21 @@ class ReactAgent:
         """Run the loop in the current event loop."""
         cfg = self.config
         st = _Run(
-            task=task, config=cfg, started=time.monotonic(),
-            rng=random.Random(cfg.seed), guard=LoopGuard(cfg.guard), ledger=IdempotencyLedger(),
+            task=task,
+            config=cfg,
+            started=time.monotonic(),
+            rng=random.Random(cfg.seed),
+            guard=LoopGuard(cfg.guard),
+            ledger=IdempotencyLedger(),
             messages=[{"role": "system", "content": cfg.system_prompt}, {"role": "user", "content": task}],
         )
-        with loopsight.agent(self.name, max_steps=cfg.max_steps, max_tool_calls=cfg.max_tool_calls,
-                             max_tokens=cfg.max_tokens, max_seconds=cfg.max_seconds) as run:
+        with loopsight.agent(
+            self.name,
+            max_steps=cfg.max_steps,
+            max_tool_calls=cfg.max_tool_calls,
+            max_tokens=cfg.max_tokens,
+            max_seconds=cfg.max_seconds,
+        ) as run:
             try:
                 reason = await self._loop(st)
             except Exception as exc:  # a pluggable part (summarizer, check, embedder) failed: end, never raise
@@ -167,11 +178,17 @@ class ReactAgent:
                 outcomes = [await self._tool_call(st, admitted[0], mode)]
             else:
                 outcomes = list(await asyncio.gather(*(self._tool_call(st, c, mode) for c in admitted)))
-            for c, (observation, _) in zip(admitted, outcomes):
+            for c, (observation, _) in zip(admitted, outcomes, strict=False):
                 st.messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name, "content": observation})
             for c in refused:
-                st.messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name,
-                                    "content": dumps({"error_type": "TOOL_BUDGET_EXHAUSTED", "tool": c.name})})
+                st.messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": c.id,
+                        "name": c.name,
+                        "content": dumps({"error_type": "TOOL_BUDGET_EXHAUSTED", "tool": c.name}),
+                    }
+                )
             if any(useful for _, useful in outcomes):
                 st.summary.effective_steps += 1
             if st.stop is not None:
@@ -186,7 +203,9 @@ class ReactAgent:
         per_tool = st.summary.calls_per_tool
         for c in calls:
             cap = self.config.tool_cap(c.name)
-            if st.summary.tool_calls >= self.config.max_tool_calls or (cap is not None and per_tool.get(c.name, 0) >= cap):
+            if st.summary.tool_calls >= self.config.max_tool_calls or (
+                cap is not None and per_tool.get(c.name, 0) >= cap
+            ):
                 refused.append(c)
                 continue
             admitted.append(c)
@@ -208,8 +227,11 @@ class ReactAgent:
                     chat.set_attribute(A.CONTEXT_MODE, mode)
                     chat.set_attribute(A.CONTEXT_TOKENS, ctx_tokens)
                     response = await asyncio.wait_for(self._complete(st.messages), timeout=remaining)
-                    chat.set_usage(input_tokens=response.input_tokens, output_tokens=response.output_tokens,
-                                   finish_reasons=[response.finish_reason])
+                    chat.set_usage(
+                        input_tokens=response.input_tokens,
+                        output_tokens=response.output_tokens,
+                        finish_reasons=[response.finish_reason],
+                    )
             except Exception as exc:
                 if st.remaining() <= 0:
                     return "timeout"
@@ -243,8 +265,9 @@ class ReactAgent:
         tool = self.tools.get(c.name)
         args, parse_error = _parse_arguments(c.arguments)
         span_args = args if parse_error is None else {"_raw_arguments": c.arguments}
-        with loopsight.tool(c.name, args=span_args, call_id=c.id,
-                            idempotent=None if tool is None else tool.idempotent) as t:
+        with loopsight.tool(
+            c.name, args=span_args, call_id=c.id, idempotent=None if tool is None else tool.idempotent
+        ) as t:
             if tool is None:
                 st.summary.tool_failures += 1
                 return self._invalid(st, t, c.name, "UNKNOWN_TOOL", [f"there is no tool named {c.name!r}"], None), False
@@ -263,8 +286,9 @@ class ReactAgent:
                 t.loop_detected(hit.kind, similarity=hit.similarity)
                 st.summary.count("loop_kinds", hit.kind)
                 self._guard_hit(st)
-                return dumps({"error_type": "LOOP_DETECTED", "kind": hit.kind, "tool": tool.name,
-                              "instruction": hit.hint}), False
+                return dumps(
+                    {"error_type": "LOOP_DETECTED", "kind": hit.kind, "tool": tool.name, "instruction": hit.hint}
+                ), False
             if not tool.idempotent:
                 replay = st.ledger.replay(tool.name, digest)
                 if replay is not None:
@@ -293,8 +317,9 @@ class ReactAgent:
         if st.summary.loop_hits >= self.config.loop_hits_to_stop:
             st.end("loop_detected")
 
-    def _invalid(self, st: _Run, t: Any, tool: str, error_type: str, problems: list[str],
-                 schema: dict[str, Any] | None) -> str:
+    def _invalid(
+        self, st: _Run, t: Any, tool: str, error_type: str, problems: list[str], schema: dict[str, Any] | None
+    ) -> str:
         """Feed an invalid call back with the schema; end the run once corrections run out."""
         used = st.corrections.get(tool, 0) + 1
         st.corrections[tool] = used
@@ -316,7 +341,9 @@ class ReactAgent:
             st.end("repeated_error")
         return dumps(body)
 
-    async def _execute(self, st: _Run, t: Any, tool: Tool, args: dict[str, Any], mode: str) -> tuple[str, str, str | None]:
+    async def _execute(
+        self, st: _Run, t: Any, tool: Tool, args: dict[str, Any], mode: str
+    ) -> tuple[str, str, str | None]:
         """Run the tool with retries for transient errors: (observation, outcome, the failure's ``error.type``)."""
         cfg = self.config
         key = st.ledger.new_key() if tool.takes_idempotency_key else None
@@ -353,33 +380,81 @@ class ReactAgent:
                         continue
                     t.fail(exc)
                     st.facts.transient_exhausted.append(tool.name)
-                    return dumps({
-                        "error_type": "TOOL_RETRY_EXHAUSTED", "tool": tool.name, "last_error": etype,
-                        "instruction": f"{tool.name} is failing right now. Do not call it again with the same "
-                                       "arguments: change approach or answer with what you have.",
-                    }), "error", etype
+                    return (
+                        dumps(
+                            {
+                                "error_type": "TOOL_RETRY_EXHAUSTED",
+                                "tool": tool.name,
+                                "last_error": etype,
+                                "instruction": f"{tool.name} is failing right now. Do not call it again with the same "
+                                "arguments: change approach or answer with what you have.",
+                            }
+                        ),
+                        "error",
+                        etype,
+                    )
                 if eclass == "invalid_argument":
-                    return self._invalid(st, t, tool.name, etype.upper(), [str(exc) or etype], tool.parameters), "error", etype.lower()
+                    return (
+                        self._invalid(st, t, tool.name, etype.upper(), [str(exc) or etype], tool.parameters),
+                        "error",
+                        etype.lower(),
+                    )
                 t.fail(exc)
                 if eclass == "fatal":
                     st.facts.fatal = f"{tool.name}: {etype}"
                     st.end("fatal_error")
-                    return dumps({"error_type": "PERMISSION_DENIED", "tool": tool.name, "detail": etype,
-                                  "note": NOT_AN_ERROR}), "error", etype
-                return dumps({"error_type": _upper(etype), "tool": tool.name, "arguments": args,
-                              "message": truncate(str(exc), 300), "note": NOT_AN_ERROR}), "error", etype
+                    return (
+                        dumps(
+                            {
+                                "error_type": "PERMISSION_DENIED",
+                                "tool": tool.name,
+                                "detail": etype,
+                                "note": NOT_AN_ERROR,
+                            }
+                        ),
+                        "error",
+                        etype,
+                    )
+                return (
+                    dumps(
+                        {
+                            "error_type": _upper(etype),
+                            "tool": tool.name,
+                            "arguments": args,
+                            "message": truncate(str(exc), 300),
+                            "note": NOT_AN_ERROR,
+                        }
+                    ),
+                    "error",
+                    etype,
+                )
         silent = detect(tool.name, result, cfg.silent_checks)
         if silent is not None:
             t.fail(silent.code, error_class=silent.kind)
             st.summary.count("error_classes", silent.kind)
             label = "EMPTY_RESULT" if silent.kind == "empty_result" else "GARBAGE_RESULT"
-            advice = ("Nothing came back: do not conclude that it does not exist; try other terms or another source."
-                      if silent.kind == "empty_result" else
-                      "The content is unusable; do not quote it. Try another source.")
-            return dumps({"error_type": label, "tool": tool.name, "arguments": args, "reason": silent.reason,
-                          "instruction": advice}), silent.kind, silent.code
+            advice = (
+                "Nothing came back: do not conclude that it does not exist; try other terms or another source."
+                if silent.kind == "empty_result"
+                else "The content is unusable; do not quote it. Try another source."
+            )
+            return (
+                dumps(
+                    {
+                        "error_type": label,
+                        "tool": tool.name,
+                        "arguments": args,
+                        "reason": silent.reason,
+                        "instruction": advice,
+                    }
+                ),
+                silent.kind,
+                silent.code,
+            )
         t.set_result(result)
-        observation = truncate(result if isinstance(result, str) else dumps(result), cfg.context.observation_limit(mode))
+        observation = truncate(
+            result if isinstance(result, str) else dumps(result), cfg.context.observation_limit(mode)
+        )
         st.confirmed.append({"tool": tool.name, "arguments": args, "result": observation})
         return observation, "ok", None
 
@@ -396,9 +471,17 @@ class ReactAgent:
         else:
             status = "error" if reason == "error" else "fallback"
             text = fallback.message(grade, facts) if grade else ""
-        return RunResult(status=status, answer=st.answer, termination_reason=reason, fallback=grade,
-                         message=text, partial_results=list(st.confirmed), summary=st.summary,
-                         messages=st.messages, error=st.error)
+        return RunResult(
+            status=status,
+            answer=st.answer,
+            termination_reason=reason,
+            fallback=grade,
+            message=text,
+            partial_results=list(st.confirmed),
+            summary=st.summary,
+            messages=st.messages,
+            error=st.error,
+        )
 
 
 def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
@@ -423,8 +506,10 @@ async def _invoke(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
         if tool.is_async:
             return await asyncio.wait_for(tool.fn(**kwargs), timeout)
         return await _in_thread(lambda: tool.fn(**kwargs), timeout)
-    except asyncio.TimeoutError:
-        raise loopsight.TransientToolError(f"{tool.name} timed out after {timeout:.3f}s", error_type="timeout") from None
+    except TimeoutError:
+        raise loopsight.TransientToolError(
+            f"{tool.name} timed out after {timeout:.3f}s", error_type="timeout"
+        ) from None
 
 
 async def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
@@ -446,10 +531,8 @@ async def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
             value, error = ctx.run(fn), None
         except BaseException as exc:  # delivered to the awaiting coroutine
             value, error = None, exc
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed after the caller gave up on this call
             loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:
-            pass  # the loop closed after the caller gave up on this call
 
     threading.Thread(target=target, name="loopsight-react-tool", daemon=True).start()
     return await asyncio.wait_for(future, timeout)

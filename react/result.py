@@ -61,8 +61,11 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict including the derived rates."""
         out = asdict(self)
-        out.update(tool_fail_rate=round(self.tool_fail_rate, 4), loop_rate=round(self.loop_rate, 4),
-                   total_tokens=self.total_tokens)
+        out.update(
+            tool_fail_rate=round(self.tool_fail_rate, 4),
+            loop_rate=round(self.loop_rate, 4),
+            total_tokens=self.total_tokens,
+        )
         return out
 
 

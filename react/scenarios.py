@@ -25,7 +25,7 @@ from typing import Any
 import loopsight
 from loopsight.react.config import ReactConfig
 from loopsight.react.context import ContextPolicy
-from loopsight.react.llm.scripted import ScriptedLLM, call, turn
+from loopsight.react.llm.scripted import ScriptedLLM, ScriptItem, call, turn
 from loopsight.react.loop import ReactAgent
 from loopsight.react.retry import RetryPolicy
 from loopsight.react.tools import Tool
@@ -51,15 +51,47 @@ class Scenario:
 
 
 ORDER_ID = {"type": "string", "pattern": "^[0-9]{6}$", "description": "six-digit order id"}
-ORDER_SCHEMA = {"type": "object", "required": ["order_id"], "properties": {"order_id": ORDER_ID},
-                "additionalProperties": False}
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["order_id"],
+    "properties": {"order_id": ORDER_ID},
+    "additionalProperties": False,
+}
 SEARCH_SCHEMA = {"type": "object", "required": ["query"], "properties": {"query": {"type": "string", "minLength": 3}}}
 URL_SCHEMA = {"type": "object", "required": ["url"], "properties": {"url": {"type": "string", "pattern": "^https?://"}}}
-METRIC_SCHEMA = {"type": "object", "required": ["service"], "properties": {
-    "service": {"type": "string", "enum": ["checkout", "search", "payments", "auth", "inventory", "shipping"]}}}
+METRIC_SCHEMA = {
+    "type": "object",
+    "required": ["service"],
+    "properties": {
+        "service": {"type": "string", "enum": ["checkout", "search", "payments", "auth", "inventory", "shipping"]}
+    },
+}
 
-WORDS = ("latency budget retrieval agent policy refund shipment customer invoice cache index model "
-         "token context window warehouse carrier delay payment gateway region replica quorum").split()
+WORDS = [
+    "latency",
+    "budget",
+    "retrieval",
+    "agent",
+    "policy",
+    "refund",
+    "shipment",
+    "customer",
+    "invoice",
+    "cache",
+    "index",
+    "model",
+    "token",
+    "context",
+    "window",
+    "warehouse",
+    "carrier",
+    "delay",
+    "payment",
+    "gateway",
+    "region",
+    "replica",
+    "quorum",
+]
 LOGIN_WALL_EN = "Please sign in to continue reading. Create a free account to continue."
 LOGIN_WALL_ZH = "该文章为会员专享内容，请登录后查看全文。扫码登录"
 AD_PAGE = "Sponsored deals! " + " ".join(f"[Buy now](https://ads.example/deal/{i})" for i in range(12))
@@ -88,9 +120,17 @@ def _llm(rng: random.Random, speed: float, script: list[Any], model: str = "gpt-
 
 
 # -- order assistant ---------------------------------------------------------------------
-def _order_tools(rng: random.Random, speed: float, *, slow_first: int = 0, down: bool = False,
-                 forbidden: frozenset[str] = frozenset(), missing: frozenset[str] = frozenset(),
-                 refund_timeouts: int = 0, busy_first: int = 0) -> list[Tool]:
+def _order_tools(
+    rng: random.Random,
+    speed: float,
+    *,
+    slow_first: int = 0,
+    down: bool = False,
+    forbidden: frozenset[str] = frozenset(),
+    missing: frozenset[str] = frozenset(),
+    refund_timeouts: int = 0,
+    busy_first: int = 0,
+) -> list[Tool]:
     state = {"query": 0, "refund": 0}
     refunds: dict[str, dict[str, Any]] = {}
 
@@ -121,72 +161,108 @@ def _order_tools(rng: random.Random, speed: float, *, slow_first: int = 0, down:
         _sleep(rng.uniform(0.2, 0.4) / speed)
         if state["refund"] <= refund_timeouts:
             raise TimeoutError("payment gateway timed out")
-        return refunds.setdefault(idempotency_key, {"refund_id": f"RF-{order_id}", "amount": amount, "state": "pending"})
+        return refunds.setdefault(
+            idempotency_key, {"refund_id": f"RF-{order_id}", "amount": amount, "state": "pending"}
+        )
 
-    refund_schema = {"type": "object", "required": ["order_id", "amount"],
-                     "properties": {"order_id": ORDER_ID, "amount": {"type": "number", "minimum": 0}}}
+    refund_schema = {
+        "type": "object",
+        "required": ["order_id", "amount"],
+        "properties": {"order_id": ORDER_ID, "amount": {"type": "number", "minimum": 0}},
+    }
     return [
-        Tool("query_order", query_order, "Look an order up by its six-digit id.", ORDER_SCHEMA,
-             timeout=3.0 / speed, max_retries=2),
+        Tool(
+            "query_order",
+            query_order,
+            "Look an order up by its six-digit id.",
+            ORDER_SCHEMA,
+            timeout=3.0 / speed,
+            max_retries=2,
+        ),
         Tool("track_parcel", track_parcel, "Track the parcel of an order.", ORDER_SCHEMA, timeout=3.0 / speed),
-        Tool("create_refund", create_refund, "Refund an order (a write: not idempotent).", refund_schema,
-             idempotent=False, timeout=3.0 / speed, max_retries=2),
+        Tool(
+            "create_refund",
+            create_refund,
+            "Refund an order (a write: not idempotent).",
+            refund_schema,
+            idempotent=False,
+            timeout=3.0 / speed,
+            max_retries=2,
+        ),
     ]
 
 
 def _order_status(rng: random.Random, speed: float) -> Built:
     oid = f"{rng.randint(100000, 999999)}"
-    script = [turn(call("query_order", order_id=oid), content="Let me look the order up."),
-              turn(call("track_parcel", order_id=oid)),
-              f"Order {oid} has shipped with SF Express and is in transit (last scan: Shenzhen hub)."]
-    return Built(ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed),
-                            name="order-assistant"), f"Where is my order {oid}?")
+    script = [
+        turn(call("query_order", order_id=oid), content="Let me look the order up."),
+        turn(call("track_parcel", order_id=oid)),
+        f"Order {oid} has shipped with SF Express and is in transit (last scan: Shenzhen hub).",
+    ]
+    return Built(
+        ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed), name="order-assistant"),
+        f"Where is my order {oid}?",
+    )
 
 
 def _order_chinese_id(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("query_order", order_id="订单一零零二三四")),
-              turn(call("query_order", order_id="100234"), content="The id must be six digits."),
-              "订单 100234 已发货，预计两天送达。"]
-    return Built(ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed),
-                            name="order-assistant"), "我的订单一零零二三四到哪里了？")
+    script = [
+        turn(call("query_order", order_id="订单一零零二三四")),
+        turn(call("query_order", order_id="100234"), content="The id must be six digits."),
+        "订单 100234 已发货，预计两天送达。",
+    ]
+    return Built(
+        ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed), name="order-assistant"),
+        "我的订单一零零二三四到哪里了？",
+    )
 
 
 def _order_flaky(rng: random.Random, speed: float) -> Built:
     script = [turn(call("query_order", order_id="100871")), "Order 100871 has shipped; it should arrive in 2 days."]
     tools = _order_tools(rng, speed, slow_first=1)
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
-                 "Has order 100871 shipped?")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"), "Has order 100871 shipped?"
+    )
 
 
 def _order_refund(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("query_order", order_id="100555")),
-              turn(call("create_refund", order_id="100555", amount=42.5)),
-              turn(call("create_refund", order_id="100555", amount=42.5), content="Confirming the refund went through."),
-              "Refund RF-100555 for 42.50 is pending."]
+    script = [
+        turn(call("query_order", order_id="100555")),
+        turn(call("create_refund", order_id="100555", amount=42.5)),
+        turn(call("create_refund", order_id="100555", amount=42.5), content="Confirming the refund went through."),
+        "Refund RF-100555 for 42.50 is pending.",
+    ]
     tools = _order_tools(rng, speed, refund_timeouts=1)
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
-                 "Refund order 100555, it arrived broken.")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
+        "Refund order 100555, it arrived broken.",
+    )
 
 
 def _order_forbidden(rng: random.Random, speed: float) -> Built:
     script = [turn(call("query_order", order_id="200001")), "(never reached)"]
     tools = _order_tools(rng, speed, forbidden=frozenset({"200001"}))
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
-                 "Show me order 200001.")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"), "Show me order 200001."
+    )
 
 
 def _order_not_found(rng: random.Random, speed: float) -> Built:
     script = [turn(call("query_order", order_id="999999"))] * 3 + ["(never)"]
     tools = _order_tools(rng, speed, missing=frozenset({"999999"}))
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
-                 "Why was my order 999999 cancelled?")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="order-assistant"),
+        "Why was my order 999999 cancelled?",
+    )
 
 
 def _order_oscillation(rng: random.Random, speed: float) -> Built:
     q, t = call("query_order", order_id="100777"), call("track_parcel", order_id="100777")
     script = [turn(q), turn(t), turn(q), turn(t), turn(q), turn(q), "(never)"]
-    return Built(ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed),
-                            name="support-triage"), "The tracking page and the order page disagree for 100777.")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed), name="support-triage"),
+        "The tracking page and the order page disagree for 100777.",
+    )
 
 
 # -- stalls ------------------------------------------------------------------------------
@@ -201,20 +277,35 @@ BACKOFF_S = 0.6
 def _order_slow_model(rng: random.Random, speed: float) -> Built:
     oid = f"{rng.randint(100000, 999999)}"
     delays = iter([SLOW_MODEL_S])  # the first model call hangs well past the model's p95, then normal
-    llm = ScriptedLLM([turn(call("query_order", order_id=oid)), f"Order {oid} has shipped."], model="gpt-4o-mini",
-                      provider="openai", latency=lambda: next(delays, rng.uniform(0.6, 2.2) / speed))
-    return Built(ReactAgent(llm, _order_tools(rng, speed), _config(speed, max_seconds=90.0 * speed),
-                            name="order-assistant"), f"Where is order {oid}?")
+    llm = ScriptedLLM(
+        [turn(call("query_order", order_id=oid)), f"Order {oid} has shipped."],
+        model="gpt-4o-mini",
+        provider="openai",
+        latency=lambda: next(delays, rng.uniform(0.6, 2.2) / speed),
+    )
+    return Built(
+        ReactAgent(llm, _order_tools(rng, speed), _config(speed, max_seconds=90.0 * speed), name="order-assistant"),
+        f"Where is order {oid}?",
+    )
 
 
 def _order_rate_limited(rng: random.Random, speed: float) -> Built:
     oid = f"{rng.randint(100000, 999999)}"
-    limited = loopsight.TransientToolError("rate limit reached for gpt-4o-mini", error_type="429", retry_after=RATE_LIMIT_S)
+    limited = loopsight.TransientToolError(
+        "rate limit reached for gpt-4o-mini", error_type="429", retry_after=RATE_LIMIT_S
+    )
     script = [limited, turn(call("track_parcel", order_id=oid)), f"Order {oid} is in transit."]
     # the agent waits out the model's Retry-After outside any span: an idle gap in the run
     retry = RetryPolicy(base=0.5 / speed, cap=4.0 / speed, retry_after_cap=RATE_LIMIT_S)
-    return Built(ReactAgent(_llm(rng, speed, script), _order_tools(rng, speed), _config(speed, max_seconds=90.0 * speed, retry=retry),
-                            name="order-assistant"), f"Track order {oid}.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script),
+            _order_tools(rng, speed),
+            _config(speed, max_seconds=90.0 * speed, retry=retry),
+            name="order-assistant",
+        ),
+        f"Track order {oid}.",
+    )
 
 
 def _order_backoff(rng: random.Random, speed: float) -> Built:
@@ -222,20 +313,34 @@ def _order_backoff(rng: random.Random, speed: float) -> Built:
     script = [turn(call("query_order", order_id=oid)), f"Order {oid} has shipped."]
     retry = RetryPolicy(base=BACKOFF_S, cap=BACKOFF_S, retry_after_cap=BACKOFF_S)
     tools = _order_tools(rng, speed, busy_first=2)  # two "busy, retry after 0.6 s" answers, then the order
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed, max_seconds=90.0 * speed, retry=retry),
-                            name="order-assistant"), f"Status of order {oid}?")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script),
+            tools,
+            _config(speed, max_seconds=90.0 * speed, retry=retry),
+            name="order-assistant",
+        ),
+        f"Status of order {oid}?",
+    )
 
 
 def _billing_down(rng: random.Random, speed: float) -> Built:
     script = [turn(call("query_order", order_id=f"30010{i}")) for i in range(3)] + ["(never)"]
     tools = _order_tools(rng, speed, down=True)
-    return Built(ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="billing-agent"),
-                 "Were orders 300100, 300101 and 300102 charged twice?")
+    return Built(
+        ReactAgent(_llm(rng, speed, script), tools, _config(speed), name="billing-agent"),
+        "Were orders 300100, 300101 and 300102 charged twice?",
+    )
 
 
 # -- research agent ------------------------------------------------------------------------
-def _research_tools(rng: random.Random, speed: float, pages: dict[str, Any] | None = None,
-                    results: dict[str, list[str]] | None = None, page_words: int = 120) -> list[Tool]:
+def _research_tools(
+    rng: random.Random,
+    speed: float,
+    pages: dict[str, Any] | None = None,
+    results: dict[str, list[str]] | None = None,
+    page_words: int = 120,
+) -> list[Tool]:
     def web_search(query: str) -> dict[str, Any]:
         _sleep(rng.uniform(0.3, 0.9) / speed)
         if results is not None and query in results:
@@ -258,40 +363,82 @@ def _research_tools(rng: random.Random, speed: float, pages: dict[str, Any] | No
 def _research_happy(rng: random.Random, speed: float) -> Built:
     topic = rng.choice(["vector index compaction", "carrier delay prediction", "payment retries"])
     slug = "-".join(topic.split()[:3])
-    script = [turn(call("web_search", query=topic)),
-              turn(call("fetch_page", url=f"https://kb.example/{slug}/0")),
-              f"Summary of {topic}: three sources agree on the main trade-offs."]
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed), _config(speed),
-                            name="research-agent"), f"Brief me on {topic}.")
+    script = [
+        turn(call("web_search", query=topic)),
+        turn(call("fetch_page", url=f"https://kb.example/{slug}/0")),
+        f"Summary of {topic}: three sources agree on the main trade-offs.",
+    ]
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed), _config(speed), name="research-agent"
+        ),
+        f"Brief me on {topic}.",
+    )
 
 
 def _research_walls(rng: random.Random, speed: float) -> Built:
-    pages = {"https://news.example/a": LOGIN_WALL_EN, "https://zhihu.example/b": LOGIN_WALL_ZH,
-             "https://deals.example/c": AD_PAGE, "https://404.example/d": "Not found",
-             "https://wiki.example/e": _article(rng, "quorum reads", 150)}
-    script = [turn(call("web_search", query="quorum read latency")),
-              turn(call("fetch_page", url="https://news.example/a")),
-              turn(call("fetch_page", url="https://zhihu.example/b")),
-              turn(call("fetch_page", url="https://deals.example/c"), call("fetch_page", url="https://404.example/d")),
-              turn(call("fetch_page", url="https://wiki.example/e")),
-              "Quorum reads trade latency for consistency; the wiki page explains the replica maths."]
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed, pages), _config(speed),
-                            name="research-agent"), "How do quorum reads affect latency?")
+    pages = {
+        "https://news.example/a": LOGIN_WALL_EN,
+        "https://zhihu.example/b": LOGIN_WALL_ZH,
+        "https://deals.example/c": AD_PAGE,
+        "https://404.example/d": "Not found",
+        "https://wiki.example/e": _article(rng, "quorum reads", 150),
+    }
+    script = [
+        turn(call("web_search", query="quorum read latency")),
+        turn(call("fetch_page", url="https://news.example/a")),
+        turn(call("fetch_page", url="https://zhihu.example/b")),
+        turn(call("fetch_page", url="https://deals.example/c"), call("fetch_page", url="https://404.example/d")),
+        turn(call("fetch_page", url="https://wiki.example/e")),
+        "Quorum reads trade latency for consistency; the wiki page explains the replica maths.",
+    ]
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed, pages),
+            _config(speed),
+            name="research-agent",
+        ),
+        "How do quorum reads affect latency?",
+    )
 
 
 def _research_dupes(rng: random.Random, speed: float) -> Built:
     q1, q2, q3 = "refund policy damaged items 2024", "refund policy for damaged items 2024", "warranty claim process"
     results = {q1: [], q3: ["https://kb.example/warranty/0"]}
-    script = [turn(call("web_search", query=q1)), turn(call("web_search", query=q2)),
-              turn(call("web_search", query=q3)), turn(call("fetch_page", url="https://kb.example/warranty/0")),
-              "Damaged items are handled as warranty claims: file within 30 days."]
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed, results=results),
-                            _config(speed), name="research-agent"), "What is the refund policy for damaged items?")
+    script = [
+        turn(call("web_search", query=q1)),
+        turn(call("web_search", query=q2)),
+        turn(call("web_search", query=q3)),
+        turn(call("fetch_page", url="https://kb.example/warranty/0")),
+        "Damaged items are handled as warranty claims: file within 30 days.",
+    ]
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed, results=results),
+            _config(speed),
+            name="research-agent",
+        ),
+        "What is the refund policy for damaged items?",
+    )
 
 
 def _long_fetches(n: int, final: str | None) -> list[Any]:
-    topics = ["replication", "sharding", "consensus", "caching", "batching", "backpressure", "idempotency",
-              "observability", "rate-limits", "failover", "compaction", "tiering"]
+    topics = [
+        "replication",
+        "sharding",
+        "consensus",
+        "caching",
+        "batching",
+        "backpressure",
+        "idempotency",
+        "observability",
+        "rate-limits",
+        "failover",
+        "compaction",
+        "tiering",
+    ]
     script: list[Any] = [turn(call("fetch_page", url=f"https://docs.example/{t}/1")) for t in topics[:n]]
     if final is not None:
         script.append(final)
@@ -299,35 +446,61 @@ def _long_fetches(n: int, final: str | None) -> list[Any]:
 
 
 def _research_long(rng: random.Random, speed: float) -> Built:
-    config = _config(speed, max_steps=14, context=ContextPolicy(window=3000, observation_chars=4000,
-                                                                compact_observation_chars=1700))
+    config = _config(
+        speed, max_steps=14, context=ContextPolicy(window=3000, observation_chars=4000, compact_observation_chars=1700)
+    )
     script = _long_fetches(9, "The nine design docs agree: replicate, shard by tenant, batch writes.")
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed, page_words=300), config,
-                            name="research-agent"), "Read the storage design docs and summarise them.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed, page_words=300),
+            config,
+            name="research-agent",
+        ),
+        "Read the storage design docs and summarise them.",
+    )
 
 
 def _research_deep(rng: random.Random, speed: float) -> Built:
     script = _long_fetches(12, None)
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed),
-                            _config(speed, max_steps=6), name="research-agent"),
-                 "Compare every database design doc we have.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed),
+            _config(speed, max_steps=6),
+            name="research-agent",
+        ),
+        "Compare every database design doc we have.",
+    )
 
 
 def _research_tokens(rng: random.Random, speed: float) -> Built:
     script = _long_fetches(12, None)
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed, page_words=400),
-                            _config(speed, max_tokens=6000), name="research-agent"),
-                 "Read all the operations runbooks.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed, page_words=400),
+            _config(speed, max_tokens=6000),
+            name="research-agent",
+        ),
+        "Read all the operations runbooks.",
+    )
 
 
 def _research_exact(rng: random.Random, speed: float) -> Built:
     script = [turn(call("web_search", query="status page incident 4411"))] * 6
-    return Built(ReactAgent(_llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed), _config(speed),
-                            name="research-agent"), "Is incident 4411 resolved yet?")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"), _research_tools(rng, speed), _config(speed), name="research-agent"
+        ),
+        "Is incident 4411 resolved yet?",
+    )
 
 
 # -- ops agent -----------------------------------------------------------------------------
-def _ops_tools(rng: random.Random, speed: float, *, stall_first: bool = False, report_seconds: float = 1.0) -> list[Tool]:
+def _ops_tools(
+    rng: random.Random, speed: float, *, stall_first: bool = False, report_seconds: float = 1.0
+) -> list[Tool]:
     state = {"metrics": 0}
 
     async def get_metrics(service: str) -> dict[str, Any]:
@@ -342,79 +515,135 @@ def _ops_tools(rng: random.Random, speed: float, *, stall_first: bool = False, r
 
     return [
         Tool("get_metrics", get_metrics, "Latency and errors of a service.", METRIC_SCHEMA, timeout=4.0 / speed),
-        Tool("run_report", run_report, "Build the weekly report for a service (slow).", METRIC_SCHEMA,
-             timeout=60.0 / speed),
+        Tool(
+            "run_report",
+            run_report,
+            "Build the weekly report for a service (slow).",
+            METRIC_SCHEMA,
+            timeout=60.0 / speed,
+        ),
     ]
 
 
 def _ops_stall(rng: random.Random, speed: float) -> Built:
     script = [turn(call("get_metrics", service="checkout")), "Checkout p95 is within its SLO."]
-    return Built(ReactAgent(_llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed, stall_first=True),
-                            _config(speed), name="ops-agent"), "Is checkout healthy?")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "claude-3-5-haiku"),
+            _ops_tools(rng, speed, stall_first=True),
+            _config(speed),
+            name="ops-agent",
+        ),
+        "Is checkout healthy?",
+    )
 
 
 def _ops_wallclock(rng: random.Random, speed: float) -> Built:
     script = [turn(call("run_report", service="payments")), "(never)"]
-    return Built(ReactAgent(_llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed, report_seconds=40.0),
-                            _config(speed, max_seconds=12.0), name="ops-agent"), "Build the payments weekly report.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "claude-3-5-haiku"),
+            _ops_tools(rng, speed, report_seconds=40.0),
+            _config(speed, max_seconds=12.0),
+            name="ops-agent",
+        ),
+        "Build the payments weekly report.",
+    )
 
 
 def _ops_batch(rng: random.Random, speed: float) -> Built:
     services = ["checkout", "search", "payments", "auth", "inventory", "shipping"]
     script = [turn(*(call("get_metrics", service=s) for s in services)), "(never)"]
-    return Built(ReactAgent(_llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed),
-                            _config(speed, max_tool_calls=4), name="ops-agent"), "Check every service's health.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "claude-3-5-haiku"),
+            _ops_tools(rng, speed),
+            _config(speed, max_tool_calls=4),
+            name="ops-agent",
+        ),
+        "Check every service's health.",
+    )
 
 
 def _ops_model_error(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("get_metrics", service="search")),
-              RuntimeError("model returned an unparseable completion")]
-    return Built(ReactAgent(_llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed), _config(speed),
-                            name="ops-agent"), "Why is search slow?")
+    script = [turn(call("get_metrics", service="search")), RuntimeError("model returned an unparseable completion")]
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed), _config(speed), name="ops-agent"
+        ),
+        "Why is search slow?",
+    )
 
 
 def _triage_cancelled(rng: random.Random, speed: float) -> Built:
-    script = [turn(call("query_order", order_id="100999")), turn(call("track_parcel", order_id="100999")), "done"]
+    script: list[ScriptItem] = [
+        turn(call("query_order", order_id="100999")),
+        turn(call("track_parcel", order_id="100999")),
+        "done",
+    ]
     llm = ScriptedLLM(script, model="gpt-4o", provider="openai", latency=lambda: 4.0 / speed)
-    return Built(ReactAgent(llm, _order_tools(rng, speed), _config(speed), name="support-triage"),
-                 "Customer on the phone: where is 100999?", patience=6.0 / speed)
+    return Built(
+        ReactAgent(llm, _order_tools(rng, speed), _config(speed), name="support-triage"),
+        "Customer on the phone: where is 100999?",
+        patience=6.0 / speed,
+    )
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
-    Scenario("order_status", "order-assistant", 8, _order_status),
-    Scenario("order_chinese_id", "order-assistant", 3, _order_chinese_id),
-    Scenario("order_flaky", "order-assistant", 3, _order_flaky),
-    Scenario("order_refund", "order-assistant", 2, _order_refund),
-    Scenario("order_forbidden", "order-assistant", 0.5, _order_forbidden),
-    Scenario("order_not_found", "order-assistant", 0.5, _order_not_found),
-    Scenario("triage_oscillation", "support-triage", 0.5, _order_oscillation),
-    Scenario("triage_cancelled", "support-triage", 0.3, _triage_cancelled),
-    Scenario("billing_down", "billing-agent", 0.5, _billing_down),
-    Scenario("research_happy", "research-agent", 7, _research_happy),
-    Scenario("research_walls", "research-agent", 2, _research_walls),
-    Scenario("research_dupes", "research-agent", 2, _research_dupes),
-    Scenario("research_long", "research-agent", 1.5, _research_long),
-    Scenario("research_deep", "research-agent", 0.5, _research_deep),
-    Scenario("research_tokens", "research-agent", 0.5, _research_tokens),
-    Scenario("research_exact_loop", "research-agent", 0.5, _research_exact),
-    Scenario("ops_stall", "ops-agent", 2, _ops_stall),
-    Scenario("ops_wallclock", "ops-agent", 0.3, _ops_wallclock),
-    Scenario("ops_batch", "ops-agent", 0.3, _ops_batch),
-    Scenario("ops_model_error", "ops-agent", 0.3, _ops_model_error),
-    Scenario("order_slow_model", "order-assistant", 0, _order_slow_model),
-    Scenario("order_rate_limited", "order-assistant", 0, _order_rate_limited),
-    Scenario("order_backoff", "order-assistant", 0, _order_backoff),
-]}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in [
+        Scenario("order_status", "order-assistant", 8, _order_status),
+        Scenario("order_chinese_id", "order-assistant", 3, _order_chinese_id),
+        Scenario("order_flaky", "order-assistant", 3, _order_flaky),
+        Scenario("order_refund", "order-assistant", 2, _order_refund),
+        Scenario("order_forbidden", "order-assistant", 0.5, _order_forbidden),
+        Scenario("order_not_found", "order-assistant", 0.5, _order_not_found),
+        Scenario("triage_oscillation", "support-triage", 0.5, _order_oscillation),
+        Scenario("triage_cancelled", "support-triage", 0.3, _triage_cancelled),
+        Scenario("billing_down", "billing-agent", 0.5, _billing_down),
+        Scenario("research_happy", "research-agent", 7, _research_happy),
+        Scenario("research_walls", "research-agent", 2, _research_walls),
+        Scenario("research_dupes", "research-agent", 2, _research_dupes),
+        Scenario("research_long", "research-agent", 1.5, _research_long),
+        Scenario("research_deep", "research-agent", 0.5, _research_deep),
+        Scenario("research_tokens", "research-agent", 0.5, _research_tokens),
+        Scenario("research_exact_loop", "research-agent", 0.5, _research_exact),
+        Scenario("ops_stall", "ops-agent", 2, _ops_stall),
+        Scenario("ops_wallclock", "ops-agent", 0.3, _ops_wallclock),
+        Scenario("ops_batch", "ops-agent", 0.3, _ops_batch),
+        Scenario("ops_model_error", "ops-agent", 0.3, _ops_model_error),
+        Scenario("order_slow_model", "order-assistant", 0, _order_slow_model),
+        Scenario("order_rate_limited", "order-assistant", 0, _order_rate_limited),
+        Scenario("order_backoff", "order-assistant", 0, _order_backoff),
+    ]
+}
 
 # A slow call, retry backoff and an idle gap for the Stalls page (real seconds: started first).
 FIRST = ("order_slow_model", "order_rate_limited", "order_backoff")
 
 # One of each of these makes every termination reason, error class, loop kind and stall kind appear
 # (stuck runs come from loopsight.react.demo, which has one crashed worker per full pack).
-REQUIRED = FIRST + ("order_chinese_id", "order_flaky", "order_refund", "order_forbidden", "order_not_found",
-            "triage_oscillation", "triage_cancelled", "billing_down", "research_walls", "research_dupes",
-            "research_long", "research_deep", "research_tokens", "research_exact_loop", "ops_stall",
-            "ops_wallclock", "ops_batch", "ops_model_error")
+REQUIRED = (
+    *FIRST,
+    "order_chinese_id",
+    "order_flaky",
+    "order_refund",
+    "order_forbidden",
+    "order_not_found",
+    "triage_oscillation",
+    "triage_cancelled",
+    "billing_down",
+    "research_walls",
+    "research_dupes",
+    "research_long",
+    "research_deep",
+    "research_tokens",
+    "research_exact_loop",
+    "ops_stall",
+    "ops_wallclock",
+    "ops_batch",
+    "ops_model_error",
+)
 
 
 def plan(runs: int, seed: int) -> list[Scenario]:
@@ -428,4 +657,3 @@ def plan(runs: int, seed: int) -> list[Scenario]:
     rng.shuffle(chosen)
     chosen.sort(key=lambda s: s.name not in FIRST)  # stable: the real-time stalls start first
     return chosen
-

@@ -50,7 +50,14 @@ LOGIN_WALL_PATTERNS: tuple[str, ...] = (
     r"注册/登录",
     r"会员专享",
 )
-AD_PATTERNS: tuple[str, ...] = (r"\bsponsored\b", r"\badvertisement\b", r"\bbuy now\b", r"\bclick here\b", r"广告", r"推广")
+AD_PATTERNS: tuple[str, ...] = (
+    r"\bsponsored\b",
+    r"\badvertisement\b",
+    r"\bbuy now\b",
+    r"\bclick here\b",
+    r"广告",
+    r"推广",
+)
 _LINK = re.compile(r"https?://\S+|\[[^\]]*\]\([^)]*\)|<a\s[^>]*>.*?</a>", re.IGNORECASE | re.DOTALL)
 _TEXT_KEYS = ("content", "text", "body", "html", "page")
 _LIST_KEYS = ("results", "items", "hits", "data", "documents")
@@ -112,7 +119,9 @@ def too_short_check(min_chars: int = 40) -> SilentCheck:
     return check
 
 
-def link_density_check(max_density: float = 0.45, min_links: int = 5, ad_words: Sequence[str] = AD_PATTERNS) -> SilentCheck:
+def link_density_check(
+    max_density: float = 0.45, min_links: int = 5, ad_words: Sequence[str] = AD_PATTERNS
+) -> SilentCheck:
     """Flag pages mostly made of links (share of characters inside links), or link lists with ad words."""
     ads = [re.compile(p, re.IGNORECASE) for p in ad_words]
 
@@ -125,7 +134,9 @@ def link_density_check(max_density: float = 0.45, min_links: int = 5, ad_words: 
             return None
         density = sum(len(link) for link in links) / max(len(text), 1)
         if density >= max_density or (density >= max_density / 2 and any(a.search(text) for a in ads)):
-            return SilentFailure("garbage", f"link-dense ad page ({len(links)} links, {density:.0%} of the text)", "ad_page")
+            return SilentFailure(
+                "garbage", f"link-dense ad page ({len(links)} links, {density:.0%} of the text)", "ad_page"
+            )
         return None
 
     return check

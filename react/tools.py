@@ -67,9 +67,7 @@ class Tool:
             params = inspect.signature(self.fn).parameters
         except (TypeError, ValueError):
             return False
-        return IDEMPOTENCY_KEY_PARAM in params or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-        )
+        return IDEMPOTENCY_KEY_PARAM in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
     @property
     def retry_safe(self) -> bool:

@@ -74,7 +74,7 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     return con
 
 
-def open_writer(url: str | StoreURL, **kwargs: int) -> Any:
+def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
     """The collector's writer for ``url``: ``Store`` (DuckDB) or ``ClickHouseWriter``.
 
     Example:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import io
 import re
 import threading
-from datetime import date, datetime, timezone
-from typing import Any, Sequence
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -52,7 +53,7 @@ def format_param(value: Any, top_level: bool = True) -> str:
         return repr(value)
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(UTC).replace(tzinfo=None)
         text = value.isoformat(sep=" ", timespec="microseconds")
         return text if top_level else f"'{text}'"
     if isinstance(value, date):
@@ -111,7 +112,10 @@ class Result:
 
     def __init__(self, table: pa.Table | None) -> None:
         self.table = table if table is not None else pa.table({})
-        self.description = [(name, str(field.type), None, None, None, None, None) for name, field in zip(self.table.column_names, self.table.schema)]
+        self.description = [
+            (name, str(field.type), None, None, None, None, None)
+            for name, field in zip(self.table.column_names, self.table.schema, strict=False)
+        ]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         """All rows as tuples of Python values."""
@@ -124,7 +128,7 @@ class Result:
             if _needs_fix(target):
                 values = [_fix(v, target) for v in values]
             columns.append(values)
-        return list(zip(*columns)) if columns else []
+        return list(zip(*columns, strict=False)) if columns else []
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchall()
@@ -192,7 +196,7 @@ class _ChdbEngine(_Engine):
         # One embedded engine per process: statements of every handle share it, so each
         # one first selects its database (a no-op when it is already current).
         global _CHDB_CURRENT_DB
-        if _CHDB_CURRENT_DB != self.database:
+        if self.database != _CHDB_CURRENT_DB:
             self._con.query(f"USE {self.database}", "CSV")
             _CHDB_CURRENT_DB = self.database
 
@@ -200,7 +204,11 @@ class _ChdbEngine(_Engine):
         # Scalars are read in escaped (TSV) text form; an array's text is parsed as a literal,
         # whose elements format_param has quoted already.
         text = {
-            k: "\\N" if v is None else format_param(v) if isinstance(v, (list, tuple)) else format_param(v).translate(_TSV_ESCAPES)
+            k: "\\N"
+            if v is None
+            else format_param(v)
+            if isinstance(v, (list, tuple))
+            else format_param(v).translate(_TSV_ESCAPES)
             for k, v in params.items()
         }
         with _CHDB_LOCK:
@@ -242,11 +250,18 @@ class _ServerEngine(_Engine):
         try:
             import clickhouse_connect
         except ImportError:
-            raise ClickHouseError("clickhouse:// stores need clickhouse-connect: pip install 'loopsight[clickhouse]'") from None
+            raise ClickHouseError(
+                "clickhouse:// stores need clickhouse-connect: pip install 'loopsight[clickhouse]'"
+            ) from None
         try:
             self._client = clickhouse_connect.get_client(
-                host=url.host, port=url.port, username=url.user, password=url.password,
-                database=url.database, secure=url.secure, autogenerate_session_id=False,
+                host=url.host,
+                port=url.port,
+                username=url.user,
+                password=url.password,
+                database=url.database,
+                secure=url.secure,
+                autogenerate_session_id=False,
             )
         except Exception as exc:
             raise ClickHouseError(f"cannot reach ClickHouse at {url.redacted()}: {exc}") from None
@@ -316,7 +331,7 @@ class ClickHouseConnection:
         if data.num_rows:
             self._engine.insert_arrow(table, data)
 
-    def cursor(self) -> "ClickHouseConnection":
+    def cursor(self) -> ClickHouseConnection:
         """Another handle on the same engine (chdb serializes statements; the server runs them in parallel)."""
         return ClickHouseConnection(self._engine, self.url)
 
@@ -324,7 +339,7 @@ class ClickHouseConnection:
         """Forget this handle (the embedded engine stays up for the rest of the process)."""
         self.closed = True
 
-    def __enter__(self) -> "ClickHouseConnection":
+    def __enter__(self) -> ClickHouseConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -339,7 +354,9 @@ def chdb_open_path() -> str | None:
 
 def connect_chdb(path: str, table: str = "otel_traces", database: str = "default") -> ClickHouseConnection:
     """The embedded engine on data directory ``path`` (created if missing), in ``database``."""
-    return ClickHouseConnection(_ChdbEngine(path, database), StoreURL("chdb", path=path, table=table, database=database))
+    return ClickHouseConnection(
+        _ChdbEngine(path, database), StoreURL("chdb", path=path, table=table, database=database)
+    )
 
 
 def connect(url: StoreURL) -> ClickHouseConnection:

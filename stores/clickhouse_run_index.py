@@ -30,8 +30,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError
 
@@ -161,7 +162,7 @@ def index_traces(con: ClickHouseConnection, trace_ids: Iterable[str]) -> int:
 
     ids = sorted({t for t in trace_ids if t})
     for start in range(0, len(ids), 10_000):
-        chunk = ids[start:start + 10_000]
+        chunk = ids[start : start + 10_000]
         con.execute(_resolve_sql(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
         con.execute(typed_spans_insert(con.url.table, "TraceId IN {ids:Array(String)}"), {"ids": chunk})
         derive_runs(con, chunk)
@@ -179,11 +180,22 @@ def derive_runs(con: ClickHouseConnection, trace_ids: list[str]) -> None:
     """
     from loopsight.analytics.sql import dialect_file
 
-    statements = [f"INSERT INTO {table} " + dialect_file("clickhouse", name)
-                  for table, name in (("loopsight_run_loops", "loops_derive"), ("loopsight_run_steps", "steps_derive"),
-                                      ("loopsight_run_members", "stalls_derive"))]
+    statements = [
+        f"INSERT INTO {table} " + dialect_file("clickhouse", name)
+        for table, name in (
+            ("loopsight_run_loops", "loops_derive"),
+            ("loopsight_run_steps", "steps_derive"),
+            ("loopsight_run_members", "stalls_derive"),
+        )
+    ]
     for start in range(0, len(trace_ids), 10_000):
-        params = {"traces": trace_ids[start:start + 10_000], "since": None, "until": None, "agent": None, "service": None}
+        params = {
+            "traces": trace_ids[start : start + 10_000],
+            "since": None,
+            "until": None,
+            "agent": None,
+            "service": None,
+        }
         for sql in statements:
             con.execute(sql, params)
 
@@ -253,6 +265,10 @@ def refresh(con: ClickHouseConnection, every: float = REFRESH_SECONDS) -> bool:
         # A read-only user cannot maintain the index: answer from it as it is, and say so once.
         if key not in _WARNED:
             _WARNED.add(key)
-            log.warning("cannot update the run index on %s (%s); runs written since its last update read as unassigned", con.url.redacted(), exc)
+            log.warning(
+                "cannot update the run index on %s (%s); runs written since its last update read as unassigned",
+                con.url.redacted(),
+                exc,
+            )
         return False
     return True

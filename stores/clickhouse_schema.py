@@ -28,8 +28,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from loopsight import attributes as A
 from loopsight.collector import normalize as N
@@ -119,6 +119,7 @@ class SchemaOptions:
 
 # --- the typed columns, generated from loopsight.collector.normalize ----------------------
 
+
 def _lit(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -141,7 +142,9 @@ def _get(key: str) -> str:
 def _int(expr: str, ch_type: str = "Int64", low: int = -(2**63), high: int = 2**63) -> str:
     """``normalize._int``: int(float(text)), NULL when it does not parse or lies outside ``[low, high)``."""
     number = f"toFloat64OrNull(ifNull({expr}, ''))"
-    inside = f"isFinite(ifNull({number}, nan)) AND assumeNotNull({number}) >= {low} AND assumeNotNull({number}) < {high}"
+    inside = (
+        f"isFinite(ifNull({number}, nan)) AND assumeNotNull({number}) >= {low} AND assumeNotNull({number}) < {high}"
+    )
     return f"if({inside}, to{ch_type}(assumeNotNull({number})), NULL)"
 
 
@@ -178,7 +181,12 @@ def error_class_sql(expr: str) -> str:
     """``normalize.error_class_for`` with the same patterns (RE2 accepts them as written)."""
     branches = ", ".join(
         f"match({expr}, {_lit('(?i)' + pattern.pattern)}), {_lit(cls)}"
-        for pattern, cls in ((N._FATAL, "fatal"), (N._TRANSIENT, "transient"), (N._PERMANENT, "permanent"), (N._INVALID, "invalid_argument"))
+        for pattern, cls in (
+            (N._FATAL, "fatal"),
+            (N._TRANSIENT, "transient"),
+            (N._PERMANENT, "permanent"),
+            (N._INVALID, "invalid_argument"),
+        )
     )
     return f"multiIf({branches}, 'permanent')"
 
@@ -200,9 +208,7 @@ def _args_hash_of_text(expr: str) -> str:
 
 CONTENT_KEYS_SQL = "[" + ", ".join(_lit(k) for k in sorted(N._CONTENT_KEYS)) + "]"
 _IS_ERROR = f"(StatusCode = 'Error' OR {_attr('langfuse.observation.level')} = 'ERROR')"
-_EXCEPTION_TYPE = (
-    "arrayFirst((a, n) -> n = 'exception' AND mapContains(a, 'exception.type'), `Events.Attributes`, `Events.Name`)['exception.type']"
-)
+_EXCEPTION_TYPE = "arrayFirst((a, n) -> n = 'exception' AND mapContains(a, 'exception.type'), `Events.Attributes`, `Events.Name`)['exception.type']"
 
 
 def _usage(field: str) -> str:
@@ -239,43 +245,68 @@ def typed_columns() -> list[tuple[str, str, str]]:
     return [
         ("span_type", "LowCardinality(String)", span_type_sql()),
         ("operation", lc, _get(A.OPERATION_NAME)),
-        ("agent", lc, f"multiIf({agent_name} IS NOT NULL, {agent_name}, loopsight_span_type = 'agent', "
-                      f"if({entity} != '', {entity}, {_strip_prefix('invoke_agent ')}), NULL)"),
+        (
+            "agent",
+            lc,
+            f"multiIf({agent_name} IS NOT NULL, {agent_name}, loopsight_span_type = 'agent', "
+            f"if({entity} != '', {entity}, {_strip_prefix('invoke_agent ')}), NULL)",
+        ),
         ("step", "Nullable(Int32)", _int(_get(A.STEP), "Int32", -(2**31), 2**31)),
-        ("tool", lc, f"if(loopsight_span_type = 'tool', multiIf({tool_name} IS NOT NULL, {tool_name}, "
-                     f"{entity} != '', {entity}, {_strip_prefix('execute_tool ')}), NULL)"),
-        ("args_hash", "Nullable(String)", f"multiIf({_attr(A.TOOL_ARGS_HASH)} != '', {_attr(A.TOOL_ARGS_HASH)}, "
-                                          f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
-                                          f"{_args_hash_of_text(f'assumeNotNull({raw_args})')}, {_get(A.TOOL_ARGS_HASH)})"),
+        (
+            "tool",
+            lc,
+            f"if(loopsight_span_type = 'tool', multiIf({tool_name} IS NOT NULL, {tool_name}, "
+            f"{entity} != '', {entity}, {_strip_prefix('execute_tool ')}), NULL)",
+        ),
+        (
+            "args_hash",
+            "Nullable(String)",
+            f"multiIf({_attr(A.TOOL_ARGS_HASH)} != '', {_attr(A.TOOL_ARGS_HASH)}, "
+            f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
+            f"{_args_hash_of_text(f'assumeNotNull({raw_args})')}, {_get(A.TOOL_ARGS_HASH)})",
+        ),
         ("model", lc, f"if(loopsight_span_type = 'llm', {_first(N._MODEL_KEYS)}, NULL)"),
         ("error_type", lc, error_type),
-        ("error_class", lc, f"multiIf({_attr(A.ERROR_CLASS)} != '', {_attr(A.ERROR_CLASS)}, "
-                            f"{_IS_ERROR} AND loopsight_error_type != '', {error_class_sql('assumeNotNull(loopsight_error_type)')}, NULL)"),
+        (
+            "error_class",
+            lc,
+            f"multiIf({_attr(A.ERROR_CLASS)} != '', {_attr(A.ERROR_CLASS)}, "
+            f"{_IS_ERROR} AND loopsight_error_type != '', {error_class_sql('assumeNotNull(loopsight_error_type)')}, NULL)",
+        ),
         ("input_tokens", "Nullable(Int64)", _tokens(N._INPUT_TOKEN_KEYS, "input")),
         ("output_tokens", "Nullable(Int64)", _tokens(N._OUTPUT_TOKEN_KEYS, "output")),
-        ("termination_reason", lc, f"if(loopsight_span_type = 'agent', if({_attr(A.TERMINATION_REASON)} != '', "
-                                   f"{_attr(A.TERMINATION_REASON)}, if({_IS_ERROR}, 'error', 'completed')), NULL)"),
+        (
+            "termination_reason",
+            lc,
+            f"if(loopsight_span_type = 'agent', if({_attr(A.TERMINATION_REASON)} != '', "
+            f"{_attr(A.TERMINATION_REASON)}, if({_IS_ERROR}, 'error', 'completed')), NULL)",
+        ),
         ("fallback", lc, _get(A.FALLBACK)),
         ("loop_kind", lc, _get(A.LOOP_KIND)),
         ("attempts", "Nullable(Int32)", _int(_get(A.TOOL_ATTEMPTS), "Int32", -(2**31), 2**31)),
-        ("args_sketch", "Nullable(UInt64)", f"multiIf({_attr(ARGS_SKETCH_KEY)} != '', toUInt64OrNull({_attr(ARGS_SKETCH_KEY)}), "
-                                            f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
-                                            f"{sketch_sql(f'assumeNotNull({raw_args})')}, NULL)"),
+        (
+            "args_sketch",
+            "Nullable(UInt64)",
+            f"multiIf({_attr(ARGS_SKETCH_KEY)} != '', toUInt64OrNull({_attr(ARGS_SKETCH_KEY)}), "
+            f"loopsight_span_type = 'tool' AND {raw_args} IS NOT NULL, "
+            f"{sketch_sql(f'assumeNotNull({raw_args})')}, NULL)",
+        ),
     ]
 
 
-def typed_columns_modify_ddl(options: "SchemaOptions", names: tuple[str, ...]) -> list[str]:
+def typed_columns_modify_ddl(options: SchemaOptions, names: tuple[str, ...]) -> list[str]:
     """Bring an existing table's expressions of the typed columns ``names`` up to
     :func:`typed_columns` (for new inserts; stored rows keep what they were computed with)."""
     cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
     columns = ",\n    ".join(
         f"MODIFY COLUMN loopsight_{name} {ch_type} MATERIALIZED {expr} CODEC(ZSTD(1))"
-        for name, ch_type, expr in typed_columns() if name in names
+        for name, ch_type, expr in typed_columns()
+        if name in names
     )
     return [f"ALTER TABLE {options.table}{cluster}\n    {columns}"]
 
 
-def typed_columns_ddl(options: "SchemaOptions") -> list[str]:
+def typed_columns_ddl(options: SchemaOptions) -> list[str]:
     """One ``ALTER TABLE`` adding every typed column as ``MATERIALIZED`` (one metadata change)."""
     cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
     columns = ",\n    ".join(
@@ -329,22 +360,33 @@ def spans_view_sql(table: str = "otel_traces", capture_content: bool = False) ->
 
 # The typed columns of every indexed span, without the attribute maps and links: what loops,
 # stalls and burn read (``typed_spans``), so their CTEs re-read a narrow table, not the join.
-WIDE_COLUMNS = ("TraceState", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes",
-                "`Links.TraceId`", "`Links.SpanId`", "`Links.TraceState`", "`Links.Attributes`")
+WIDE_COLUMNS = (
+    "TraceState",
+    "ResourceAttributes",
+    "ScopeName",
+    "ScopeVersion",
+    "SpanAttributes",
+    "`Links.TraceId`",
+    "`Links.SpanId`",
+    "`Links.TraceState`",
+    "`Links.Attributes`",
+)
 
 
 def typed_spans_insert(table: str, where: str) -> str:
     """``INSERT INTO loopsight_spans`` the ``spans`` rows of the traces ``where`` selects."""
-    return (f"INSERT INTO loopsight_spans SELECT * EXCEPT ({', '.join(WIDE_COLUMNS)}), now64(6) AS indexed_at "
-            f"FROM ({spans_select(table, where=where)})")
+    return (
+        f"INSERT INTO loopsight_spans SELECT * EXCEPT ({', '.join(WIDE_COLUMNS)}), now64(6) AS indexed_at "
+        f"FROM ({spans_select(table, where=where)})"
+    )
 
 
-def typed_spans_ddl(options: "SchemaOptions") -> list[str]:
+def typed_spans_ddl(options: SchemaOptions) -> list[str]:
     """``loopsight_spans`` (ReplacingMergeTree, one row per span, newest indexing wins), filled from what is indexed, and its view."""
     return [
         f"""CREATE TABLE IF NOT EXISTS loopsight_spans
 ENGINE = ReplacingMergeTree(indexed_at) ORDER BY (TraceId, SpanId)
-EMPTY AS SELECT * EXCEPT ({', '.join(WIDE_COLUMNS)}), now64(6) AS indexed_at FROM ({spans_select(options.table)})""",
+EMPTY AS SELECT * EXCEPT ({", ".join(WIDE_COLUMNS)}), now64(6) AS indexed_at FROM ({spans_select(options.table)})""",
         typed_spans_insert(options.table, "TraceId IN (SELECT TraceId FROM loopsight_run_index)"),
         "CREATE OR REPLACE VIEW typed_spans AS SELECT * EXCEPT (indexed_at) FROM loopsight_spans FINAL",
     ]
@@ -476,7 +518,11 @@ def _derive_all(con: ClickHouseConnection) -> None:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_otel_traces",
-        lambda o: [o.render(EXPORTER_TRACES_TABLE), o.render(EXPORTER_TRACE_ID_TS_TABLE), o.render(EXPORTER_TRACE_ID_TS_VIEW)],
+        lambda o: [
+            o.render(EXPORTER_TRACES_TABLE),
+            o.render(EXPORTER_TRACE_ID_TS_TABLE),
+            o.render(EXPORTER_TRACE_ID_TS_VIEW),
+        ],
     ),
     Migration("0002_typed_columns", typed_columns_ddl),
     Migration("0003_spans_view", lambda o: [INDEX_TABLE, STATE_TABLE, spans_view_sql(o.table)]),
@@ -489,8 +535,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_typed_spans", typed_spans_ddl),
     Migration("0010_run_facts", lambda o: [RUN_LOOPS_TABLE, RUN_STEPS_TABLE, RUN_MEMBERS_TABLE], _derive_all),
     # token counts outside [0, 2^32) and steps or attempts outside Int32 read as NULL, as at ingest
-    Migration("0011_bounded_numbers",
-              lambda o: typed_columns_modify_ddl(o, ("step", "input_tokens", "output_tokens", "attempts"))),
+    Migration(
+        "0011_bounded_numbers",
+        lambda o: typed_columns_modify_ddl(o, ("step", "input_tokens", "output_tokens", "attempts")),
+    ),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
@@ -502,7 +550,10 @@ _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
 def applied(con: ClickHouseConnection) -> list[str]:
     """The migration ids already applied, in order."""
     con.command(_LEDGER)
-    return [row[0] for row in con.execute("SELECT DISTINCT version FROM loopsight_schema_migrations ORDER BY version").fetchall()]
+    return [
+        row[0]
+        for row in con.execute("SELECT DISTINCT version FROM loopsight_schema_migrations ORDER BY version").fetchall()
+    ]
 
 
 def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> list[str]:

@@ -42,10 +42,15 @@ def _bind(name: str, value: str, body: str) -> str:
 def mix64_sql(x: str, tag: str) -> str:
     """splitmix64's finaliser (``sketch._mix64``) on a UInt64 expression; ``tag`` keeps lambda names apart."""
     a, b, c = f"m1{tag}", f"m2{tag}", f"m3{tag}"
-    return _bind(a, f"toUInt64({x}) + toUInt64({_K1})",
-                 _bind(b, f"bitXor({a}, bitShiftRight({a}, 30)) * toUInt64({_K2})",
-                       _bind(c, f"bitXor({b}, bitShiftRight({b}, 27)) * toUInt64({_K3})",
-                             f"bitXor({c}, bitShiftRight({c}, 31))")))
+    return _bind(
+        a,
+        f"toUInt64({x}) + toUInt64({_K1})",
+        _bind(
+            b,
+            f"bitXor({a}, bitShiftRight({a}, 30)) * toUInt64({_K2})",
+            _bind(c, f"bitXor({b}, bitShiftRight({b}, 27)) * toUInt64({_K3})", f"bitXor({c}, bitShiftRight({c}, 31))"),
+        ),
+    )
 
 
 def _le64(text: str) -> str:
@@ -53,10 +58,16 @@ def _le64(text: str) -> str:
 
 
 def _skeleton(word: str) -> str:
-    stem = (f"if(lengthUTF8({word}) > 3 AND endsWith({word}, 's') AND NOT endsWith({word}, 'ss'), "
-            f"substring({word}, 1, length({word}) - 1), {word})")
-    return _bind("sk", stem, f"concat(substringUTF8(sk, 1, 1), arrayStringConcat(arraySort(arrayDistinct("
-                             f"arrayFilter(ch -> NOT has({_VOWELS}, ch), ngrams(substringUTF8(sk, 2), 1))))))")
+    stem = (
+        f"if(lengthUTF8({word}) > 3 AND endsWith({word}, 's') AND NOT endsWith({word}, 'ss'), "
+        f"substring({word}, 1, length({word}) - 1), {word})"
+    )
+    return _bind(
+        "sk",
+        stem,
+        f"concat(substringUTF8(sk, 1, 1), arrayStringConcat(arraySort(arrayDistinct("
+        f"arrayFilter(ch -> NOT has({_VOWELS}, ch), ngrams(substringUTF8(sk, 2), 1))))))",
+    )
 
 
 def sketch_sql(text: str) -> str:
@@ -66,23 +77,41 @@ def sketch_sql(text: str) -> str:
         >>> sketch_sql("assumeNotNull(raw)").startswith("arrayMap(")
         True
     """
-    cleaned = (f"replaceRegexpAll(lowerUTF8(normalizeUTF8NFKC(substringUTF8({text}, 1, {S.MAX_CHARS}))), "
-               "'\"[^\"]*\"\\\\s*:', ' ')")
+    cleaned = (
+        f"replaceRegexpAll(lowerUTF8(normalizeUTF8NFKC(substringUTF8({text}, 1, {S.MAX_CHARS}))), "
+        "'\"[^\"]*\"\\\\s*:', ' ')"
+    )
     is_word = f"(match(w, '^\\\\pL+$') AND lengthUTF8(w) <= {S.MAX_WORD_CHARS})"
-    ids = (f"if(empty(idt), toUInt64(0), bitShiftLeft(toUInt64(if(bitAnd(idh, 65535) = 0, 1, bitAnd(idh, 65535))), {S.ID_SHIFT}))")
+    ids = f"if(empty(idt), toUInt64(0), bitShiftLeft(toUInt64(if(bitAnd(idh, 65535) = 0, 1, bitAnd(idh, 65535))), {S.ID_SHIFT}))"
     step = mix64_sql(f"bitXor(acc, {_le64('tok')})", "i")
     fold = f"arrayFold((acc, tok) -> {step}, idt, toUInt64(0))"
-    word_bits = (f"arrayReduce('groupBitOr', arrayMap(wh -> bitOr(bitShiftLeft(toUInt64(1), wh % {S.SET_BITS}), "
-                 f"bitShiftLeft(toUInt64(1), bitShiftRight(wh, 32) % {S.SET_BITS})), "
-                 f"arrayMap(w -> {mix64_sql(_le64(_skeleton('w')), 'w')}, alpha)))")
+    word_bits = (
+        f"arrayReduce('groupBitOr', arrayMap(wh -> bitOr(bitShiftLeft(toUInt64(1), wh % {S.SET_BITS}), "
+        f"bitShiftLeft(toUInt64(1), bitShiftRight(wh, 32) % {S.SET_BITS})), "
+        f"arrayMap(w -> {mix64_sql(_le64(_skeleton('w')), 'w')}, alpha)))"
+    )
     grams = "arrayDistinct(arrayFlatten(arrayMap(w -> ngrams(concat('  ', w, '  '), 3), alpha)))"
-    simhash = _bind("hs", f"arrayMap(g -> {mix64_sql(_le64('g'), 'g')}, {grams})",
-                    f"arraySum(arrayMap(i -> bitShiftLeft(toUInt64(arrayCount(h -> bitTest(h, i), hs) > intDiv(length(hs), 2)), i), "
-                    f"range({S.SIMHASH_BITS})))")
-    payload = (f"multiIf(empty(alpha), toUInt64(0), length(alpha) <= {S.MAX_SET_WORDS}, "
-               f"bitOr(bitShiftLeft(toUInt64(length(alpha)), {S.COUNT_SHIFT}), {word_bits}), "
-               f"bitOr(toUInt64({S.SIMHASH_MODE}), {simhash}))")
-    return _bind("words", f"extractAll({cleaned}, '[\\\\pL\\\\pN]+')",
-                 _bind("alpha", f"arrayDistinct(arrayFilter(w -> {is_word} AND NOT has({_STOP}, w), words))",
-                       _bind("idt", f"arraySort(arrayDistinct(arrayFilter(w -> NOT {is_word}, words)))",
-                             _bind("idh", fold, f"bitOr({ids}, {payload})"))))
+    simhash = _bind(
+        "hs",
+        f"arrayMap(g -> {mix64_sql(_le64('g'), 'g')}, {grams})",
+        f"arraySum(arrayMap(i -> bitShiftLeft(toUInt64(arrayCount(h -> bitTest(h, i), hs) > intDiv(length(hs), 2)), i), "
+        f"range({S.SIMHASH_BITS})))",
+    )
+    payload = (
+        f"multiIf(empty(alpha), toUInt64(0), length(alpha) <= {S.MAX_SET_WORDS}, "
+        f"bitOr(bitShiftLeft(toUInt64(length(alpha)), {S.COUNT_SHIFT}), {word_bits}), "
+        f"bitOr(toUInt64({S.SIMHASH_MODE}), {simhash}))"
+    )
+    return _bind(
+        "words",
+        f"extractAll({cleaned}, '[\\\\pL\\\\pN]+')",
+        _bind(
+            "alpha",
+            f"arrayDistinct(arrayFilter(w -> {is_word} AND NOT has({_STOP}, w), words))",
+            _bind(
+                "idt",
+                f"arraySort(arrayDistinct(arrayFilter(w -> NOT {is_word}, words)))",
+                _bind("idh", fold, f"bitOr({ids}, {payload})"),
+            ),
+        ),
+    )

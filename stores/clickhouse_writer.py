@@ -57,7 +57,7 @@ class ClickHouseWriter:
         self._thread.start()
 
     @classmethod
-    def open(cls, url: StoreURL, **kwargs: int) -> "ClickHouseWriter":
+    def open(cls, url: StoreURL, **kwargs: int) -> ClickHouseWriter:
         """Connect, apply loopsight's ClickHouse migrations and start the writer."""
         try:
             con = connect(url)

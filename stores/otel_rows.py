@@ -126,7 +126,7 @@ def _with_args_hash(table: pa.Table) -> pa.Array:
         return attrs
     maps = attrs.to_pylist()
     changed = False
-    for i, (value, digest, sketch) in enumerate(zip(maps, hashes.to_pylist(), sketches.to_pylist())):
+    for i, (value, digest, sketch) in enumerate(zip(maps, hashes.to_pylist(), sketches.to_pylist(), strict=False)):
         if digest is None and sketch is None:
             continue
         pairs = value or []

@@ -85,7 +85,9 @@ def parse_store_url(url: str) -> StoreURL:
     if scheme in ("duckdb", "chdb"):
         path = unquote(parts.netloc + parts.path)
         if not path:
-            raise StoreURLError(f"{scheme} store URL needs a path: {scheme}:///path/to/{'file.duckdb' if scheme == 'duckdb' else 'dir'}")
+            raise StoreURLError(
+                f"{scheme} store URL needs a path: {scheme}:///path/to/{'file.duckdb' if scheme == 'duckdb' else 'dir'}"
+            )
         database = options.get("database", "default")
         if scheme == "chdb" and not _IDENT.match(database):
             raise StoreURLError(f"database name {database!r} is not a plain identifier")

@@ -30,6 +30,7 @@ pages = [
     st.Page(PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
 ]
 
+
 def _overview_alias() -> None:
     """``/overview`` (the page's name, older links) opens the overview, which Streamlit serves at ``/``."""
     st.switch_page(pages[0], query_params=st.query_params.to_dict())

@@ -9,8 +9,19 @@ import streamlit as st
 from loopsight.dashboard import charts, frames, ui
 
 STATE_ICONS = {"firing": "●", "pending": "◐", "resolved": "○", "ok": "○", "inactive": "–"}
-RULE_COLUMNS = ["state", "name", "metric", "value", "threshold", "baseline_value", "samples", "window", "state_since",
-                "notify_failures", "example"]
+RULE_COLUMNS = [
+    "state",
+    "name",
+    "metric",
+    "value",
+    "threshold",
+    "baseline_value",
+    "samples",
+    "window",
+    "state_since",
+    "notify_failures",
+    "example",
+]
 
 
 def _first_example(examples: object) -> str | None:
@@ -23,8 +34,11 @@ if answer is not None:
     rules = pd.DataFrame(answer.get("rules") or [])
     events = pd.DataFrame(answer.get("events") or [])
     if rules.empty:
-        st.info("No alert rules loaded. Start the collector with --rules FILE (a TOML file of [[rules]]), "
-                "or run them once with: loopsight alerts check --rules FILE", icon=":material/inbox:")
+        st.info(
+            "No alert rules loaded. Start the collector with --rules FILE (a TOML file of [[rules]]), "
+            "or run them once with: loopsight alerts check --rules FILE",
+            icon=":material/inbox:",
+        )
     else:
         firing = int((rules.get("state") == "firing").sum()) if "state" in rules else 0
         failures = int(rules.get("notify_failures", pd.Series(dtype="int64")).fillna(0).sum())
@@ -33,8 +47,10 @@ if answer is not None:
         cols[1].metric("Firing", firing)
         cols[2].metric("Failed notifications", failures)
         if failures:
-            st.warning("Some notifications could not be delivered: check the webhook targets (the history shows the errors).",
-                       icon=":material/mail:")
+            st.warning(
+                "Some notifications could not be delivered: check the webhook targets (the history shows the errors).",
+                icon=":material/mail:",
+            )
         table = rules.assign(
             state=[f"{STATE_ICONS.get(str(s), '')} {s}" for s in rules.get("state", pd.Series([""] * len(rules)))],
             example=[_first_example(e) for e in rules.get("examples", pd.Series([None] * len(rules)))],
@@ -42,9 +58,14 @@ if answer is not None:
         st.subheader("Rules")
         st.dataframe(
             frames.as_text(table[[c for c in RULE_COLUMNS if c in table]], times=["state_since"]),
-            hide_index=True, width="stretch",
-            column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
-                           "baseline_value": "baseline", "state_since": "since (UTC)", "notify_failures": "failed notifications"},
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
+                "baseline_value": "baseline",
+                "state_since": "since (UTC)",
+                "notify_failures": "failed notifications",
+            },
         )
     st.subheader("History")
     if events.empty:
@@ -54,12 +75,36 @@ if answer is not None:
         if "examples" in events:
             events["example"] = [_first_example(e) for e in events["examples"]]
             events["examples"] = [", ".join(map(str, e)) if isinstance(e, list) else "" for e in events["examples"]]
-        shown = [c for c in [time, "rule", "from_state", "to_state", "value", "threshold", "baseline", "samples", "example",
-                             "examples", "notify_status", "notify_error"] if c and c in events]
-        st.dataframe(frames.as_text(events[shown], times=[time] if time else []), hide_index=True, width="stretch",
-                     column_config={"example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
-                                    **({time: f"{time} (UTC)"} if time else {}), "from_state": "from", "to_state": "to",
-                                    "notify_status": "notification"})
+        shown = [
+            c
+            for c in [
+                time,
+                "rule",
+                "from_state",
+                "to_state",
+                "value",
+                "threshold",
+                "baseline",
+                "samples",
+                "example",
+                "examples",
+                "notify_status",
+                "notify_error",
+            ]
+            if c and c in events
+        ]
+        st.dataframe(
+            frames.as_text(events[shown], times=[time] if time else []),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
+                **({time: f"{time} (UTC)"} if time else {}),
+                "from_state": "from",
+                "to_state": "to",
+                "notify_status": "notification",
+            },
+        )
     if not rules.empty and "name" in rules:
         st.subheader("Metric per rule")
         columns = st.columns(2)

@@ -22,13 +22,22 @@ if burn is not None:
     else:
         if not agents.empty:
             st.subheader("Per agent")
-            superlinear = agents[agents.get("superlinear", pd.Series(False, index=agents.index)).fillna(False).astype(bool)]
+            superlinear = agents[
+                agents.get("superlinear", pd.Series(False, index=agents.index)).fillna(False).astype(bool)
+            ]
             for name in superlinear.get("agent", []):
-                st.warning(f"{ui.literal(name)}: input tokens grow superlinearly with the step (replayed history).", icon=":material/local_fire_department:")
+                st.warning(
+                    f"{ui.literal(name)}: input tokens grow superlinearly with the step (replayed history).",
+                    icon=":material/local_fire_department:",
+                )
             st.dataframe(
-                agents[[c for c in AGENT_COLUMNS if c in agents]], hide_index=True, width="stretch",
+                agents[[c for c in AGENT_COLUMNS if c in agents]],
+                hide_index=True,
+                width="stretch",
                 column_config={
-                    "superlinear": st.column_config.CheckboxColumn("superlinear", help="input tokens grow faster than linearly with the step"),
+                    "superlinear": st.column_config.CheckboxColumn(
+                        "superlinear", help="input tokens grow faster than linearly with the step"
+                    ),
                     "growth_exponent": st.column_config.NumberColumn("growth exponent", format="%.2f"),
                     "tokens_per_success": st.column_config.NumberColumn("tokens per successful run", format="%.0f"),
                     "tokens_on_failures": st.column_config.NumberColumn("tokens on failed runs", format="%d"),
@@ -51,9 +60,19 @@ if burn is not None:
             top = runs.sort_values("tokens", ascending=False).head(50)
             top = top.assign(link=[ui.run_link(t) for t in top["trace_id"]])
             st.dataframe(
-                top[[c for c in ["link", "agent", "tokens", "input_tokens", "output_tokens", "wasted_tokens"] if c in top]],
-                hide_index=True, width="stretch",
-                column_config={"link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})"),
-                               "input_tokens": "input", "output_tokens": "output",
-                               "wasted_tokens": "tokens after a loop began"},
+                top[
+                    [
+                        c
+                        for c in ["link", "agent", "tokens", "input_tokens", "output_tokens", "wasted_tokens"]
+                        if c in top
+                    ]
+                ],
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    "link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})"),
+                    "input_tokens": "input",
+                    "output_tokens": "output",
+                    "wasted_tokens": "tokens after a loop began",
+                },
             )

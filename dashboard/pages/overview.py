@@ -3,6 +3,8 @@ top offenders of each kind, refreshed live."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -51,25 +53,31 @@ def tiles(shared: filters.Filters) -> bool:
     runs = values.get("runs") or {}
     compared = bool(runs.get("value") or runs.get("previous"))  # no runs in either window: nothing to compare
     columns = st.columns(len(TILES))
-    for column, (key, label, kind, lower_better) in zip(columns, TILES):
+    for column, (key, label, kind, lower_better) in zip(columns, TILES, strict=False):
         tile = values.get(key) or {}
-        column.metric(label, _format(tile.get("value"), kind), _delta(tile, kind) if compared else None,
-                      delta_color="inverse" if lower_better else "normal",
-                      help=f"previous window: {_format(tile.get('previous'), kind)}")
+        column.metric(
+            label,
+            _format(tile.get("value"), kind),
+            _delta(tile, kind) if compared else None,
+            delta_color="inverse" if lower_better else "normal",
+            help=f"previous window: {_format(tile.get('previous'), kind)}",
+        )
     return compared
 
 
 def terminations(shared: filters.Filters) -> None:
     st.subheader("Termination reasons over time")
-    answer = ui.load("terminations", what="Termination reasons", bucket_seconds=shared.bucket_seconds, **shared.params())
+    answer = ui.load(
+        "terminations", what="Termination reasons", bucket_seconds=shared.bucket_seconds, **shared.params()
+    )
     if answer is None:
         return
     frame = pd.DataFrame(frames.records(answer, "terminations"))
     if frame.empty:
         st.caption("No runs in this window.")
         return
-    time = frames.first_column(frame, "bucket", "time", "start")
-    value = frames.first_column(frame, "runs", "count")
+    time = frames.first_column(frame, "bucket", "time", "start") or "bucket"
+    value = frames.first_column(frame, "runs", "count") or "runs"
     frame[time] = frames.to_time(frame[time])
     bucket = answer.get("bucket_seconds") if isinstance(answer, dict) else None
     end = None
@@ -78,11 +86,20 @@ def terminations(shared: filters.Filters) -> None:
         frame[end] = frame[time] + pd.to_timedelta(int(bucket), unit="s")
     since = shared.since()
     window = (since, filters.utcnow()) if since else None
-    st.altair_chart(charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch")
+    st.altair_chart(
+        charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch"
+    )
 
 
-def _top(method: str, what: str, params: dict, sort: str, columns: list[str], none: str,
-         shown: dict[str, object] | None = None) -> None:
+def _top(
+    method: str,
+    what: str,
+    params: dict,
+    sort: str,
+    columns: list[str],
+    none: str,
+    shown: dict[str, object] | None = None,
+) -> None:
     """The five worst rows of one question, each linking to its run."""
     answer = ui.load(method, what=what, **params)
     if answer is None:
@@ -103,20 +120,40 @@ def offenders(shared: filters.Filters) -> None:
         st.markdown("**Runs burning the most tokens**")
         runs = ui.load("runs", what="Runs", limit=1000, **params)
         if runs is not None:
-            _small_table(frames.runs_frame(runs).nlargest(5, "tokens")[["tokens", "trace_id", "agent"]],
-                         {"tokens": st.column_config.NumberColumn("tokens", format="localized", width="small")})
+            _small_table(
+                frames.runs_frame(runs).nlargest(5, "tokens")[["tokens", "trace_id", "agent"]],
+                {"tokens": st.column_config.NumberColumn("tokens", format="localized", width="small")},
+            )
         st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
-        _top("loops", "Loops", params, "count", ["count", "kind", "trace_id", "tool"], "No loops.",
-             {"count": st.column_config.NumberColumn("repeats", width="small"),
-              "kind": st.column_config.TextColumn("kind", width="medium")})
+        _top(
+            "loops",
+            "Loops",
+            params,
+            "count",
+            ["count", "kind", "trace_id", "tool"],
+            "No loops.",
+            {
+                "count": st.column_config.NumberColumn("repeats", width="small"),
+                "kind": st.column_config.TextColumn("kind", width="medium"),
+            },
+        )
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        _top("stalls", "Stalls", params, "duration_ms", ["duration_ms", "kind", "trace_id", "tool"], "No stalls.",
-             {"duration_ms": st.column_config.TextColumn("duration", width="small"),
-              "kind": st.column_config.TextColumn("kind", width="medium")})
+        _top(
+            "stalls",
+            "Stalls",
+            params,
+            "duration_ms",
+            ["duration_ms", "kind", "trace_id", "tool"],
+            "No stalls.",
+            {
+                "duration_ms": st.column_config.TextColumn("duration", width="small"),
+                "kind": st.column_config.TextColumn("kind", width="medium"),
+            },
+        )
         st.page_link(ui.page("stalls"), label="Stalls →")
     with col_tools:
         st.markdown("**Failing tools**")
@@ -127,15 +164,19 @@ def offenders(shared: filters.Filters) -> None:
                 st.caption("No failed tool calls.")
             else:
                 frame = frame[frame["errors"] > 0].sort_values("fail_rate", ascending=False).head(5)
-                _small_table(frame.assign(fail_rate=[ui.pct(v) for v in frame["fail_rate"]])[["fail_rate", "tool", "calls"]],
-                             {"fail_rate": st.column_config.TextColumn("fail rate", width="small"),
-                              "calls": st.column_config.NumberColumn("calls", width="small")})
+                _small_table(
+                    frame.assign(fail_rate=[ui.pct(v) for v in frame["fail_rate"]])[["fail_rate", "tool", "calls"]],
+                    {
+                        "fail_rate": st.column_config.TextColumn("fail rate", width="small"),
+                        "calls": st.column_config.NumberColumn("calls", width="small"),
+                    },
+                )
         st.page_link(ui.page("tools"), label="Tools →")
 
 
-def _small_table(frame: pd.DataFrame, shown: dict[str, object] | None = None) -> None:
+def _small_table(frame: pd.DataFrame, shown: dict[str, Any] | None = None) -> None:
     """A five-row table: durations as text, a ``trace_id`` column as a link to the run's timeline."""
-    config: dict[str, object] = dict(shown or {})
+    config: dict[str, Any] = dict(shown or {})
     if "duration_ms" in frame:
         frame = frame.assign(duration_ms=[frames.duration_text(v) for v in frame["duration_ms"]])
     if "trace_id" in frame:

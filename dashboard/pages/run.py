@@ -37,25 +37,53 @@ def run_picker() -> None:
     status_col, reason_col, id_col = st.columns([1, 1.4, 2.4])
     status = status_col.selectbox("Status", ["any", "ok", "error"], key="pick_status")
     reason = reason_col.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="pick_reason")
-    typed = id_col.text_input("Trace id", key="run_trace_id", on_change=_open_typed,
-                              placeholder="paste a trace id (32 hex characters)")
+    typed = id_col.text_input(
+        "Trace id", key="run_trace_id", on_change=_open_typed, placeholder="paste a trace id (32 hex characters)"
+    )
     if typed.strip() and not HEX.match(typed.strip()):
         id_col.caption(f"{ui.literal(typed.strip()[:80])} is not a trace id (32 hex characters).")
-    runs = ui.load("runs", what="Runs", limit=PICK_LIMIT, status=None if status == "any" else status,
-                   termination_reason=None if reason == "any" else reason, **shared.params())
+    runs = ui.load(
+        "runs",
+        what="Runs",
+        limit=PICK_LIMIT,
+        status=None if status == "any" else status,
+        termination_reason=None if reason == "any" else reason,
+        **shared.params(),
+    )
     if runs is None:
         return
     if not runs:
-        ui.empty_state([f"{label} {ui.literal(value)}" for label, value in (("status", status), ("termination", reason))
-                        if value != "any"])
+        ui.empty_state(
+            [
+                f"{label} {ui.literal(value)}"
+                for label, value in (("status", status), ("termination", reason))
+                if value != "any"
+            ]
+        )
         return
-    labels = {r["trace_id"]: f"{(r.get('started_at') or '')[:19].replace('T', ' ')} · {r.get('agent') or '?'} · "
-                             f"{r.get('status') or ''} {r.get('termination_reason') or ''} · {r['trace_id']}" for r in runs}
-    st.selectbox("Run", [None, *labels], format_func=lambda t: "…" if t is None else labels[t], key="run_pick",
-                 on_change=_open_picked, placeholder="type to search by time, agent, reason or trace id")
-    st.caption(f"{len(labels)} runs ({ui.describe(shared)}), newest first"
-               + (f"; only the newest {PICK_LIMIT}: narrow the filters or the sidebar's time range and agent, "
-                  "or paste a trace id" if len(runs) >= PICK_LIMIT else "") + ".")
+    labels = {
+        r["trace_id"]: f"{(r.get('started_at') or '')[:19].replace('T', ' ')} · {r.get('agent') or '?'} · "
+        f"{r.get('status') or ''} {r.get('termination_reason') or ''} · {r['trace_id']}"
+        for r in runs
+    }
+    st.selectbox(
+        "Run",
+        [None, *labels],
+        format_func=lambda t: "…" if t is None else labels[t],
+        key="run_pick",
+        on_change=_open_picked,
+        placeholder="type to search by time, agent, reason or trace id",
+    )
+    st.caption(
+        f"{len(labels)} runs ({ui.describe(shared)}), newest first"
+        + (
+            f"; only the newest {PICK_LIMIT}: narrow the filters or the sidebar's time range and agent, "
+            "or paste a trace id"
+            if len(runs) >= PICK_LIMIT
+            else ""
+        )
+        + "."
+    )
 
 
 st.title("Run timeline")
@@ -80,13 +108,18 @@ if detail is None:
 spans = detail.get("spans") or []
 runs = detail.get("runs") or []
 if not spans:
-    st.warning(f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.", icon=":material/search:")
+    st.warning(
+        f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.",
+        icon=":material/search:",
+    )
     st.page_link(ui.page("runs"), label="Back to the runs")
     st.stop()
 
 run = runs[0] if runs else None
 if run:
-    st.subheader(f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False)
+    st.subheader(
+        f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False
+    )
     cols = st.columns([1, 2.2, 0.7, 1.1, 1, 1, 0.8, 0.8])
     cols[0].metric("status", str(run.get("status")))
     cols[1].metric("termination", str(run.get("termination_reason") or "–"))
@@ -99,8 +132,11 @@ if run:
     if len(runs) > 1:
         st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
 else:
-    st.info("The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
-            "showing the spans received so far.", icon=":material/hourglass_top:")
+    st.info(
+        "The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
+        "showing the spans received so far.",
+        icon=":material/hourglass_top:",
+    )
 st.caption(f"trace {trace_id} · {len(spans)} spans")
 
 bars, markers = frames.waterfall_frames(spans)
@@ -121,7 +157,16 @@ with right:
     by_id = {s["span_id"]: s for s in spans}
     ordered = list(bars["span_id"])
     options = frames.span_options(bars)
-    chosen = st.selectbox("Span", ordered, index=frames.default_span(bars), key=f"span_pick_{trace_id}",
-                          format_func=options.get)
-    st.dataframe(frames.span_detail(by_id[chosen]), hide_index=True, width="stretch",
-                 column_config={"value": st.column_config.TextColumn("value", width="large")})
+    chosen = st.selectbox(
+        "Span",
+        ordered,
+        index=frames.default_span(bars),
+        key=f"span_pick_{trace_id}",
+        format_func=lambda span_id: options.get(span_id, span_id),
+    )
+    st.dataframe(
+        frames.span_detail(by_id[chosen]),
+        hide_index=True,
+        width="stretch",
+        column_config={"value": st.column_config.TextColumn("value", width="large")},
+    )

@@ -13,11 +13,14 @@ KIND_LABELS = {"slow_call": "slow call", "backoff": "retry backoff", "idle_gap":
 
 
 def _table(frame: pd.DataFrame) -> None:
-    table = frame.assign(link=[ui.run_link(t) for t in frame["trace_id"]],
-                         slower=(frame["duration_ms"] / frame["expected_ms"]).where(frame["expected_ms"] > 0))
+    table = frame.assign(
+        link=[ui.run_link(t) for t in frame["trace_id"]],
+        slower=(frame["duration_ms"] / frame["expected_ms"]).where(frame["expected_ms"] > 0),
+    )
     st.dataframe(
         table[["link", "kind", "tool", "duration_ms", "expected_ms", "slower"]],
-        hide_index=True, width="stretch",
+        hide_index=True,
+        width="stretch",
         column_config={
             "link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})"),
             "duration_ms": st.column_config.NumberColumn("duration (ms)", format="%.0f"),
@@ -62,8 +65,10 @@ if stalls is not None:
         left, right = st.columns(2)
         with left:
             st.caption("Time lost by kind and tool")
-            st.altair_chart(charts.bar_by(past, "tool", "duration_ms", color="kind", title="ms stalled", value_format=",.0f"),
-                            width="stretch")
+            st.altair_chart(
+                charts.bar_by(past, "tool", "duration_ms", color="kind", title="ms stalled", value_format=",.0f"),
+                width="stretch",
+            )
         with right:
             st.caption("Count by kind")
             st.altair_chart(charts.bar_by(past.assign(n=1), "kind", "n", title="stalls"), width="stretch")

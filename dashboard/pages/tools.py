@@ -20,8 +20,11 @@ if tools is not None:
         with left:
             st.subheader("Failures by error class")
             by_class = pd.DataFrame(
-                [{"tool": t["tool"], "error_class": c, "errors": n}
-                 for t in tools for c, n in (t.get("errors_by_class") or {}).items()],
+                [
+                    {"tool": t["tool"], "error_class": c, "errors": n}
+                    for t in tools
+                    for c, n in (t.get("errors_by_class") or {}).items()
+                ],
                 columns=["tool", "error_class", "errors"],
             )
             if by_class.empty:
@@ -31,11 +34,31 @@ if tools is not None:
         with right:
             st.subheader("Latency")
             st.altair_chart(charts.latency(frame), width="stretch")
-        table = frame.assign(errors_by_class=[", ".join(f"{k}: {v}" for k, v in (d or {}).items())
-                                              for d in frame.get("errors_by_class", [])])
+        table = frame.assign(
+            errors_by_class=[
+                ", ".join(f"{k}: {v}" for k, v in (d or {}).items()) for d in frame.get("errors_by_class", [])
+            ]
+        )
         st.dataframe(
-            table[[c for c in ["tool", "agent", "calls", "errors", "fail_rate", "errors_by_class", "retries", "p50_ms", "p95_ms"] if c in table]],
-            hide_index=True, width="stretch",
+            table[
+                [
+                    c
+                    for c in [
+                        "tool",
+                        "agent",
+                        "calls",
+                        "errors",
+                        "fail_rate",
+                        "errors_by_class",
+                        "retries",
+                        "p50_ms",
+                        "p95_ms",
+                    ]
+                    if c in table
+                ]
+            ],
+            hide_index=True,
+            width="stretch",
             column_config={
                 "fail_rate": st.column_config.ProgressColumn("fail rate", min_value=0, max_value=1, format="percent"),
                 "errors_by_class": "errors by class",

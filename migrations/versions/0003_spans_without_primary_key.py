@@ -79,7 +79,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # Keep one copy of each (TraceId, SpanId) so the key can be restored.
-    op.execute(
-        'DELETE FROM spans WHERE rowid NOT IN (SELECT min(rowid) FROM spans GROUP BY "TraceId", "SpanId")'
-    )
+    op.execute('DELETE FROM spans WHERE rowid NOT IN (SELECT min(rowid) FROM spans GROUP BY "TraceId", "SpanId")')
     _rebuild(primary_key=True)

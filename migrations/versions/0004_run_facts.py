@@ -9,6 +9,8 @@ writer recomputes them for the traces a commit touched, inside the same transact
 (``loopsight.analytics.derive``). Upgrading an existing file fills them from its spans.
 """
 
+from typing import Any
+
 from alembic import op
 
 revision = "0004"
@@ -76,7 +78,12 @@ def upgrade() -> None:
     )
     from loopsight.analytics.derive import refresh
 
-    refresh(op.get_bind().connection.driver_connection, tables=("run_facts", "run_loops", "run_steps"))
+    refresh(_driver_connection(), tables=("run_facts", "run_loops", "run_steps"))
+
+
+def _driver_connection() -> Any:
+    """The DuckDB connection under Alembic's SQLAlchemy connection."""
+    return op.get_bind().connection.driver_connection
 
 
 def downgrade() -> None:

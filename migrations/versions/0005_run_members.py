@@ -14,6 +14,8 @@ recomputes the other derived tables too: ``run_facts.llm_calls`` no longer count
 nested under an llm span (another instrumentation's chat span inside our model call).
 """
 
+from typing import Any
+
 from alembic import op
 
 revision = "0005"
@@ -58,7 +60,12 @@ def upgrade() -> None:
     )
     from loopsight.analytics.derive import refresh
 
-    refresh(op.get_bind().connection.driver_connection)
+    refresh(_driver_connection())
+
+
+def _driver_connection() -> Any:
+    """The DuckDB connection under Alembic's SQLAlchemy connection."""
+    return op.get_bind().connection.driver_connection
 
 
 def downgrade() -> None:

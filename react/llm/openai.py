@@ -140,8 +140,11 @@ def parse_response(response: httpx.Response, model: str) -> LLMResponse:
     for i, tc in enumerate(message.get("tool_calls") or []):
         fn = tc.get("function") or {}
         args = fn.get("arguments", "")
-        calls.append(ToolCall(tc.get("id") or f"call_{i}", fn.get("name", ""),
-                              args if isinstance(args, str) else json.dumps(args)))
+        calls.append(
+            ToolCall(
+                tc.get("id") or f"call_{i}", fn.get("name", ""), args if isinstance(args, str) else json.dumps(args)
+            )
+        )
     usage = data.get("usage") or {}
     return LLMResponse(
         content=message.get("content"),

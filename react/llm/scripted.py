@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from loopsight.react.context import estimate_messages, estimate_tokens
 from loopsight.react.llm.base import LLMResponse, ToolCall
@@ -45,7 +45,7 @@ class Turn:
     content: str | None = None
 
 
-ScriptItem = Union[LLMResponse, str, Turn, CallSpec, BaseException]
+ScriptItem = LLMResponse | str | Turn | CallSpec | BaseException
 ScriptFn = Callable[[Sequence[dict[str, Any]], Sequence[dict[str, Any]]], ScriptItem]
 
 
