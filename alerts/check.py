@@ -23,9 +23,8 @@ from loopsight.alerts.evaluate import Verdict, judge
 from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.alerts.sources import ApiSource, DuckDBSource, SourceError
-from loopsight.collector.store import StoreError
 from loopsight.config import DEFAULT_DB, env_str
-from loopsight.stores import StoreURLError, open_reader, parse_store_url
+from loopsight.stores import StoreError, StoreURLError, open_reader, parse_store_url
 from loopsight.stores.clickhouse import ClickHouseError
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from loopsight.alerts.rules import Rule, Target
+from loopsight.errors import LoopsightError
 
 log = logging.getLogger("loopsight.alerts")
 
@@ -111,7 +112,7 @@ def slack_payload(n: Notification) -> dict[str, Any]:
     return {"text": text, "blocks": blocks}
 
 
-class DeliveryError(Exception):
+class DeliveryError(LoopsightError):
     """A target did not accept the notification after every attempt."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loopsight.attributes import ERROR_CLASSES, TERMINATION_REASONS
+from loopsight.errors import LoopsightError
 
 METRICS = (
     "loop_rate",
@@ -72,7 +73,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-class RulesError(ValueError):
+class RulesError(LoopsightError, ValueError):
     """An invalid rules file; the message names the file, line, rule and key."""
 
 

@@ -16,9 +16,10 @@ import httpx
 
 from loopsight.alerts.metrics import Measurement, measure
 from loopsight.alerts.rules import MetricSpec
+from loopsight.errors import LoopsightError
 
 
-class SourceError(Exception):
+class SourceError(LoopsightError):
     """The metric data cannot be read (collector unreachable, refused, DB locked ...)."""
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from loopsight.analytics.loops import compose
-from loopsight.analytics.sql import Connection, run
+from loopsight.analytics.sql import QUESTIONS, Connection, run
+
+compose = QUESTIONS.compose
 
 SUPERLINEAR_K = 1.2
 MIN_RUNS = 3

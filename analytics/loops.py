@@ -20,25 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from loopsight import attributes as A
-from loopsight.analytics.sql import Connection, load, run, with_ctes
+from loopsight.analytics.sql import QUESTIONS, Connection, run
+
+compose = QUESTIONS.compose
 
 MAX_LIMIT = 100_000
-
-
-def compose(question: str, *, inline: bool = False, **ctes: str) -> str:
-    """The SQL of ``question`` preceded by named CTEs, each the text of another SQL file
-    (:func:`loopsight.analytics.sql.with_ctes`).
-
-    A question that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs
-    are ``NOT MATERIALIZED``: each use reads only the columns and rows it needs.
-
-    Example:
-        >>> compose("loops", loop_rows="loops_core").startswith("WITH loop_rows AS (")
-        True
-        >>> compose("stalls", inline=True, members="stalls_derived").startswith("WITH members AS NOT MATERIALIZED (")
-        True
-    """
-    return with_ctes(load(question), {name: load(file) for name, file in ctes.items()}, inline=inline)
 
 
 def _with_loops(name: str) -> str:

@@ -11,10 +11,11 @@ Example:
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from functools import cache
-from importlib import resources
 from typing import Any, Protocol
+
+from loopsight.stores.sqlfiles import SqlFiles, jsonable, with_ctes
+
+__all__ = ["QUESTIONS", "Connection", "jsonable", "load", "query", "rows", "run", "with_ctes"]
 
 
 class Result(Protocol):
@@ -37,60 +38,18 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-@cache
-def load(name: str) -> str:
-    """The text of ``sql/<name>.sql``, preceded by the CTEs its first line names.
+QUESTIONS = SqlFiles("loopsight.analytics")
+"""The read questions (``analytics/sql``), in DuckDB's dialect."""
 
-    A first line ``-- ctes: runs=run_spans, loop_rows=loops_derived`` makes ``runs`` the CTE
-    holding ``run_spans.sql`` of the same folder (itself loaded so), and so on, ahead of the
-    file's own ``WITH`` list (:func:`with_ctes`).
+
+def load(name: str) -> str:
+    """The text of ``sql/<name>.sql`` with the CTEs its first line names (see :class:`SqlFiles`).
 
     Example:
         >>> load("clickhouse/top_runs").startswith("WITH runs AS (")
         True
     """
-    text = resources.files("loopsight.analytics").joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
-    first = text.split("\n", 1)[0]
-    if not first.startswith("-- ctes:"):
-        return text
-    folder = name.rpartition("/")[0]
-    pairs = (item.strip().split("=") for item in first[len("-- ctes:") :].split(","))
-    return with_ctes(text, {cte: load(f"{folder}/{file}" if folder else file) for cte, file in pairs})
-
-
-def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
-    """``body`` preceded by the named CTEs ``ctes`` (name: SQL text).
-
-    A body that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs are
-    ``NOT MATERIALIZED`` (DuckDB): each use reads only the columns and rows it needs.
-
-    Example:
-        >>> with_ctes("WITH b AS (SELECT 2) SELECT * FROM a, b", {"a": "SELECT 1"})
-        'WITH a AS (\\nSELECT 1\\n)\\n, b AS (SELECT 2) SELECT * FROM a, b'
-    """
-    how = "AS NOT MATERIALIZED" if inline else "AS"
-    head = ",\n".join(f"{name} {how} (\n{sql}\n)" for name, sql in ctes.items())
-    lines = body.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
-    if lines and lines[first].lstrip().upper().startswith("WITH "):
-        lines[first] = "," + lines[first].lstrip()[4:]
-        return f"WITH {head}\n" + "\n".join(lines)
-    return f"WITH {head}\n{body}"
-
-
-def jsonable(value: Any) -> Any:
-    """A query value made JSON-ready: datetimes as ISO-8601 UTC (``Z``), NaN as None."""
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="microseconds") + "Z" if value.tzinfo is None else value.isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [jsonable(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return None
-    return value
+    return QUESTIONS.load(name)
 
 
 def rows(con: Connection, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -21,8 +21,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loopsight.analytics.loops import compose
-from loopsight.analytics.sql import Connection, run
+from loopsight.analytics.sql import QUESTIONS, Connection, run
+
+compose = QUESTIONS.compose
 
 STALL_KINDS = ("slow_call", "backoff", "idle_gap", "stuck")
 MIN_SAMPLES = 50

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from loopsight import analytics
-from loopsight.collector.batch import ATTR_MAP, SCHEMA
-from loopsight.collector.store import Store
+from loopsight.ingest.batch import ATTR_MAP, SCHEMA
+from loopsight.stores.duckdb_store import Store
 
 SPANS_PER_RUN = 10
 # Per run: the run span, then steps 0..3 each with a chat span and tool calls (two at step 0).

@@ -113,8 +113,8 @@ def compare_queries(path: str, before: str, repeat: int, only: list[str] | None 
 
     import duckdb
 
-    from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
     from loopsight.analytics.sql import load, rows
+    from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
 
     root = Path(__file__).resolve().parent.parent
 
@@ -265,7 +265,7 @@ def build_store(path: str, tool, runs: int) -> None:
     """A store at ``path`` holding ``runs`` runs of the load tool, derived (the writer's pass on close)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from loopsight.collector.pipeline import prepare
+    from loopsight.ingest.pipeline import prepare
 
     requests, _ = tool.build_requests(runs)
     store = store_module.Store.open(path)

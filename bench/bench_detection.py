@@ -23,7 +23,7 @@ from detection_corpus import build
 
 from loopsight import analytics
 from loopsight.analytics.derive import refresh
-from loopsight.analytics.sketch import sketch
+from loopsight.ingest.sketch import sketch
 
 
 def scale(path: str, copies: int) -> None:

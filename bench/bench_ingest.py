@@ -41,8 +41,9 @@ from pathlib import Path
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.pipeline import prepare
-from loopsight.collector.store import QueueFull, Store
+from loopsight.ingest.pipeline import prepare
+from loopsight.stores import QueueFull
+from loopsight.stores.duckdb_store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

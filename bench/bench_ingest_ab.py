@@ -2,7 +2,7 @@
 alternating rounds of ``bench/bench_ingest.py`` so both see the same machine noise.
 
     .venv/bin/python bench/bench_ingest_ab.py --baseline 6cad44b --rounds 3 \\
-        --files collector/normalize.py collector/batch.py
+        --files ingest/normalize.py ingest/batch.py
 
 The baseline is a copy of the package tree with ``--files`` taken from ``--baseline``
 (``git show``), put first on ``PYTHONPATH`` (the collector subprocess inherits it).
@@ -63,7 +63,7 @@ def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True)
-    parser.add_argument("--files", nargs="+", default=["collector/normalize.py", "collector/batch.py"])
+    parser.add_argument("--files", nargs="+", default=["ingest/normalize.py", "ingest/batch.py"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument(

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_normalize.py --baseline 6cad44b --rounds 7
 
-Loads ``collector/normalize.py``, ``collector/otlp.py`` and ``collector/batch.py`` as they
+Loads ``ingest/normalize.py``, ``ingest/otlp.py`` and ``ingest/batch.py`` as they
 were at ``--baseline`` (``git show``; the old ``otlp.py`` and ``batch.py`` import the old
 ``normalize.py``) next to the current modules, checks both give the same rows and the same
 Arrow table for every request of the load, then times parse + ``otlp.iter_rows`` +
@@ -26,9 +26,9 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector import batch as current_batch
-from loopsight.collector import normalize as current
-from loopsight.collector import otlp as current_otlp
+from loopsight.ingest import batch as current_batch
+from loopsight.ingest import normalize as current
+from loopsight.ingest import otlp as current_otlp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def one_round(otlp: ModuleType, batch: ModuleType, bodies: list[bytes]) -> float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", required=True, help="git revision of collector/normalize.py to compare with")
+    parser.add_argument("--baseline", required=True, help="git revision of ingest/normalize.py to compare with")
     parser.add_argument("--runs", type=int, default=1000, help="agent runs in the load (~13 spans each)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
@@ -72,13 +72,13 @@ def main() -> None:
             handle.write(source)
         return load_module(name, handle.name)
 
-    baseline = at_baseline("collector/normalize.py", "normalize_baseline")
-    sys.modules["loopsight.collector.normalize"] = baseline  # what the old otlp.py and batch.py import
+    baseline = at_baseline("ingest/normalize.py", "normalize_baseline")
+    sys.modules["loopsight.ingest.normalize"] = baseline  # what the old otlp.py and batch.py import
     try:
-        baseline_otlp = at_baseline("collector/otlp.py", "otlp_baseline")
-        baseline_batch = at_baseline("collector/batch.py", "batch_baseline")
+        baseline_otlp = at_baseline("ingest/otlp.py", "otlp_baseline")
+        baseline_batch = at_baseline("ingest/batch.py", "batch_baseline")
     finally:
-        sys.modules["loopsight.collector.normalize"] = current
+        sys.modules["loopsight.ingest.normalize"] = current
     bodies, total = load_module("otlp_load", args.load_tool).build_requests(args.runs)
 
     for body in bodies:

@@ -36,12 +36,14 @@ import os
 import threading
 from collections.abc import Mapping
 
+from loopsight.errors import LoopsightError
+
 DEFAULT_MAX_REQUESTS = 32
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 EXPANSION = 6
 
 
-class Overloaded(Exception):
+class Overloaded(LoopsightError):
     """Too much work in flight: answered 503 + Retry-After / UNAVAILABLE + RetryInfo."""
 
 

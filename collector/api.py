@@ -22,6 +22,7 @@ from loopsight import alerts, analytics
 from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
+from loopsight.errors import LoopsightError
 from loopsight.stores import STORE_ERRORS
 
 log = logging.getLogger("loopsight.collector")
@@ -29,11 +30,11 @@ log = logging.getLogger("loopsight.collector")
 _HEX = re.compile(r"^[0-9a-f]{32}$")
 
 
-class BadParameter(ValueError):
+class BadParameter(LoopsightError, ValueError):
     """A query parameter that cannot be used; answered 400."""
 
 
-class NotFound(LookupError):
+class NotFound(LoopsightError, LookupError):
     """Nothing is stored for what the path names; answered 404."""
 
 

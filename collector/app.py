@@ -37,8 +37,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loopsight.collector.admission import Admission, Overloaded
 from loopsight.collector.api import query_routes
 from loopsight.collector.metrics import Metrics
-from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import (
+from loopsight.collector.receiver import Receiver
+from loopsight.ingest.normalize import Limits
+from loopsight.ingest.otlp import (
     JSON,
     PROTOBUF,
     BadRequest,
@@ -48,8 +49,7 @@ from loopsight.collector.otlp import (
     media_type,
     parse_request,
 )
-from loopsight.collector.receiver import Receiver
-from loopsight.collector.store import QueueFull, StoreError
+from loopsight.stores import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
 
@@ -184,7 +184,7 @@ def create_app(
     forwarder: Any = None,
     extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
-    """The Starlette app serving ``store`` (a :class:`~loopsight.collector.store.Store` or
+    """The Starlette app serving ``store`` (a :class:`~loopsight.stores.duckdb_store.Store` or
     any writer with the same ``submit``/``reader``)."""
     metrics = metrics or Metrics()
     if metrics.store is None:

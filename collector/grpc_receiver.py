@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
-from loopsight.collector.store import QueueFull, StoreError
+from loopsight.stores import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
 

@@ -35,10 +35,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import JSON, BadRequest, decode_request
-from loopsight.collector.pipeline import prepare
-from loopsight.collector.store import QueueFull, Store
+from loopsight.ingest.normalize import Limits
+from loopsight.ingest.otlp import JSON, BadRequest, decode_request
+from loopsight.ingest.pipeline import prepare
+from loopsight.stores import QueueFull
+from loopsight.stores.duckdb_store import Store
 
 _NO_LIMIT = 1 << 62
 
@@ -164,7 +165,7 @@ def ingest_files(
 
     A file that cannot be read is reported in ``summary.errors`` (one message per file, naming
     it) and the others still load.
-    Raises :class:`~loopsight.collector.store.StoreError` when the store cannot be opened.
+    Raises :class:`~loopsight.stores.duckdb_store.StoreError` when the store cannot be opened.
     """
     summary = IngestSummary()
     started = time.perf_counter()

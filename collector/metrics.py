@@ -20,7 +20,8 @@ from typing import Any
 
 import duckdb
 
-from loopsight.collector.store import COMMIT_BUCKETS, Store
+from loopsight.stores.duckdb_store import Store
+from loopsight.stores.protocol import COMMIT_BUCKETS
 
 REASON_LABELS = {
     "invalid trace_id or span_id length": "invalid_id",

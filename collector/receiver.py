@@ -18,9 +18,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from loopsight.collector.admission import Admission
 from loopsight.collector.metrics import Metrics
-from loopsight.collector.normalize import Limits
-from loopsight.collector.pipeline import Prepared, prepare
-from loopsight.collector.store import QueueFull, StoreError
+from loopsight.ingest.normalize import Limits
+from loopsight.ingest.pipeline import Prepared, prepare
+from loopsight.stores import QueueFull, StoreError
 
 
 class Receiver:

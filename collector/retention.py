@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from loopsight.analytics.derive import prune as prune_derived
+from loopsight.stores.derive import prune as prune_derived
 
 log = logging.getLogger("loopsight.collector.retention")
 

@@ -29,14 +29,16 @@ from loopsight.collector.grpc_receiver import start_grpc
 from loopsight.collector.logs import configure_logging
 from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
-from loopsight.collector.normalize import Limits
 from loopsight.collector.retention import Retention, parse_duration
-from loopsight.collector.store import Store, StoreError
+from loopsight.errors import LoopsightError
+from loopsight.ingest.normalize import Limits
+from loopsight.stores import StoreError
+from loopsight.stores.duckdb_store import Store
 
 log = logging.getLogger("loopsight.collector")
 
 
-class StartupError(Exception):
+class StartupError(LoopsightError):
     """The collector cannot start (port taken, DB locked, ...); the message says why."""
 
 

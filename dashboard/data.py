@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from loopsight.errors import LoopsightError
+
 DEFAULT_COLLECTOR_URL = "http://127.0.0.1:4318"
 # A separate variable from the collector's LOOPSIGHT_DB: a shell that sets LOOPSIGHT_DB for
 # the collector must not make the dashboard open (and fail on the lock of) the same file.
@@ -32,7 +34,7 @@ STORE_ENV = "LOOPSIGHT_DASHBOARD_STORE"
 TOKEN_ENV = "LOOPSIGHT_TOKEN"
 
 
-class SourceError(Exception):
+class SourceError(LoopsightError):
     """The data source answered with an error; the message says what to do."""
 
 
@@ -352,8 +354,7 @@ class StoreSource(_AnalyticsQuestions):
         return f"{self.kind} {self.target}"
 
     def _connect(self) -> Any:
-        from loopsight.collector.store import StoreError
-        from loopsight.stores import StoreURLError, open_reader
+        from loopsight.stores import StoreError, StoreURLError, open_reader
 
         con = _STORE_CONNECTIONS.get(self.url)
         if con is None:

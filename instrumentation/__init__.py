@@ -5,6 +5,8 @@ Everything public here is re-exported by :mod:`loopsight`.
 
 from __future__ import annotations
 
+from loopsight.hashing import args_hash, canonical_json
+
 from .content import redact
 from .context import ContextThreadPoolExecutor, wrap_context
 from .decorators import AgentSpec, LlmSpec, ToolSpec, agent, llm, tool
@@ -20,7 +22,6 @@ from .errors import (
     unregister_classifier,
 )
 from .handles import LlmHandle, RunHandle, SpanHandle, ToolHandle, current_llm, current_run, current_step, current_tool
-from .hashing import args_hash, canonical_json
 from .setup import configure, shutdown
 from .tokens import Usage, extract_usage
 

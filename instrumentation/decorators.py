@@ -16,11 +16,11 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from opentelemetry.trace import SpanKind
 
 from loopsight import attributes as A
+from loopsight.hashing import args_hash
 
 from .content import SETTINGS as CONTENT
 from .content import render
 from .handles import _CALL, _INVALID, _RUN, LlmHandle, RunHandle, SpanHandle, ToolHandle
-from .hashing import args_hash
 from .state import STATE, internal_error
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -17,11 +17,12 @@ import sys
 from collections.abc import Callable
 
 from loopsight.attributes import ERROR_CLASSES
+from loopsight.errors import LoopsightError
 
 Classifier = Callable[[BaseException], "str | tuple[str, str] | None"]
 
 
-class ToolError(Exception):
+class ToolError(LoopsightError):
     """Base of loopsight's own error classes; ``error_class`` says how loops should react.
 
     Example:

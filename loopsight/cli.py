@@ -189,9 +189,9 @@ def collector(
     store: StoreOpt = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
-    from loopsight.collector.normalize import Limits
     from loopsight.collector.server import StartupError, serve
-    from loopsight.collector.store import StoreError
+    from loopsight.ingest.normalize import Limits
+    from loopsight.stores import StoreError
 
     try:
         serve(
@@ -268,8 +268,8 @@ def ingest(
 ) -> None:
     """Load OTLP files into the store (normalized as the collector does); exit 1 if any file was skipped."""
     from loopsight.collector.ingest import ingest_files
-    from loopsight.collector.normalize import Limits
-    from loopsight.collector.store import StoreError
+    from loopsight.ingest.normalize import Limits
+    from loopsight.stores import StoreError
 
     unreadable = [
         f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
@@ -297,8 +297,7 @@ def _fetch_runs(
 ) -> list[dict]:
     if store:
         from loopsight.analytics import list_runs
-        from loopsight.collector.store import StoreError
-        from loopsight.stores import StoreURLError, open_reader
+        from loopsight.stores import StoreError, StoreURLError, open_reader
 
         try:
             con = open_reader(store)

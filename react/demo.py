@@ -24,6 +24,7 @@ from opentelemetry.util.re import parse_env_headers
 
 import loopsight
 from loopsight import attributes as A
+from loopsight.errors import LoopsightError
 from loopsight.instrumentation.setup import otlp_exporter, otlp_protocol, traces_url
 from loopsight.instrumentation.state import STATE
 from loopsight.react.result import RunResult
@@ -183,7 +184,7 @@ def run_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, speed: fl
     return asyncio.run(arun_scenarios(runs, seed, concurrency, speed))
 
 
-class ExportFailed(RuntimeError):
+class ExportFailed(LoopsightError, RuntimeError):
     """The demo's spans did not reach the collector; the message names the endpoint and why."""
 
 

@@ -1,4 +1,4 @@
-"""Store backends behind one interface: embedded DuckDB (default) or ClickHouse.
+"""Stores behind one interface: the embedded DuckDB file (default) or ClickHouse.
 
 ``--store URL`` picks one (see :mod:`loopsight.stores.url`):
 
@@ -7,16 +7,15 @@
   OpenTelemetry Collector's ``clickhouseexporter`` (``otel_traces``).
 - ``chdb:///path/to/dir``: the same ClickHouse engine embedded in this process.
 
-:func:`open_reader` returns a connection the analytics accept (DuckDB connection or
-:class:`~loopsight.stores.clickhouse.ClickHouseConnection`); :func:`open_writer` returns
-an object with the collector store's ``submit(arrow) -> Future``, ``reader()``,
-``queue_depth``, ``stats`` and ``close()``.
+:func:`open_writer` returns a :class:`Writer` (the collector's store: ``submit(arrow) ->
+Future``, ``reader()``, ``close()``), :func:`open_reader` a :class:`Reader` (DuckDB-dialect
+SQL in, JSON-ready rows out) — the only two things the layers above use.
 
 Example:
     >>> from loopsight.stores import open_reader
-    >>> from loopsight.analytics.runs import list_runs
-    >>> con = open_reader("chdb:///var/lib/loopsight/ch")  # doctest: +SKIP
-    >>> list_runs(con, limit=5)  # doctest: +SKIP
+    >>> from loopsight.analytics import list_runs
+    >>> reader = open_reader("chdb:///var/lib/loopsight/ch")  # doctest: +SKIP
+    >>> list_runs(reader, limit=5)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,9 +25,24 @@ from typing import Any
 import duckdb
 
 from loopsight.stores.clickhouse import ClickHouseError
+from loopsight.stores.protocol import QueueFull, Reader, StoreError, Writer, WriterStats
 from loopsight.stores.url import StoreURL, StoreURLError, parse_store_url
 
-__all__ = ["STORE_ERRORS", "StoreURL", "StoreURLError", "dialect", "open_reader", "open_writer", "parse_store_url"]
+__all__ = [
+    "STORE_ERRORS",
+    "QueueFull",
+    "Reader",
+    "StoreError",
+    "StoreURL",
+    "StoreURLError",
+    "Writer",
+    "WriterStats",
+    "dialect",
+    "ingest_request",
+    "open_reader",
+    "open_writer",
+    "parse_store_url",
+]
 
 STORE_ERRORS: tuple[type[Exception], ...] = (duckdb.Error, ClickHouseError)
 """What a statement on either store raises when it fails (``except STORE_ERRORS``)."""
@@ -42,7 +56,7 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     """A read connection for ``url``.
 
     DuckDB: a read-only connection (fails with a clear ``StoreError`` while a collector holds
-    the file). ClickHouse: a connection whose views are brought up to date first when
+    the file). ClickHouse: a connection whose schema is brought up to date first when
     ``migrate`` (the exporter may have created ``otel_traces`` alone).
 
     Example:
@@ -53,16 +67,14 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     """
     parsed = _parsed(url)
     if parsed.scheme == "duckdb":
-        import duckdb
-
-        from loopsight.collector.store import StoreError, _explain_io_error
+        from loopsight.stores.duckdb_store import DuckDBReader
+        from loopsight.stores.files import explain_io_error
 
         try:
-            return duckdb.connect(parsed.path, read_only=True)
+            return DuckDBReader(duckdb.connect(parsed.path, read_only=True))
         except (duckdb.IOException, duckdb.CatalogException) as exc:
-            raise StoreError(_explain_io_error(parsed.path, exc)) from None
-    from loopsight.collector.store import StoreError
-    from loopsight.stores.clickhouse import ClickHouseError, connect
+            raise StoreError(explain_io_error(parsed.path, exc)) from None
+    from loopsight.stores.clickhouse import connect
     from loopsight.stores.clickhouse_schema import upgrade
 
     try:
@@ -75,7 +87,7 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
 
 
 def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
-    """The collector's writer for ``url``: ``Store`` (DuckDB) or ``ClickHouseWriter``.
+    """The collector's writer for ``url``: the DuckDB ``Store`` or the ClickHouse writer.
 
     Example:
         >>> writer = open_writer("chdb:///tmp/loopsight-doc-ch")  # doctest: +SKIP
@@ -83,7 +95,7 @@ def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
     """
     parsed = _parsed(url)
     if parsed.scheme == "duckdb":
-        from loopsight.collector.store import Store
+        from loopsight.stores.duckdb_store import Store
 
         return Store.open(parsed.path, **kwargs)
     from loopsight.stores.clickhouse_writer import ClickHouseWriter
@@ -91,6 +103,23 @@ def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
     return ClickHouseWriter.open(parsed, **kwargs)
 
 
+def ingest_request(writer: Any, request: Any, limits: Any = None, timeout: float = 60.0) -> int:
+    """Normalize an OTLP request, queue it and wait for the commit; the spans accepted.
+
+    Raises ``QueueFull`` if the writer is saturated and ``StoreError`` if the commit fails.
+
+    Example:
+        >>> ingest_request(store, spans_to_request(spans))  # doctest: +SKIP
+        3
+    """
+    from loopsight.ingest import prepare
+
+    prepared = prepare(request, limits)
+    if prepared.table is None:
+        return 0
+    return int(writer.submit(prepared.table).result(timeout=timeout))
+
+
 def dialect(con: Any) -> str:
     """``"clickhouse"`` for a ClickHouse connection, else ``"duckdb"``."""
-    return getattr(con, "sql_dialect", "duckdb")
+    return str(getattr(con, "dialect", None) or getattr(con, "sql_dialect", "duckdb"))

@@ -29,12 +29,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from loopsight.errors import LoopsightError
 from loopsight.stores.url import StoreURL
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
 
 
-class ClickHouseError(Exception):
+class ClickHouseError(LoopsightError):
     """A ClickHouse statement failed or the engine cannot be reached; the message says why."""
 
 

@@ -11,7 +11,7 @@ On top, ordered migrations (recorded in ``loopsight_schema_migrations``):
 - ``loopsight_<column>``: ``MATERIALIZED`` columns added to ``otel_traces`` (the
   exporter's INSERT names its columns, so it is unaffected) holding the typed agent
   columns of the DuckDB ``spans`` table, computed at insert from ``SpanAttributes`` by the rules of
-  :mod:`loopsight.collector.normalize` (the SQL is generated from that module's
+  :mod:`loopsight.ingest.normalize` (the SQL is generated from that module's
   vocabularies and error-class patterns, so the two paths cannot drift apart).
 - ``spans``: a view with the DuckDB ``spans`` column names, plus ``run_id`` (the top-most
   ``invoke_agent`` ancestor, from the ``loopsight_run_index`` table), so the analytics'
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from loopsight import attributes as A
-from loopsight.collector import normalize as N
+from loopsight.ingest import normalize as N
 from loopsight.stores.clickhouse import ClickHouseConnection
 from loopsight.stores.clickhouse_run_index import INDEX_TABLE, STATE_TABLE
 from loopsight.stores.clickhouse_sketch import sketch_sql
@@ -117,7 +117,7 @@ class SchemaOptions:
         return template.format(table=self.table, cluster=cluster, engine=self.engine, ttl=ttl, ttl_ts=ttl_ts)
 
 
-# --- the typed columns, generated from loopsight.collector.normalize ----------------------
+# --- the typed columns, generated from loopsight.ingest.normalize ----------------------
 
 
 def _lit(text: str) -> str:

@@ -1,8 +1,8 @@
-"""The tool-argument similarity sketch (:mod:`loopsight.analytics.sketch`) as a ClickHouse expression.
+"""The tool-argument similarity sketch (:mod:`loopsight.ingest.sketch`) as a ClickHouse expression.
 
 Spans the OpenTelemetry Collector's exporter writes keep their raw arguments in
 ``SpanAttributes``, so ``otel_traces.loopsight_args_sketch`` computes the sketch at insert
-with the same steps and constants as :func:`loopsight.analytics.sketch.sketch`:
+with the same steps and constants as :func:`loopsight.ingest.sketch.sketch`:
 
 1. first 2,048 characters, NFKC, lower case, JSON keys (``"key":``) replaced by a space;
 2. words ``[\\pL\\pN]+`` (Python's ``[^\\W_]+``); alphabetic words of at most 15 characters
@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from loopsight.analytics import sketch as S
+from loopsight.ingest import sketch as S
 
 _K1, _K2, _K3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 _VOWELS = "[" + ",".join(f"'{v}'" for v in sorted(S._VOWELS)) + "]"

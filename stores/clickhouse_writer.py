@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from loopsight.collector.store import QueueFull, StoreError, WriterStats
+from loopsight.stores import QueueFull, StoreError, WriterStats
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
 from loopsight.stores.clickhouse_run_index import index_traces
 from loopsight.stores.clickhouse_schema import upgrade

@@ -23,7 +23,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from loopsight import attributes as A
-from loopsight.collector.normalize import SPAN_KINDS, STATUS_CODES, any_value_to_str
+from loopsight.ingest.normalize import SPAN_KINDS, STATUS_CODES, any_value_to_str
 
 ATTR_MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("ns")
@@ -64,7 +64,7 @@ def request_to_otel_traces(request: ExportTraceServiceRequest) -> pa.Table:
     """The rows the exporter would insert for ``request`` (attributes as a string map).
 
     Example:
-        >>> from loopsight.collector.pipeline import spans_to_request  # doctest: +SKIP
+        >>> from loopsight.ingest.pipeline import spans_to_request  # doctest: +SKIP
         >>> request_to_otel_traces(spans_to_request(spans)).column("SpanKind")  # doctest: +SKIP
     """
     columns: dict[str, list[object]] = {name: [] for name in OTEL_TRACES_SCHEMA.names}

@@ -23,11 +23,13 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from loopsight.errors import LoopsightError
+
 SCHEMES = ("duckdb", "clickhouse", "clickhouses", "chdb")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class StoreURLError(ValueError):
+class StoreURLError(LoopsightError, ValueError):
     """The ``--store`` URL cannot be used; the message says what is wrong and what is expected."""
 
 

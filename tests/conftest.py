@@ -10,7 +10,7 @@ factory behind it, for extra flags, a token, a chosen DB file or several collect
         httpx.post(front.url + "/v1/traces", headers=front.headers, ...)
 
 ``collector_launcher`` is the same factory at session scope, for module-scoped collectors.
-``store`` is a :class:`loopsight.collector.store.Store` on a DuckDB file in ``tmp_path``.
+``store`` is a :class:`loopsight.stores.duckdb_store.Store` on a DuckDB file in ``tmp_path``.
 
 Markers are applied here, not by hand (``make test-fast`` deselects them): ``subprocess`` for a
 test that starts a process (a collector fixture, a folder of such tests, or a module that uses
@@ -55,7 +55,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = set(getattr(item, "fixturenames", ()))
         if folder in _PROCESS_FOLDERS or fixtures & _PROCESS_FIXTURES or _module_uses(item, "subprocess"):
             item.add_marker(pytest.mark.subprocess)
-        if folder in _CHDB_FOLDERS or fixtures & _CHDB_FIXTURES or _module_uses(item, "chdb", "connect_chdb"):
+        chdb = folder in _CHDB_FOLDERS or fixtures & _CHDB_FIXTURES or "chdb" in item.name
+        if chdb or _module_uses(item, "chdb", "connect_chdb"):
             item.add_marker(pytest.mark.chdb)
 
 
@@ -256,8 +257,8 @@ def collector_server(start_collector: Callable[..., CollectorProcess]) -> Collec
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
-    """A real :class:`~loopsight.collector.store.Store` on ``tmp_path/store.duckdb``."""
-    from loopsight.collector.store import Store
+    """A real :class:`~loopsight.stores.duckdb_store.Store` on ``tmp_path/store.duckdb``."""
+    from loopsight.stores.duckdb_store import Store
 
     opened = Store.open(str(tmp_path / "store.duckdb"))
     yield opened
@@ -265,4 +266,4 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 if TYPE_CHECKING:
-    from loopsight.collector.store import Store
+    from loopsight.stores.duckdb_store import Store

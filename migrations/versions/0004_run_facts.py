@@ -6,10 +6,8 @@ Revises: 0003
 The dashboard's questions are about runs, not spans: these tables hold one row per run
 (rollups), the loops detected in each run, and each run's input tokens per step. The
 writer recomputes them for the traces a commit touched, inside the same transaction
-(``loopsight.analytics.derive``). Upgrading an existing file fills them from its spans.
+(``loopsight.stores.derive``). Migration 0007 queues every stored trace for derivation, which fills them.
 """
-
-from typing import Any
 
 from alembic import op
 
@@ -76,14 +74,6 @@ def upgrade() -> None:
         )
         """
     )
-    from loopsight.analytics.derive import refresh
-
-    refresh(_driver_connection(), tables=("run_facts", "run_loops", "run_steps"))
-
-
-def _driver_connection() -> Any:
-    """The DuckDB connection under Alembic's SQLAlchemy connection."""
-    return op.get_bind().connection.driver_connection
 
 
 def downgrade() -> None:

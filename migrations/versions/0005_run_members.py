@@ -9,12 +9,10 @@ of both moves to ingest like run_loops/run_steps: ``run_members`` holds, per mem
 run, its own call time, retry backoff, the idle gap before it and its start offset (the rows
 of ``stalls_members.sql``); ``run_growth`` holds each run's centred log-log sums (the rows of
 ``burn_growth.sql``). The writer recomputes them for the traces a commit touched
-(``loopsight.analytics.derive``). Upgrading an existing file fills them from its spans and
+(``loopsight.stores.derive``). Migration 0007 queues every stored trace for derivation, which fills them and
 recomputes the other derived tables too: ``run_facts.llm_calls`` no longer counts an llm span
 nested under an llm span (another instrumentation's chat span inside our model call).
 """
-
-from typing import Any
 
 from alembic import op
 
@@ -58,14 +56,6 @@ def upgrade() -> None:
         )
         """
     )
-    from loopsight.analytics.derive import refresh
-
-    refresh(_driver_connection())
-
-
-def _driver_connection() -> Any:
-    """The DuckDB connection under Alembic's SQLAlchemy connection."""
-    return op.get_bind().connection.driver_connection
 
 
 def downgrade() -> None:

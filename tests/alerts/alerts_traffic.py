@@ -1,7 +1,7 @@
 """Fixture traffic: agent runs built with the real OTel SDK at chosen times, ingested for real.
 
 Spans get explicit start/end times so tests can place runs in windows around an injected
-clock instead of sleeping. Ingest goes through ``loopsight.collector.pipeline`` (OTLP
+clock instead of sleeping. Ingest goes through ``loopsight.ingest.pipeline`` (OTLP
 encode -> normalize -> Arrow -> the store's writer).
 """
 
@@ -18,8 +18,9 @@ from opentelemetry.trace import Status, StatusCode
 from service_tracers import ServiceTracers
 
 from loopsight import attributes as A
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 T0 = datetime(2026, 3, 2, 12, 0, 0)
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from alerts_traffic import Hook, Traffic
 
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 
 @pytest.fixture

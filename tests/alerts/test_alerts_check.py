@@ -21,7 +21,7 @@ from rich.console import Console
 from loopsight.alerts import Evaluator, Notifier, check
 from loopsight.alerts.evaluator import utcnow
 from loopsight.collector.app import Settings, create_app
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 RULES = """
 [[rules]]

@@ -9,9 +9,10 @@ from typing import Any
 from alerts_traffic import Call, Hook, Traffic
 
 from loopsight.alerts import Evaluator, Notifier
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import spans_to_request
 from loopsight.react.demo import run_scenarios
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 
 def test_demo_traffic_fires_then_resolves(

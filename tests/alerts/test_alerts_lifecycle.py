@@ -14,9 +14,9 @@ import pytest
 from alerts_traffic import T0, Call, Hook, Traffic
 
 from loopsight.alerts import Evaluator, Notifier, alerts_overview
-from loopsight.collector.store import Store
 from loopsight.stores import open_writer
 from loopsight.stores.clickhouse import chdb_open_path
+from loopsight.stores.duckdb_store import Store
 
 MIN = timedelta(minutes=1)
 

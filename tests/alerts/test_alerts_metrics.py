@@ -11,7 +11,7 @@ from loopsight.alerts import AgentGauges, MetricSpec, gauges, measure, prometheu
 from loopsight.analytics import tool_stats
 from loopsight.analytics.loops import loop_rate
 from loopsight.analytics.stalls import MIN_SAMPLES
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 SINCE, UNTIL = T0 - timedelta(minutes=5), T0
 

@@ -18,7 +18,7 @@ from loopsight.alerts import (
     slack_payload,
     webhook_payload,
 )
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 
 def rule_for(url: str, kind: str = "webhook"):

@@ -14,8 +14,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from service_tracers import ServiceTracers
 
 from loopsight import attributes as A
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 T0 = datetime(2026, 1, 10)
 

@@ -22,7 +22,7 @@ from datetime import timedelta
 import duckdb
 from analytics_fixture import T0, Call, Recorder, RunInfo, Step
 
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 DAY = timedelta(days=1)
 

@@ -9,7 +9,7 @@ import pytest
 from analytics_fixture import Recorder
 from analytics_world import World, record_world
 
-from loopsight.collector.store import Store
+from loopsight.stores.duckdb_store import Store
 
 
 @pytest.fixture(scope="package")

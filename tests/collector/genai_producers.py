@@ -119,7 +119,7 @@ def main(vocabulary: str, base_url: str, out: str) -> None:
             loop(openai.OpenAI(**client_kwargs), get_order)
         provider.force_flush()
 
-    from loopsight.collector.pipeline import spans_to_request
+    from loopsight.ingest.pipeline import spans_to_request
 
     with open(out, "wb") as f:
         f.write(spans_to_request(memory.get_finished_spans()).SerializeToString())

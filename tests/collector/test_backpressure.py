@@ -23,8 +23,8 @@ from starlette.testclient import TestClient
 
 from loopsight.collector.app import Settings, create_app
 from loopsight.collector.grpc_receiver import start_grpc
-from loopsight.collector.pipeline import prepare
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import prepare
+from loopsight.stores.duckdb_store import Store
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from spans import make_run, request_of
 
-from loopsight.collector.pipeline import prepare
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import prepare
 from loopsight.migrations import current, upgrade
+from loopsight.stores.duckdb_store import Store
 
 PB = {"Content-Type": "application/x-protobuf"}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 from spans import memory_tracer
 
-from loopsight.collector.pipeline import ingest_request, spans_to_request
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
 
 
 def _finished_spans(n: int = 3):

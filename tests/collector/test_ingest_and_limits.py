@@ -16,7 +16,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spans import kv, make_run, request_of, span_count
 
 from loopsight.collector.ingest import ingest_files
-from loopsight.collector.normalize import TRUNCATION_MARKER, Limits, normalize_span
+from loopsight.ingest.normalize import TRUNCATION_MARKER, Limits, normalize_span
 
 
 def hexify(data: dict) -> dict:
@@ -170,7 +170,7 @@ def test_content_is_dropped_unless_captured_but_still_hashed():
 
 
 def test_out_of_range_numbers_do_not_break_a_batch(store):
-    from loopsight.collector.pipeline import ingest_request
+    from loopsight.stores import ingest_request
 
     spans = make_run(tools=1)
     spans[0].attributes.extend([kv("gen_ai.usage.input_tokens", "9" * 40), kv("loopsight.step", 2**40)])

@@ -11,9 +11,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, Instr
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from loopsight.collector.batch import to_arrow
-from loopsight.collector.normalize import MAX_KEY_LENGTH, TRUNCATION_MARKER, Limits, attributes_to_dict, normalize_span
-from loopsight.collector.otlp import iter_rows
+from loopsight.ingest.batch import to_arrow
+from loopsight.ingest.normalize import MAX_KEY_LENGTH, TRUNCATION_MARKER, Limits, attributes_to_dict, normalize_span
+from loopsight.ingest.otlp import iter_rows
 
 VALUES = [
     ("s", AnyValue(string_value="text"), "text"),
@@ -155,7 +155,7 @@ def _tool_span(i: int, attributes: list[KeyValue]) -> Span:
 
 def test_arguments_longer_than_the_limit_are_hashed_whole():
     """Arguments that differ only past the cut are different calls, not a loop."""
-    from loopsight.instrumentation.hashing import args_hash
+    from loopsight.hashing import args_hash
 
     rows = []
     for i in range(2):

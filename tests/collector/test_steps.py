@@ -15,7 +15,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from spans import memory_tracer
 
-from loopsight.collector.pipeline import ingest_request, spans_to_request
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
 
 T0 = 1_767_000_000_000_000_000
 MS = 1_000_000

@@ -20,7 +20,7 @@ from fake_openai import serve_fake_openai
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from loopsight.collector.ingest import iter_requests
-from loopsight.collector.pipeline import ingest_request
+from loopsight.stores import ingest_request
 
 HERE = Path(__file__).parent
 PRODUCERS = ("openai-v2", "openinference", "traceloop")

@@ -28,8 +28,9 @@ class FilledDB:
 
 def _fill(path: str, **emit_kwargs: object) -> FilledDB:
     """A DuckDB file at ``path`` holding what :func:`in_memory` emits with ``emit_kwargs``."""
-    from loopsight.collector.pipeline import ingest_request, spans_to_request
-    from loopsight.collector.store import Store
+    from loopsight.ingest.pipeline import spans_to_request
+    from loopsight.stores import ingest_request
+    from loopsight.stores.duckdb_store import Store
 
     emitted, spans = in_memory(**emit_kwargs)
     store = Store.open(path)
@@ -59,7 +60,7 @@ def looping_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
 @pytest.fixture(scope="module")
 def empty_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A migrated DuckDB file with no spans."""
-    from loopsight.collector.store import Store
+    from loopsight.stores.duckdb_store import Store
 
     path = str(tmp_path_factory.mktemp("dashboard-empty") / "empty.duckdb")
     Store.open(path).close()

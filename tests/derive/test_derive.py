@@ -34,12 +34,13 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span  # noqa: E402
 from spans import make_run, request_of  # noqa: E402
 
 from loopsight import analytics  # noqa: E402
-from loopsight.analytics.loops import compose  # noqa: E402
-from loopsight.analytics.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE  # noqa: E402
-from loopsight.analytics.sql import load, rows  # noqa: E402
-from loopsight.collector.pipeline import ingest_request, spans_to_request  # noqa: E402
-from loopsight.collector.store import Store  # noqa: E402
+from loopsight.analytics.sql import QUESTIONS, rows  # noqa: E402
+from loopsight.ingest.pipeline import spans_to_request  # noqa: E402
+from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE  # noqa: E402
 from loopsight.migrations.runner import head, upgrade  # noqa: E402
+from loopsight.stores import ingest_request  # noqa: E402
+from loopsight.stores.duckdb_store import Store  # noqa: E402
+from loopsight.stores.sqlfiles import DERIVE, with_ctes  # noqa: E402
 
 FILTERS = {"since": None, "until": None, "agent": None, "service": None}
 GROWTH = ["trace_id", "run_id", "agent", "points", "sxx", "sxy", "syy"]
@@ -95,11 +96,12 @@ def _sorted(found: list[dict[str, Any]], keys: list[str]) -> list[tuple[Any, ...
 def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str, list[tuple[Any, ...]]]:
     """The derivations computed from scratch over every stored span, and (``questions``) the
     stall and growth answers from them (their run totals come from run_facts)."""
-    facts = rows(con, load("derive_runs"))
-    loops = rows(con, compose("loops", loop_rows="loops_core"), {**LOOP_PARAMS, "kind": None, "limit": 1_000_000})
-    steps = rows(con, load("burn_steps"), FILTERS)
-    growth = rows(con, compose("burn_growth", burn_steps="burn_steps"), FILTERS)
-    members = rows(con, load("stalls_members"), FILTERS)
+    facts = rows(con, DERIVE.load("derive_runs"))
+    loops_sql = with_ctes(QUESTIONS.load("loops"), {"loop_rows": DERIVE.load("loops_core")})
+    loops = rows(con, loops_sql, {**LOOP_PARAMS, "kind": None, "limit": 1_000_000})
+    steps = rows(con, DERIVE.load("burn_steps"), FILTERS)
+    growth = rows(con, DERIVE.compose("burn_growth", burn_steps="burn_steps"), FILTERS)
+    members = rows(con, DERIVE.load("stalls_members"), FILTERS)
     found = {
         "run_facts": _sorted(facts, list(facts[0]) if facts else []),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
@@ -108,8 +110,12 @@ def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) 
         "run_members": _sorted(members, MEMBERS),
     }
     if questions:
-        found["stalls"] = _sorted(rows(con, compose("stalls", members="stalls_members"), STALL_PARAMS), STALL_KEYS)
-        burn = compose("burn_agents", burn_steps="burn_steps", growth_rows="burn_growth")
+        stalls = with_ctes(QUESTIONS.load("stalls"), {"members": DERIVE.load("stalls_members")})
+        found["stalls"] = _sorted(rows(con, stalls, STALL_PARAMS), STALL_KEYS)
+        growth_sql = DERIVE.compose("burn_growth", burn_steps="burn_steps")
+        burn = with_ctes(
+            QUESTIONS.load("burn_agents"), {"burn_steps": DERIVE.load("burn_steps"), "growth_rows": growth_sql}
+        )
         found["burn_agents"] = _sorted(rows(con, burn, BURN_PARAMS), BURN_KEYS)
     return found
 
@@ -121,7 +127,7 @@ def derived(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str,
     steps = rows(con, "SELECT trace_id, run_id, agent, step, input_tokens FROM run_steps")
     growth = rows(con, "SELECT * FROM run_growth")
     members = rows(con, "SELECT * FROM run_members")
-    expected_keys = list(rows(con, load("derive_runs") + " LIMIT 1")[0]) if facts else []
+    expected_keys = list(rows(con, DERIVE.load("derive_runs") + " LIMIT 1")[0]) if facts else []
     found = {
         "run_facts": _sorted(facts, expected_keys),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
@@ -316,8 +322,8 @@ def test_upgrading_an_existing_file_backfills_the_derived_tables(tmp_path: Path,
 _ACK_THEN_HANG = """
 import sys, time
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from loopsight.collector.pipeline import ingest_request
-from loopsight.collector.store import Store
+from loopsight.stores import ingest_request  # noqa: E402
+from loopsight.stores.duckdb_store import Store
 store = Store.open(sys.argv[1], derive_interval=3600, derive_max_wait=3600)  # no derive pass until asked
 ingest_request(store, ExportTraceServiceRequest.FromString(sys.stdin.buffer.read()))
 pending = store._con.cursor().execute("SELECT count(DISTINCT trace_id) FROM derive_pending").fetchone()[0]

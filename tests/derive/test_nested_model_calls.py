@@ -12,9 +12,11 @@ from pathlib import Path
 from nested_model_spans import TURNS, nested_model_spans
 
 from loopsight import analytics
-from loopsight.analytics.sql import load, rows
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.analytics.sql import rows
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
+from loopsight.stores.sqlfiles import DERIVE
 
 
 def test_nested_model_spans_are_one_call_per_turn(tmp_path: Path) -> None:
@@ -28,7 +30,7 @@ def test_nested_model_spans_are_one_call_per_turn(tmp_path: Path) -> None:
         (run,) = analytics.list_runs(con)
         assert (run["steps"], run["llm_calls"], run["tool_calls"]) == (TURNS, TURNS, TURNS)
         assert (run["input_tokens"], run["output_tokens"]) == (100 + 200 + 300, 7 * TURNS)
-        assert rows(con, load("derive_runs"))[0]["llm_calls"] == TURNS  # the rule over the spans agrees
+        assert rows(con, DERIVE.load("derive_runs"))[0]["llm_calls"] == TURNS  # the rule over the spans agrees
         detail = analytics.trace_detail(con, run["trace_id"])
         assert [s["llm_calls"] for s in detail["steps"]] == [1] * TURNS
         judged = con.execute(

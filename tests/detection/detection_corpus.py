@@ -39,9 +39,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from loopsight.analytics.burn import burn
 from loopsight.analytics.loops import loop_run_ids
 from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
-from loopsight.instrumentation.hashing import args_hash, canonical_json
+from loopsight.hashing import args_hash, canonical_json
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 VOCABULARIES = ("loopsight", "openinference", "traceloop", "genai")
 LOOP_KINDS = ("exact", "oscillation", "repeated_error", "semantic")

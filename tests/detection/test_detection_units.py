@@ -10,10 +10,11 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from loopsight import analytics
-from loopsight.analytics.sketch import near, sketch
 from loopsight.collector.api import query_routes
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.ingest.sketch import near, sketch
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 
 def _run(index: int, calls: list[Call], vocab: str = "genai", tokens: int = 1000, **kw) -> RunSpec:

@@ -6,15 +6,16 @@ import pytest
 
 import loopsight
 from loopsight import attributes as A
+from loopsight import redaction
 from loopsight.instrumentation import content
 
 
 @pytest.fixture
 def capture():
-    saved = (content.SETTINGS.enabled, content.SETTINGS.max_length, list(content.SETTINGS.patterns))
+    saved = (content.SETTINGS.enabled, content.SETTINGS.max_length, list(redaction.USER_PATTERNS))
     content.set_capture(True)
     yield content.SETTINGS
-    content.SETTINGS.enabled, content.SETTINGS.max_length, content.SETTINGS.patterns[:] = saved
+    content.SETTINGS.enabled, content.SETTINGS.max_length, redaction.USER_PATTERNS[:] = saved
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 MODULES = [
-    "hashing",
+    "loopsight.hashing",
+    "loopsight.redaction",
+    "loopsight.errors",
     "errors",
     "content",
     "tokens",
@@ -24,10 +26,11 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name, loopsight_spans):
-    from loopsight.instrumentation import content, errors
+    from loopsight import redaction
+    from loopsight.instrumentation import errors
 
-    saved = (dict(errors._registered), list(errors._classifiers), list(content.SETTINGS.patterns))
-    module = importlib.import_module(f"loopsight.instrumentation.{name}")
+    saved = (dict(errors._registered), list(errors._classifiers), list(redaction.USER_PATTERNS))
+    module = importlib.import_module(name if name.startswith("loopsight.") else f"loopsight.instrumentation.{name}")
     try:
         result = doctest.testmod(
             module, optionflags=doctest.ELLIPSIS, extraglobs={"loopsight": importlib.import_module("loopsight")}
@@ -36,6 +39,6 @@ def test_docstring_examples(name, loopsight_spans):
         errors._registered.clear()
         errors._registered.update(saved[0])
         errors._classifiers[:] = saved[1]
-        content.SETTINGS.patterns[:] = saved[2]
+        redaction.USER_PATTERNS[:] = saved[2]
     assert result.attempted > 0 or name in ("state", "nesting", "testing", "handles")
     assert result.failed == 0

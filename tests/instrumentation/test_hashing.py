@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopsight import args_hash
-from loopsight.instrumentation.hashing import canonical_json
+from loopsight.hashing import canonical_json
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

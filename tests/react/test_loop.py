@@ -397,7 +397,8 @@ def test_the_same_error_three_times_in_a_row_ends_the_run_with_repeated_error(lo
 
 def test_a_run_the_guard_stops_on_repeated_error_is_a_repeated_error_loop_in_the_analytics(loopsight_spans, store):
     from loopsight import analytics
-    from loopsight.collector.pipeline import ingest_request, spans_to_request
+    from loopsight.ingest.pipeline import spans_to_request
+    from loopsight.stores import ingest_request
 
     def missing(order_id: str) -> dict:
         raise loopsight.PermanentToolError("no such order", error_type="not_found")

@@ -66,8 +66,8 @@ def seeded_spans() -> tuple[list, set[str]]:
 @pytest.fixture
 def seeded_collector(start_collector, tmp_path):
     """A collector on a file already holding seeded rows; yields (server, ids, checksum before)."""
-    from loopsight.collector.pipeline import ingest_request
-    from loopsight.collector.store import Store
+    from loopsight.stores import ingest_request
+    from loopsight.stores.duckdb_store import Store
 
     db = tmp_path / "seeded.duckdb"
     spans, ids = seeded_spans()

@@ -28,7 +28,7 @@ BAD = {
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from loopsight.collector.store import Store
+    from loopsight.stores.duckdb_store import Store
 
     path = str(tmp_path_factory.mktemp("rules") / "empty.duckdb")
     Store.open(path).close()

@@ -138,7 +138,7 @@ def test_redaction_stays_linear_on_hostile_values(text: str) -> None:
     built to make the patterns backtrack must still take milliseconds, not a CPU second."""
     import time
 
-    from loopsight.instrumentation.content import redact
+    from loopsight.redaction import redact
 
     started = time.perf_counter()
     for _ in range(5):

@@ -43,7 +43,7 @@ def test_reader_cannot_switch_external_access_back_on(store) -> None:
 
 
 def test_writer_still_commits_with_external_access_off(store) -> None:
-    from loopsight.collector.pipeline import ingest_request
+    from loopsight.stores import ingest_request
 
     assert ingest_request(store, request_of([tool_span(b"\x01" * 16, b"\x02" * 8, 1_700_000_000_000_000_000)])) == 1
     reader = store.reader()

@@ -15,11 +15,12 @@ import pytest
 
 pytest.importorskip("chdb")
 
-from loopsight.collector.pipeline import ingest_request, spans_to_request
-from loopsight.collector.store import Store
+from loopsight.ingest.pipeline import spans_to_request
+from loopsight.stores import ingest_request
 from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb
 from loopsight.stores.clickhouse_run_index import index_new_spans
 from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.duckdb_store import Store
 from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .fixture_spans import build

@@ -15,7 +15,7 @@ from typing import Any
 from nested_model_spans import TURNS, nested_model_spans
 
 from loopsight import analytics
-from loopsight.collector.pipeline import spans_to_request
+from loopsight.ingest.pipeline import spans_to_request
 
 from .test_parity import _same
 

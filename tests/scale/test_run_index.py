@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from loopsight.analytics.runs import list_runs
-from loopsight.collector.pipeline import prepare
+from loopsight.ingest.pipeline import prepare
 from loopsight.stores.clickhouse_run_index import index_new_spans, refresh, watermark
 from loopsight.stores.clickhouse_writer import ClickHouseWriter
 from loopsight.stores.otel_rows import request_to_otel_traces

@@ -1,4 +1,4 @@
-"""The argument sketch on ClickHouse is ``loopsight.analytics.sketch.sketch``, bit for bit."""
+"""The argument sketch on ClickHouse is ``loopsight.ingest.sketch.sketch``, bit for bit."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loopsight.analytics import sketch as S
-from loopsight.collector.pipeline import prepare
+from loopsight.ingest import sketch as S
+from loopsight.ingest.pipeline import prepare
 from loopsight.stores.clickhouse_sketch import sketch_sql
 from loopsight.stores.clickhouse_writer import ClickHouseWriter
 

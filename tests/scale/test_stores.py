@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from loopsight.analytics.runs import list_runs
-from loopsight.collector.pipeline import prepare
+from loopsight.ingest.pipeline import prepare
 from loopsight.stores import StoreURLError, open_reader, parse_store_url
 from loopsight.stores.clickhouse import ClickHouseError, format_param
 from loopsight.stores.clickhouse_writer import ClickHouseWriter

@@ -18,21 +18,22 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.collector.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row, truncated
+from loopsight.errors import LoopsightError
+from loopsight.ingest.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row, truncated
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
 
-class BadRequest(Exception):
+class BadRequest(LoopsightError):
     """Malformed input: answered 400 / INVALID_ARGUMENT with this message."""
 
 
-class TooLarge(Exception):
+class TooLarge(LoopsightError):
     """Body over the limit after decompression: answered 413."""
 
 
-class UnsupportedMediaType(Exception):
+class UnsupportedMediaType(LoopsightError):
     """Neither protobuf nor JSON: answered 415."""
 
 

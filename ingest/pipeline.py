@@ -1,7 +1,7 @@
-"""In-process ingest: OTLP request -> normalized Arrow batch -> committed in the store.
+"""OTLP request -> normalized Arrow batch (no I/O): what every path into a store goes through.
 
-The HTTP and gRPC receivers, ``loopsight ingest`` and test fixtures all go through
-:func:`prepare`; :func:`ingest_request` adds the wait for the commit.
+The HTTP and gRPC receivers, ``loopsight ingest`` and test fixtures all call :func:`prepare`;
+``loopsight.stores.ingest_request`` adds the submit and the wait for the commit.
 
 Example:
     >>> from opentelemetry.sdk.trace import TracerProvider
@@ -13,7 +13,7 @@ Example:
     >>> with provider.get_tracer("doc").start_as_current_span("execute_tool search"):
     ...     pass
     >>> request = spans_to_request(exporter.get_finished_spans())
-    >>> ingest_request(store, request)  # doctest: +SKIP
+    >>> prepare(request).accepted
     1
 """
 
@@ -28,10 +28,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from loopsight.collector.batch import to_arrow
-from loopsight.collector.normalize import Limits
-from loopsight.collector.otlp import iter_rows
-from loopsight.collector.store import Store
+from loopsight.ingest.batch import to_arrow
+from loopsight.ingest.normalize import Limits
+from loopsight.ingest.otlp import iter_rows
 
 
 @dataclass
@@ -67,19 +66,6 @@ def prepare(request: ExportTraceServiceRequest, limits: Limits | None = None) ->
         else:
             rows.append(item)
     return Prepared(to_arrow(rows) if rows else None, rejected)
-
-
-def ingest_request(
-    store: Store, request: ExportTraceServiceRequest, limits: Limits | None = None, timeout: float = 60.0
-) -> int:
-    """Normalize, queue and wait for the commit; returns the number of spans accepted.
-
-    Raises ``QueueFull`` if the writer is saturated and ``StoreError`` if the commit fails.
-    """
-    prepared = prepare(request, limits)
-    if prepared.table is None:
-        return 0
-    return store.submit(prepared.table).result(timeout=timeout)
 
 
 def spans_to_request(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:

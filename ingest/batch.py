@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from loopsight.collector.normalize import SpanRow
+from loopsight.ingest.normalize import SpanRow
 
 ATTR_MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("us")

@@ -27,9 +27,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
 from loopsight import config
-from loopsight.analytics.sketch import sketch
-from loopsight.instrumentation.content import redact
-from loopsight.instrumentation.hashing import args_hash
+from loopsight.hashing import args_hash
+from loopsight.ingest.sketch import sketch
+from loopsight.redaction import redact
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")

@@ -1,0 +1,398 @@
+"""The agent model every part of loopsight agrees on, as data.
+
+What producers call things (OpenTelemetry GenAI first, then OpenInference, OpenLLMetry /
+Traceloop, Langfuse, Pydantic AI, ...), how a span's type is decided, the error classes and
+the one classifier both the decorators and the collector use, the closed sets (termination
+reasons, loop kinds), and the rules users depend on — what a run is, what a step is, when a
+run is ok — from which the normaliser's Python and the SQL of both engines are rendered.
+``shared/spec/attributes.md`` is the prose form of this module.
+
+Example:
+    >>> TOOL_NAME.keys
+    ('gen_ai.tool.name', 'tool.name')
+    >>> error_class_for("HTTP 429 Too Many Requests"), error_class_for("407"), error_class_for("ValueError")
+    ('transient', 'fatal', 'invalid_argument')
+    >>> run_ok("completed", "Ok"), run_ok("max_steps", "Unset")
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from loopsight import attributes as A
+
+SpanType = Literal["agent", "llm", "tool", "other"]
+SPAN_TYPES: tuple[SpanType, ...] = ("agent", "llm", "tool", "other")
+ERROR_CLASSES = A.ERROR_CLASSES
+TERMINATION_REASONS = A.TERMINATION_REASONS
+LOOP_KINDS = A.LOOP_KINDS
+
+
+@dataclass(frozen=True)
+class Name:
+    """One attribute key and the producer that writes it."""
+
+    key: str
+    producer: str
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One thing producers name differently: its keys in the order they are read (first present wins).
+
+    Example:
+        >>> AGENT_NAME.first({"agent.name": "helper"})
+        'helper'
+    """
+
+    what: str
+    names: tuple[Name, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(n.key for n in self.names)
+
+    def first(self, attrs: Mapping[str, str]) -> str | None:
+        """The first non-empty value of the concept's keys in ``attrs``."""
+        for key in self.keys:
+            value = attrs.get(key)
+            if value:
+                return value
+        return None
+
+
+def _concept(what: str, *pairs: tuple[str, str]) -> Concept:
+    return Concept(what, tuple(Name(key, producer) for key, producer in pairs))
+
+
+OTEL, LEGACY, OPENINFERENCE, TRACELOOP, LANGFUSE, PYDANTIC_AI = (
+    "otel_genai",
+    "otel_genai_legacy",
+    "openinference",
+    "traceloop",
+    "langfuse",
+    "pydantic_ai",
+)
+
+AGENT_NAME = _concept("agent name", (A.AGENT_NAME, OTEL), ("agent.name", OPENINFERENCE), ("agent_name", PYDANTIC_AI))
+TOOL_NAME = _concept("tool name", (A.TOOL_NAME, OTEL), ("tool.name", OPENINFERENCE))
+TOOL_ARGUMENTS = _concept(
+    "tool arguments",
+    (A.TOOL_CALL_ARGUMENTS, OTEL),
+    ("tool_arguments", PYDANTIC_AI),
+    ("tool.parameters", OPENINFERENCE),
+    ("traceloop.entity.input", TRACELOOP),
+    ("input.value", OPENINFERENCE),
+    ("langfuse.observation.input", LANGFUSE),
+)
+TOOL_RESULT = _concept(
+    "tool result",
+    (A.TOOL_CALL_RESULT, OTEL),
+    ("tool_response", PYDANTIC_AI),
+    ("output.value", OPENINFERENCE),
+    ("traceloop.entity.output", TRACELOOP),
+    ("langfuse.observation.output", LANGFUSE),
+)
+MODEL = _concept(
+    "model",
+    (A.REQUEST_MODEL, OTEL),
+    ("llm.model_name", OPENINFERENCE),
+    ("langfuse.observation.model.name", LANGFUSE),
+    (A.RESPONSE_MODEL, OTEL),
+)
+PROVIDER = _concept(
+    "provider",
+    (A.PROVIDER_NAME, OTEL),
+    (A.SYSTEM, LEGACY),
+    ("llm.provider", OPENINFERENCE),
+    ("llm.system", OPENINFERENCE),
+)
+INPUT_TOKENS = _concept(
+    "input tokens",
+    (A.USAGE_INPUT_TOKENS, OTEL),
+    (A.USAGE_PROMPT_TOKENS, LEGACY),
+    ("llm.token_count.prompt", OPENINFERENCE),
+)
+OUTPUT_TOKENS = _concept(
+    "output tokens",
+    (A.USAGE_OUTPUT_TOKENS, OTEL),
+    (A.USAGE_COMPLETION_TOKENS, LEGACY),
+    ("llm.token_count.completion", OPENINFERENCE),
+)
+SESSION = _concept(
+    "session",
+    (A.CONVERSATION_ID, OTEL),
+    ("session.id", OPENINFERENCE),
+    ("langfuse.session.id", LANGFUSE),
+    ("traceloop.association.properties.session_id", TRACELOOP),
+)
+LANGFUSE_USAGE = "langfuse.observation.usage_details"
+"""Langfuse's token counts: a JSON object (keys ``input``/``output`` or ``prompt_tokens``/``completion_tokens``)."""
+LANGFUSE_LEVEL = "langfuse.observation.level"
+LANGFUSE_STATUS_MESSAGE = "langfuse.observation.status_message"
+TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
+
+# -- span type ------------------------------------------------------------------------------
+
+SPAN_TYPE_ATTRIBUTES: tuple[tuple[str, Mapping[str, SpanType]], ...] = (
+    ("langfuse.observation.type", {"agent": "agent", "generation": "llm", "tool": "tool"}),
+    ("openinference.span.kind", {"AGENT": "agent", "LLM": "llm", "TOOL": "tool"}),
+    ("traceloop.span.kind", {"agent": "agent", "tool": "tool"}),
+    (
+        A.OPERATION_NAME,
+        {
+            "invoke_agent": "agent",
+            "create_agent": "other",
+            "chat": "llm",
+            "text_completion": "llm",
+            "generate_content": "llm",
+            "execute_tool": "tool",
+        },
+    ),
+)
+"""Decide the span type in this order: the first of these attributes present decides (an
+unknown value is ``other``); without any, a tool name → tool, a model → llm, Pydantic AI's
+run span → agent, else the span name's prefix."""
+SPAN_NAME_PREFIXES: tuple[tuple[str, SpanType], ...] = (
+    ("invoke_agent ", "agent"),
+    ("chat ", "llm"),
+    ("execute_tool ", "tool"),
+)
+PYDANTIC_AI_RUN_SPAN = "agent run"  # Pydantic AI's run span before GenAI operation names
+
+
+def span_type(attrs: Mapping[str, str], name: str) -> SpanType:
+    """The span's type by :data:`SPAN_TYPE_ATTRIBUTES`, then its other attributes and name.
+
+    Example:
+        >>> span_type({"openinference.span.kind": "TOOL"}, "lookup"), span_type({}, "chat gpt-4o")
+        ('tool', 'llm')
+    """
+    for key, table in SPAN_TYPE_ATTRIBUTES:
+        value = attrs.get(key)
+        if value:
+            return table.get(value, "other")
+    get = attrs.get
+    for key in TOOL_NAME.keys:
+        if get(key):
+            return "tool"
+    for key in MODEL.keys:
+        if get(key):
+            return "llm"
+    if "agent_name" in attrs or name == PYDANTIC_AI_RUN_SPAN:
+        return "agent"
+    for prefix, kind in SPAN_NAME_PREFIXES:
+        if name.startswith(prefix):
+            return kind
+    return "other"
+
+
+# -- content --------------------------------------------------------------------------------
+
+CONTENT_KEYS: frozenset[str] = frozenset(
+    (
+        *TOOL_ARGUMENTS.keys,
+        *TOOL_RESULT.keys,
+        A.INPUT_MESSAGES,
+        A.OUTPUT_MESSAGES,
+        "gen_ai.system_instructions",
+        "final_result",
+        "all_messages_events",
+        "llm.prompts",
+        "pydantic_ai.all_messages",
+        "events",  # Pydantic AI: the run's messages; a chat span's messages (v1 attributes)
+        "langfuse.trace.input",
+        "langfuse.trace.output",
+        "llm.prompt_template.template",
+        "llm.prompt_template.variables",
+    )
+)
+"""Attributes holding what an agent was told or returned: dropped unless content capture is on."""
+CONTENT_PREFIXES: tuple[str, ...] = (
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "llm.prompts.",
+    "retrieval.documents.",
+    "reranker.input_documents.",
+    "reranker.output_documents.",
+    "embedding.embeddings.",
+)
+"""Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
+legacy OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on."""
+EVENT_CONTENT_KEYS: frozenset[str] = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))
+"""Content in span events (legacy GenAI content events)."""
+
+# -- errors ---------------------------------------------------------------------------------
+
+EXCEPTION_NAMES: Mapping[str, frozenset[str]] = {
+    "transient": frozenset(
+        {
+            "ConnectionError",
+            "APIConnectionError",
+            "ConnectError",
+            "NetworkError",
+            "TransportError",
+            "RemoteProtocolError",
+            "ProtocolError",
+            "RateLimitError",
+            "InternalServerError",
+            "ServiceUnavailableError",
+            "APITimeoutError",
+            "TimeoutException",
+            "ServerDisconnectedError",
+            "ClientConnectionError",
+            "OverloadedError",
+            "gaierror",
+            "TimeoutError",
+            "ConnectionResetError",
+            "ConnectionRefusedError",
+            "ConnectionAbortedError",
+            "BrokenPipeError",
+        }
+    ),
+    "fatal": frozenset({"AuthenticationError", "PermissionDeniedError", "PermissionError"}),
+    "permanent": frozenset({"NotFoundError", "FileNotFoundError", "ConflictError"}),
+    "invalid_argument": frozenset(
+        {
+            "ValidationError",
+            "SchemaError",
+            "JSONDecodeError",
+            "BadRequestError",
+            "UnprocessableEntityError",
+            "ValueError",
+            "TypeError",
+        }
+    ),
+}
+"""Exception type names (or a base class's) and their error class."""
+
+# Free text (a status message, a producer's error.type): the first pattern that matches decides.
+_ERROR_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fatal", re.compile(r"permission|forbidden|unauthori[sz]ed|access.?denied|auth(entication)?.?failed", re.I)),
+    (
+        "transient",
+        re.compile(
+            r"timeout|timed.?out|too.?many|rate.?limit|unavailable|connection|network|temporar|overloaded", re.I
+        ),
+    ),
+    ("permanent", re.compile(r"not.?found|reject|conflict|gone", re.I)),
+    ("invalid_argument", re.compile(r"invalid|schema|validation|malformed|unknown.?tool|json|argument", re.I)),
+)
+_STATUS = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+
+
+def class_for_status(status: int) -> str:
+    """The error class of an HTTP status code.
+
+    Example:
+        >>> [class_for_status(s) for s in (400, 401, 404, 407, 408, 429, 503)]
+        ['invalid_argument', 'fatal', 'permanent', 'fatal', 'transient', 'transient', 'transient']
+    """
+    if status in (408, 425, 429) or status >= 500:
+        return "transient"
+    if status in (401, 403, 407):
+        return "fatal"
+    if status in (400, 422):
+        return "invalid_argument"
+    return "permanent"
+
+
+def class_for_exception_name(name: str) -> str | None:
+    """The error class of an exception type name, or None when the name says nothing.
+
+    Example:
+        >>> class_for_exception_name("ReadTimeout"), class_for_exception_name("KeyError")
+        ('transient', None)
+    """
+    for error_class, names in EXCEPTION_NAMES.items():
+        if name in names:
+            return error_class
+    if name.endswith(("Timeout", "TimeoutError")):
+        return "transient"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _error_class_for(text: str) -> str:
+    stripped = text.strip()
+    if stripped.isdigit() and 100 <= int(stripped) <= 599:
+        return class_for_status(int(stripped))
+    by_name = class_for_exception_name(stripped.rsplit(".", 1)[-1])
+    if by_name is not None:
+        return by_name
+    status = _STATUS.search(text)
+    if status is not None:
+        return class_for_status(int(status.group(1)))
+    for error_class, pattern in _ERROR_WORDS:
+        if pattern.search(text):
+            return error_class
+    return "permanent"
+
+
+def error_class_for(error_type: str) -> str:
+    """The error class of an error type as any producer writes it: an HTTP status (``"429"``),
+    an exception type name (``"ReadTimeout"``, ``"openai.RateLimitError"``), or free text
+    (``"HTTP 503 Service Unavailable"``, ``"permission denied"``). Unknown: ``permanent``.
+
+    The decorators fall back on it for exceptions they cannot place otherwise, so one failure
+    gets one class whoever reports it.
+
+    Example:
+        >>> error_class_for("openai.RateLimitError"), error_class_for("upstream timed out after 30s")
+        ('transient', 'transient')
+    """
+    if len(error_type) > 256:  # long messages: classified on their head, not remembered
+        return _error_class_for.__wrapped__(error_type[:256])
+    return _error_class_for(error_type)
+
+
+# -- runs, steps, outcome -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule users depend on: its statement, and its SQL over the stored columns (DuckDB
+    dialect; the other engine gets the translation)."""
+
+    statement: str
+    sql: str
+
+
+RUN = Rule(
+    "A run is an agent span with no agent span above it in its trace; its run_id is that span's id. "
+    "Every span under it belongs to the run (sub-agents included).",
+    "span_type = 'agent' AND \"SpanId\" = run_id",
+)
+STEP = Rule(
+    "A step is one model turn: a model call and the tool calls it asked for. A model call inside a "
+    "model call (another instrumentation's span for the same request) is the same step. Where a "
+    "producer gives no step, a run's model calls are numbered by start time and a tool call takes "
+    "the step of the last model call begun before it.",
+    "span_type IN ('llm', 'tool')",
+)
+RUN_OK_REASON = "completed"
+RUN_OK = Rule(
+    "A run is ok when it completed and its span is not an error; every other run is an error.",
+    f"(termination_reason = '{RUN_OK_REASON}' AND \"StatusCode\" <> 'Error')",
+)
+
+
+def run_ok(termination_reason: str | None, status_code: str | None) -> bool:
+    """:data:`RUN_OK` in Python."""
+    return termination_reason == RUN_OK_REASON and status_code != "Error"
+
+
+def default_termination(is_error: bool) -> str:
+    """A run's termination reason when its producer gives none: from its status."""
+    return "error" if is_error else RUN_OK_REASON
+
+
+RULES: Mapping[str, Rule] = {"run": RUN, "step": STEP, "run_ok": RUN_OK}
+"""The rules by the name SQL files use for them (``{{run_ok}}``)."""

@@ -1,0 +1,225 @@
+"""The derivation: what a run is, its steps, and the per-run tables, from the stored spans.
+
+Everything computed from more than one span is derived here, in SQL over a DuckDB connection,
+for a set of traces at once: the collector's DuckDB file (its deriver thread, see
+:mod:`loopsight.stores.duckdb_deriver`) and, for ClickHouse, an in-memory DuckDB holding the
+traces' spans (:mod:`loopsight.stores.clickhouse_store`), so both engines hold the same rows.
+
+For the traces of the registered relation ``touched`` (``TraceId``), reading spans that started
+at or after ``since``:
+
+- ``run_id`` of every span: the top-most agent span above it (:data:`loopsight.vocabulary.RUN`).
+  Run spans usually arrive after their children, so spans stored earlier are updated when their
+  run arrives;
+- ``step`` where the producer gave none (:data:`loopsight.vocabulary.STEP`);
+- the per-run tables (:data:`TABLES`): ``run_facts`` (rollups, ``derive_runs.sql``), ``run_loops``
+  (``loops_core.sql``), ``run_steps`` (input tokens per step, ``burn_steps.sql``), ``run_growth``
+  (growth-fit sums, ``burn_growth.sql``) and ``run_members`` (per-span stall facts,
+  ``stalls_members.sql``): each rule's SQL run with ``spans`` shadowed by the spans in scope.
+
+Only the derived rows of runs that started at or after ``since`` are replaced: a run longer than
+the look-back keeps its earlier facts.
+
+Example:
+    >>> con.register("touched", arrow_table_with_TraceId)  # doctest: +SKIP
+    >>> derive_traces(con, since=datetime(2026, 1, 1))  # doctest: +SKIP
+    >>> refresh(con)  # doctest: +SKIP  (every trace: a backfill)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
+from loopsight.stores.sqlfiles import DERIVE
+
+# Per pending trace, the earliest start a pass must read from: its new spans or its known
+# runs (a run span starts before its children), less the skew margin, bounded by the look-back.
+PENDING_SQL = """
+SELECT p.trace_id AS "TraceId",
+       greatest(least(min(p.since), min(f.started_at)) - $skew, min(p.since) - $lookback) AS since
+FROM derive_pending p
+LEFT JOIN run_facts f
+       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - $lookback
+GROUP BY p.trace_id
+"""
+
+RESOLVE_RUNS_SQL = """
+WITH RECURSIVE t AS (
+    SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, span_type = 'agent' AS is_agent
+    FROM spans
+    WHERE "Timestamp" >= $since AND "TraceId" IN (SELECT "TraceId" FROM touched)
+),
+chain(tid, sid, cur, depth, run_id) AS (
+    SELECT tid, sid, pid, 0, CASE WHEN is_agent THEN sid END FROM t
+    UNION ALL
+    SELECT c.tid, c.sid, p.pid, c.depth + 1, CASE WHEN p.is_agent THEN p.sid ELSE c.run_id END
+    FROM chain c JOIN t p ON p.tid = c.tid AND p.sid = c.cur
+    WHERE c.depth < 64
+),
+resolved AS (
+    SELECT tid, sid, arg_max(run_id, depth) AS run_id FROM chain GROUP BY tid, sid
+)
+UPDATE spans SET run_id = resolved.run_id
+FROM resolved
+WHERE spans."Timestamp" >= $since
+  AND spans."TraceId" = resolved.tid AND spans."SpanId" = resolved.sid
+  AND spans.run_id IS DISTINCT FROM resolved.run_id
+"""
+
+
+# Producers other than loopsight rarely number steps: number a run's llm spans by start
+# time, and give each tool span the step of the last llm span started before it. An llm
+# span under an llm span (an instrumentor's chat span inside our model call) is part of
+# that call: it takes the step of its top-most llm ancestor and is not numbered itself.
+# Only spans without a step are filled, so a producer's own numbering is never changed.
+DERIVE_STEPS_SQL = """
+WITH RECURSIVE open_traces AS (
+    SELECT DISTINCT "TraceId" AS tid FROM spans
+    WHERE "Timestamp" >= $since AND step IS NULL AND run_id IS NOT NULL AND span_type IN ('llm', 'tool')
+      AND "TraceId" IN (SELECT "TraceId" FROM touched)
+),
+calls AS (
+    SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, run_id, span_type, "Timestamp" AS ts, step
+    FROM spans
+    WHERE "Timestamp" >= $since AND span_type IN ('llm', 'tool') AND run_id IS NOT NULL
+      AND "TraceId" IN (SELECT tid FROM open_traces)
+),
+nested AS (
+    SELECT c.tid, c.sid, p.sid AS parent FROM calls c JOIN calls p ON p.tid = c.tid AND p.sid = c.pid
+    WHERE c.span_type = 'llm' AND p.span_type = 'llm'
+),
+up(tid, sid, anc, depth) AS (
+    SELECT tid, sid, parent, 1 FROM nested
+    UNION ALL
+    SELECT u.tid, u.sid, n.parent, u.depth + 1 FROM up u JOIN nested n ON n.tid = u.tid AND n.sid = u.anc
+    WHERE u.depth < 64
+),
+top_llm AS (
+    SELECT tid, sid, arg_max(anc, depth) AS anc FROM up GROUP BY tid, sid
+),
+llm AS (
+    SELECT tid, sid, run_id, ts, step, row_number() OVER (PARTITION BY tid, run_id ORDER BY ts, sid) - 1 AS n
+    FROM calls c ANTI JOIN nested x ON x.tid = c.tid AND x.sid = c.sid
+    WHERE c.span_type = 'llm'
+),
+numbered AS (
+    SELECT tid, sid, n AS new_step FROM llm
+    UNION ALL
+    SELECT t.tid, t.sid, coalesce(l.step, l.n) FROM top_llm t JOIN llm l ON l.tid = t.tid AND l.sid = t.anc
+    UNION ALL
+    SELECT c.tid, c.sid, coalesce(l.n, 0) FROM calls c
+    ASOF LEFT JOIN llm l ON c.tid = l.tid AND c.run_id = l.run_id AND c.ts >= l.ts
+    WHERE c.span_type = 'tool'
+)
+UPDATE spans SET step = numbered.new_step
+FROM numbered
+WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."SpanId" = numbered.sid
+  AND spans.step IS NULL
+"""
+
+
+TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
+
+_COLUMNS = (
+    '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, args_sketch, error_type, '
+    'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
+    '"SpanName", "ParentSpanId", end_time, "Events"'
+)
+
+_NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
+
+# The runs in scope with the columns run_growth repeats (the values run_facts holds for them):
+# joined instead of run_facts, which would be scanned whole for a handful of runs.
+_SCOPE_RUNS = (
+    '(SELECT "TraceId" AS trace_id, "SpanId" AS run_id, agent, "ServiceName" AS service, "Timestamp" AS started_at '
+    "FROM derive_scope WHERE span_type = 'agent' AND \"SpanId\" = run_id)"
+)
+
+
+def _shadowed(name: str) -> str:
+    """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
+    return DERIVE.compose(name, inline=True, spans="derive_scope")
+
+
+def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES) -> None:
+    """Recompute the derived rows of the runs in scope, in the caller's transaction (which
+    the caller rolls back on an error).
+
+    With ``since`` the scope is the traces of the registered relation ``touched`` (a
+    ``TraceId`` column), reading spans that started at or after ``since``; without it every
+    stored span (the backfill). ``tables`` limits the work to some of :data:`TABLES` (a
+    migration fills the tables it creates).
+    """
+    # Every rule reads only spans that belong to a run: children whose run span has not
+    # arrived yet are skipped until it does (then the whole trace is in scope again).
+    if since is None:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans WHERE run_id IS NOT NULL"
+        )
+    else:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_scope AS SELECT {_COLUMNS} FROM main.spans "
+            'WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
+            {"since": since},
+        )
+    _fill(con, since, tables)
+    # Only after success: on an error the caller rolls back, which drops these temp tables
+    # too, and a DROP in the aborted transaction would fail and hide what went wrong.
+    con.execute("DROP TABLE IF EXISTS derive_scope")
+    con.execute("DROP TABLE IF EXISTS derive_steps")
+
+
+def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[str, ...]) -> None:
+    """Replace the derived rows of the runs in ``derive_scope`` (see :func:`refresh`)."""
+    if since is None:
+        for table in tables:
+            con.execute(f"DELETE FROM {table}")
+    else:
+        if not con.execute("SELECT count(*) FROM derive_scope").fetchall()[0][0]:
+            return  # a trace with derived rows since ``since`` has run members in scope
+        for table in tables:
+            con.execute(
+                f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT "TraceId" FROM derive_scope)',
+                {"since": since},
+            )
+    if "run_facts" in tables:
+        con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
+    if "run_loops" in tables:
+        loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+        con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
+    if "run_steps" in tables or "run_growth" in tables:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS
+        )
+    if "run_steps" in tables:
+        con.execute("INSERT INTO run_steps BY NAME SELECT * FROM derive_steps")
+    if "run_growth" in tables:
+        growth = DERIVE.compose("burn_growth", burn_steps="derive_steps")
+        con.execute(
+            "INSERT INTO run_growth BY NAME SELECT g.* EXCLUDE (agent), f.agent, f.service, f.started_at "
+            f"FROM ({growth}) g JOIN {_SCOPE_RUNS} f ON f.trace_id = g.trace_id AND f.run_id = g.run_id"
+        )
+    if "run_members" in tables:
+        con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
+
+
+def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
+    """Delete the derived rows of runs that started before ``cutoff`` (retention).
+
+    Example:
+        >>> prune(con, datetime(2026, 1, 1))  # doctest: +SKIP
+    """
+    for table in TABLES:
+        con.execute(f"DELETE FROM {table} WHERE started_at < $cutoff", {"cutoff": cutoff})
+
+
+def derive_traces(con: duckdb.DuckDBPyConnection, since: datetime) -> None:
+    """Derive the traces of the registered relation ``touched`` from ``since`` on, in the
+    caller's transaction: run ids, steps, then the per-run tables."""
+    con.execute(RESOLVE_RUNS_SQL, {"since": since})
+    # Steps can be derived once a trace's run is known, which may be a later commit.
+    con.execute(DERIVE_STEPS_SQL, {"since": since})
+    refresh(con, since=since)

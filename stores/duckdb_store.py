@@ -1,0 +1,388 @@
+"""The DuckDB store: one file owned by this process, one writer thread with group commit.
+
+Only the collector process opens the file read-write. Requests hand Arrow tables to
+:meth:`Store.submit` and are answered when the returned future resolves, which happens
+only after the transaction holding their spans has committed. Queued batches are merged
+into one transaction (group commit), so a busy collector makes fewer, larger commits.
+
+In each commit's transaction the writer
+
+1. skips spans already stored (a re-delivered span has the same ids *and* start time, so
+   the anti-join only reads the incoming batch's time range; zone maps skip the rest),
+2. inserts the rest from Arrow (``INSERT ... SELECT``),
+3. records the touched traces in ``derive_pending`` (with the earliest start among the
+   trace's incoming spans), and commits: the requests are answered here.
+
+Everything computed from more than one span is the deriver's
+(:mod:`loopsight.stores.duckdb_deriver`), on its own thread and connection; commits go on while
+a pass runs (only the pass updates stored spans and only commits insert them, so the two
+transactions never touch the same row). :meth:`Store.reader` waits for the pass covering the
+commits acknowledged when it is called, so a query made after an acknowledgement sees resolved
+runs and current derived tables.
+
+Maintenance work (retention deletes) runs on the writer's thread between commits via
+:meth:`Store.run_job`. It may race a pass when both delete the derived rows of the same runs
+(a pass whose look-back reaches past the retention cutoff): the later of the two fails and
+is tried again (the pass after its retry wait, retention at its next interval).
+
+Example:
+    >>> store = Store.open("/tmp/doc.duckdb")  # doctest: +SKIP
+    >>> store.submit(to_arrow(rows)).result()  # doctest: +SKIP
+    12
+    >>> store.reader().rows("SELECT count(*) AS runs FROM run_facts")  # doctest: +SKIP
+    [{'runs': 3}]
+    >>> store.close()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loopsight.migrations import upgrade
+from loopsight.stores.duckdb_deriver import Deriver, rollback
+from loopsight.stores.files import check_path, explain_io_error
+from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
+from loopsight.stores.sqlfiles import jsonable
+
+log = logging.getLogger("loopsight.collector")
+
+
+class DuckDBReader:
+    """A :class:`~loopsight.stores.protocol.Reader` on a DuckDB connection; every other
+    attribute is the connection's (``execute``, ``sql``, ``cursor``, ...).
+
+    Example:
+        >>> DuckDBReader(duckdb.connect()).rows("SELECT 1 AS x")
+        [{'x': 1}]
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        cursor = self.con.execute(sql, dict(params or {}))
+        names = [d[0] for d in cursor.description]
+        return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+@dataclass
+class _Pending:
+    """A submitted batch, made ready for the writer on the submitting thread: its maps as
+    entries (see ``_INSERT_SQL``) and the earliest start of each of its traces."""
+
+    table: pa.Table
+    traces: list[str]
+    since: list[Any]
+    future: Future[int] = field(default_factory=Future)
+
+    @classmethod
+    def of(cls, table: pa.Table) -> _Pending:
+        first = (
+            table.select(["TraceId", "Timestamp"])
+            .group_by("TraceId", use_threads=False)
+            .aggregate([("Timestamp", "min")])
+        )
+        return cls(
+            _maps_as_entries(table), first.column("TraceId").to_pylist(), first.column("Timestamp_min").to_pylist()
+        )
+
+
+@dataclass
+class _Job:
+    work: Callable[[duckdb.DuckDBPyConnection], Any]
+    future: Future[Any] = field(default_factory=Future)
+
+
+_STOP = object()
+
+_MAP_COLUMNS = ("ResourceAttributes", "SpanAttributes")
+
+# Arrow MAP -> DuckDB MAP conversion validates every key one by one; handing DuckDB the
+# same entries as a list of structs and building the map in SQL is about twice as fast.
+_INSERT_SQL = """
+INSERT INTO spans BY NAME
+SELECT * REPLACE (map_from_entries("ResourceAttributes") AS "ResourceAttributes",
+                  map_from_entries("SpanAttributes") AS "SpanAttributes")
+FROM incoming i
+WHERE NOT EXISTS (
+    SELECT 1 FROM spans s
+    WHERE s."Timestamp" BETWEEN $lo AND $hi AND s."TraceId" = i."TraceId" AND s."SpanId" = i."SpanId"
+)
+"""
+
+
+def _maps_as_entries(table: pa.Table) -> pa.Table:
+    for name in _MAP_COLUMNS:
+        index = table.schema.get_field_index(name)
+        column = table.column(index).combine_chunks()
+        entries = pa.ListArray.from_arrays(
+            column.offsets,
+            pa.StructArray.from_arrays([column.keys, column.items], names=["key", "value"]),
+            mask=column.is_null(),
+        )
+        table = table.set_column(index, name, entries)
+    return table
+
+
+def _unique_spans(table: pa.Table) -> pa.Table:
+    """Drop repeats of the same (TraceId, SpanId) inside one batch (first one wins)."""
+    keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "")
+    if pc.count_distinct(keys).as_py() == table.num_rows:
+        return table
+    seen: set[str] = set()
+    mask = []
+    for key in keys.to_pylist():
+        mask.append(key not in seen)
+        seen.add(key)
+    return table.filter(pa.array(mask))
+
+
+class Store:
+    """One DuckDB file owned by this process: spans inserted by one writer thread, derived by its :class:`Deriver`."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: str,
+        *,
+        max_queue: int = 256,
+        max_queue_rows: int = 200_000,
+        max_batch_rows: int = 50_000,
+        **derive: Any,
+    ) -> None:
+        """``derive``: the :class:`~loopsight.stores.duckdb_deriver.Deriver`'s settings
+        (``derive_interval``, ``run_lookback``, ``barrier_timeout``, ...)."""
+        self.path = path
+        self._con = con
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._max_queue = max_queue
+        self._max_queue_rows = max_queue_rows
+        self._max_batch_rows = max_batch_rows
+        self._queued_batches = 0
+        self._queued_rows = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self.stats = WriterStats()
+        self.deriver = Deriver(con, self.stats, **derive)
+        self.deriver.recover()
+        self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
+        self._thread.start()
+        self.deriver.start()
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        *,
+        memory_limit: str | None = "256MB",
+        threads: int | None = None,
+        checkpoint_threshold: str = "128MB",
+        **kwargs: Any,
+    ) -> Store:
+        """Check the directory, migrate the file to the newest schema and start the writer.
+
+        Raises :class:`StoreError` with a readable message when the directory is missing or
+        read-only, the file is locked by another process or is not a DuckDB database.
+        """
+        check_path(path)
+        # Query cursors share this instance: no SQL through them may read or write other files.
+        # A checkpoint rewrites the last, partly filled row group: checkpointing every 16 MB
+        # of WAL (the default) rewrote the same rows many times and slowed inserts a lot.
+        config: dict[str, Any] = {"enable_external_access": False, "checkpoint_threshold": checkpoint_threshold}
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        if threads:
+            config["threads"] = threads
+        try:
+            upgrade(path)
+            con = duckdb.connect(path, config=config)
+        except Exception as exc:  # duckdb and SQLAlchemy wrap the same few causes
+            raise StoreError(explain_io_error(path, exc)) from None
+        return cls(con, path, **kwargs)
+
+    def submit(self, table: pa.Table) -> Future[int]:
+        """Queue a batch; the future resolves to its row count once committed.
+
+        Raises :class:`QueueFull` when the queue holds too many batches or rows.
+        """
+        with self._lock:
+            if self._closed:
+                raise QueueFull("the store is shutting down")
+            if self._queued_batches >= self._max_queue or (
+                self._queued_rows and self._queued_rows + table.num_rows > self._max_queue_rows
+            ):
+                raise QueueFull(
+                    f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)"
+                )
+            self._queued_batches += 1
+            self._queued_rows += table.num_rows
+        pending = _Pending.of(table)
+        with self._lock:  # queued under the lock: close() puts its stop mark under it, so none lands after it
+            if not self._closed:
+                self._queue.put(pending)
+                return pending.future
+            self._queued_batches -= 1
+            self._queued_rows -= table.num_rows
+        raise QueueFull("the store is shutting down")
+
+    def run_job(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
+        """Run ``work(connection)`` on the writer thread between commits (its own transaction)."""
+        job = _Job(work)
+        with self._lock:
+            if not self._closed:
+                self._queue.put(job)
+                return job.future
+        job.future.set_exception(StoreError("the store is closed"))
+        return job.future
+
+    @property
+    def queue_depth(self) -> int:
+        """Batches waiting for the writer."""
+        return self._queued_batches
+
+    @property
+    def derive_pending_commits(self) -> int:
+        """Commits whose traces the next derive pass will derive (0 when the tables are current)."""
+        return self.deriver.pending_commits
+
+    @property
+    def queued_rows(self) -> int:
+        """Spans waiting for the writer."""
+        return self._queued_rows
+
+    def reader(self, *, derived: bool = True) -> DuckDBReader:
+        """A new connection to the same database for one reader (thread-safe to use alone).
+
+        Its derived tables include every acknowledged span: when commits are waiting for
+        their derive pass, this asks the deriver for it and waits (at most ``barrier_timeout``
+        seconds, then reads anyway). A connection kept open sees later commits, but only a
+        new ``reader()`` call waits for their derivation. ``derived=False`` skips the wait,
+        for readers of anything but the derived tables (e.g. ``duckdb_memory()``).
+        """
+        if derived:
+            self.deriver.wait()
+        return DuckDBReader(self._con.cursor())
+
+    def wait_derived(self) -> bool:
+        """Wait until the derived tables cover every commit acknowledged so far (see :meth:`Deriver.wait`)."""
+        return self.deriver.wait()
+
+    def size_bytes(self) -> int:
+        """Size of the database file plus its write-ahead log."""
+        total = 0
+        for name in (self.path, self.path + ".wal"):
+            with contextlib.suppress(OSError):
+                total += os.stat(name).st_size
+        return total
+
+    def close(self) -> None:
+        """Stop taking batches, commit everything queued, derive it, and close the file."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(_STOP)
+        self._thread.join()
+        self.deriver.finish()
+        try:
+            self._con.close()
+        except duckdb.Error as exc:
+            log.error("closing %s failed: %s", self.path, exc)
+
+    def _run(self) -> None:
+        con = self._con.cursor()
+        while True:
+            first = self._queue.get()
+            if first is _STOP:
+                break
+            if isinstance(first, _Job):
+                self._run_job(con, first)
+                continue
+            batch = [first]
+            rows = first.table.num_rows
+            held: Any = None
+            while rows < self._max_batch_rows:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if not isinstance(item, _Pending):
+                    held = item
+                    break
+                batch.append(item)
+                rows += item.table.num_rows
+            with self._lock:
+                self._queued_batches -= len(batch)
+                self._queued_rows -= rows
+            self._commit(con, batch)
+            if held is _STOP:
+                break
+            if held is not None:
+                self._run_job(con, held)
+        con.close()
+
+    def _run_job(self, con: duckdb.DuckDBPyConnection, job: _Job) -> None:
+        try:
+            con.begin()
+            result = job.work(con)
+            con.commit()
+        except Exception as exc:
+            rollback(con)
+            job.future.set_exception(exc)
+            return
+        job.future.set_result(result)
+
+    def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
+        started = time.perf_counter()
+        incoming = _unique_spans(pa.concat_tables([p.table for p in batch]))
+        bounds = pc.min_max(incoming.column("Timestamp"))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        try:
+            con.begin()
+            con.register("incoming", incoming)
+            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchall()[0][0]
+            if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
+                con.execute(
+                    "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
+                    {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
+                )
+            con.commit()
+        except Exception as exc:  # the batch fails as a whole; each request hears why
+            rollback(con)
+            self.stats.failed_commits += 1
+            log.error("commit of %d spans failed: %s", incoming.num_rows, exc)
+            error = StoreError(f"could not store spans: {exc}")
+            for pending in batch:
+                pending.future.set_exception(error)
+            return
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister("incoming")
+        self.stats.record_commit(
+            inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started
+        )
+        if inserted:  # before the answers: a reader asking after one waits for this commit's pass
+            self.deriver.committed(inserted)
+        for pending in batch:
+            pending.future.set_result(pending.table.num_rows)

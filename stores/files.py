@@ -1,0 +1,46 @@
+"""Checks on a DuckDB file before it is opened, and readable reasons when opening fails.
+
+Example:
+    >>> check_path("/nonexistent-dir/x.duckdb")
+    Traceback (most recent call last):
+    ...
+    loopsight.stores.protocol.StoreError: cannot create /nonexistent-dir/x.duckdb: directory /nonexistent-dir does not exist
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from loopsight.stores.protocol import StoreError
+
+
+def check_path(path: str) -> None:
+    """Raise :class:`StoreError` unless ``path`` can be created or opened read-write as a DuckDB file."""
+    directory = Path(path).resolve().parent
+    if not directory.is_dir():
+        raise StoreError(f"cannot create {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot write {path}: directory {directory} is not writable")
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise StoreError(f"cannot open {path}: the file is not readable and writable by this user")
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        with open(path, "rb") as file:
+            header = file.read(12)
+        # DuckDB 2 would open a .json or .csv file as a table instead of refusing it
+        if header[8:12] != b"DUCK":
+            raise StoreError(f"{path} is not a DuckDB database (or is damaged): it has no DuckDB file header")
+
+
+def explain_io_error(path: str, exc: Exception) -> str:
+    """Why ``path`` could not be opened, in a user's words (a lock, a damaged file, ...)."""
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    lowered = text.lower()
+    if "lock" in lowered:
+        return (
+            f"{path} is locked by another process (only one collector may own a DuckDB file; "
+            f"read it through the collector's API): {text}"
+        )
+    if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
+        return f"{path} is not a DuckDB database (or is damaged): {text}"
+    return f"cannot open {path}: {text}"
