@@ -15,7 +15,6 @@ from loopsight.alerts.check import check
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, condition, judge
 from loopsight.alerts.evaluator import Evaluator, RuleResult
 from loopsight.alerts.gauges import AgentGauges
-from loopsight.alerts.metrics import Gauge, Measurement, gauges, measure
 from loopsight.alerts.notify import Notification, Notifier, slack_payload, webhook_payload
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import (
@@ -28,7 +27,9 @@ from loopsight.alerts.rules import (
     parse_duration,
     parse_rules,
 )
-from loopsight.alerts.state import StateStore, alert_series, alerts_overview
+from loopsight.alerts.state import StateStore
+from loopsight.analytics.alert_state import alert_series, alerts_overview
+from loopsight.analytics.metrics import Gauge, Measurement, gauges, measure
 
 __all__ = [
     "METRICS",

@@ -11,51 +11,17 @@ Example:
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
-import duckdb
 from rich.console import Console
 from rich.table import Table
 
 from loopsight.alerts.evaluate import Verdict, judge
 from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.rules import Rule, RulesError, load_rules
-from loopsight.alerts.sources import ApiSource, DuckDBSource, SourceError
+from loopsight.client import SourceError, open_source
 from loopsight.config import DEFAULT_DB, env_str
-from loopsight.stores import StoreError, StoreURLError, open_reader, parse_store_url
-from loopsight.stores.clickhouse import ClickHouseError
-
-
-def _open_db(path: str) -> duckdb.DuckDBPyConnection:
-    if not os.path.exists(path):
-        raise SourceError(f"database {path} does not exist (pass --db PATH or --collector URL)")
-    try:
-        return duckdb.connect(path, read_only=True)
-    except duckdb.Error as exc:
-        text = str(exc)
-        if "lock" in text.lower():
-            raise SourceError(f"{path} is held by a running collector: use --collector URL instead ({text})") from None
-        raise SourceError(f"cannot open {path}: {text}") from None
-
-
-def _redacted(url: str) -> str:
-    try:
-        return parse_store_url(url).redacted()
-    except StoreURLError:
-        return url
-
-
-def _open_store(url: str) -> Any:
-    """A read connection for store ``url``; an unusable URL or store is a ``SourceError``."""
-    try:
-        parsed = parse_store_url(url)
-        if parsed.scheme == "duckdb":
-            return _open_db(parsed.path)
-        return open_reader(parsed)
-    except (StoreURLError, StoreError) as exc:
-        raise SourceError(str(exc)) from None
 
 
 def _fmt(value: float | None) -> str:
@@ -111,41 +77,19 @@ def check(
         out.print(f"[bold red]error:[/] invalid rules file: {exc}", markup=True, highlight=False)
         return 2
     now = utcnow()
-    con: duckdb.DuckDBPyConnection | None = None
-    api: ApiSource | None = None
+    source = open_source(
+        collector=collector,
+        db=db or (None if store or collector else env_str("DB", DEFAULT_DB)),
+        store=store,
+        token=token,
+    )
     try:
-        if collector:
-            api = ApiSource(collector, token)
-            source: Any = api
-            where = collector
-        elif store:
-            con = _open_store(store)
-            source = DuckDBSource(con)
-            where = _redacted(store)
-        else:
-            path = db or env_str("DB", DEFAULT_DB) or DEFAULT_DB
-            con = _open_db(path)
-            source = DuckDBSource(con)
-            where = path
+        source.check()
         results = [(rule, judge(source, rule, now)) for rule in rules]
     except SourceError as exc:
         out.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
         return 2
-    except duckdb.Error as exc:
-        out.print(f"[bold red]error:[/] cannot evaluate the rules on {db}: {exc}", markup=True, highlight=False)
-        return 2
-    except ClickHouseError as exc:
-        out.print(
-            f"[bold red]error:[/] cannot evaluate the rules on {_redacted(store or '')}: {exc}",
-            markup=True,
-            highlight=False,
-        )
-        return 2
-    finally:
-        if con is not None:
-            con.close()
-        if api is not None:
-            api.close()
+    where = source.target
     out.print(_table(results, where, now))
     firing = [rule.name for rule, verdict in results if verdict.met]
     if firing:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from loopsight.alerts.metrics import Measurement
 from loopsight.alerts.rules import MetricSpec, Rule
+from loopsight.analytics.metrics import Measurement
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 

@@ -21,16 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import duckdb
-
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, judge
-from loopsight.alerts.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges
 from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifier
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import Rule, RulesError, load_rules
-from loopsight.alerts.sources import DuckDBSource
 from loopsight.alerts.state import state_store
+from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, ReaderMeasures, gauges
 from loopsight.stores import STORE_ERRORS
+from loopsight.stores.protocol import Reader
 
 log = logging.getLogger("loopsight.alerts")
 
@@ -56,7 +54,7 @@ class Evaluator:
 
     def __init__(
         self,
-        reader_factory: Callable[[], duckdb.DuckDBPyConnection],
+        reader_factory: Callable[[], Reader],
         rules_path: str,
         interval_seconds: float = 30.0,
         dashboard_url: str | None = None,
@@ -140,7 +138,7 @@ class Evaluator:
             results = []
             con = self.reader_factory()
             try:
-                source = DuckDBSource(con)
+                source = ReaderMeasures(con)
                 for rule in self.rules:
                     results.append(self._evaluate_rule(source, rule, now))
                 try:
@@ -157,7 +155,7 @@ class Evaluator:
             self._results = {r.rule.name: r for r in results}
             return results
 
-    def _evaluate_rule(self, source: DuckDBSource, rule: Rule, now: datetime) -> RuleResult:
+    def _evaluate_rule(self, source: ReaderMeasures, rule: Rule, now: datetime) -> RuleResult:
         state = self._states.get(rule.name, RuleState())
         try:
             verdict = judge(source, rule, now)

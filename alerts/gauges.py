@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from loopsight.alerts.evaluator import utcnow
-from loopsight.alerts.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges
 from loopsight.alerts.prometheus import prometheus_lines
+from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges
 from loopsight.stores import STORE_ERRORS
 
 log = logging.getLogger("loopsight.alerts")

@@ -1,7 +1,7 @@
 """Prometheus text exposition of gauges and counters (``# HELP`` / ``# TYPE`` once per name).
 
 Example:
-    >>> from loopsight.alerts.metrics import Gauge
+    >>> from loopsight.analytics.metrics import Gauge
     >>> prometheus_lines([Gauge("loopsight_tool_fail_rate", 0.5, (("tool", 'say "hi"'),), "Fail rate.")])
     ['# HELP loopsight_tool_fail_rate Fail rate.', '# TYPE loopsight_tool_fail_rate gauge', 'loopsight_tool_fail_rate{tool="say \\\\"hi\\\\""} 0.5']
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from loopsight.alerts.metrics import Gauge
+from loopsight.analytics.metrics import Gauge
 
 
 def _escape(value: str) -> str:

@@ -22,20 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from loopsight.analytics.metrics import METRICS, RATE_METRICS, STATS, MetricSpec
 from loopsight.attributes import ERROR_CLASSES, TERMINATION_REASONS
 from loopsight.errors import LoopsightError
 
-METRICS = (
-    "loop_rate",
-    "tool_fail_rate",
-    "error_class_rate",
-    "termination_rate",
-    "tokens_per_run",
-    "stall_rate",
-    "stuck_runs",
-)
-RATE_METRICS = frozenset({"loop_rate", "tool_fail_rate", "error_class_rate", "termination_rate", "stall_rate"})
-STATS = ("p50", "p95", "max")
 OPS = (">", ">=", "<", "<=")
 
 # Which optional keys make sense for which metric (a key outside its metric is an error,
@@ -91,32 +81,6 @@ class Target:
             return self.kind
         parts = urlsplit(self.url)
         return f"{self.kind}:{parts.scheme}://{parts.netloc}/…"
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """What to measure: a metric with its filters and parameters (rule conditions excluded)."""
-
-    metric: str
-    service: str | None = None
-    agent: str | None = None
-    tool: str | None = None
-    error_class: str | None = None
-    reason: str | None = None
-    stat: str = "p95"
-    stuck_after_seconds: float = 300.0
-
-    def filters(self) -> dict[str, Any]:
-        """The non-empty filters and parameters, for display and for the query API."""
-        out: dict[str, Any] = {}
-        for key in ("service", "agent", "tool", "error_class", "reason"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        if self.metric == "tokens_per_run":
-            out["stat"] = self.stat
-        if self.metric == "stuck_runs":
-            out["stuck_after"] = self.stuck_after_seconds
-        return out
 
 
 @dataclass(frozen=True)

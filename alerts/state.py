@@ -27,7 +27,6 @@ import duckdb
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
-from loopsight.analytics.sql import Connection, rows
 from loopsight.stores import dialect
 
 log = logging.getLogger("loopsight.alerts")
@@ -168,82 +167,3 @@ def state_store(connect: Callable[[], Any]) -> Any:
     from loopsight.alerts.state_clickhouse import ClickHouseStateStore
 
     return ClickHouseStateStore(connect)
-
-
-def alerts_overview(
-    con: Connection, *, limit: int = 100, rule: str | None = None, include_inactive: bool = False
-) -> dict[str, list[dict[str, Any]]]:
-    """``{"rules": [...], "events": [...]}`` for ``/api/v1/alerts``, newest events first.
-
-    Each rule is its definition (targets redacted) plus ``state``, ``state_since``, ``value``,
-    ``baseline_value``, ``samples``, ``examples``, ``last_evaluated_at``, ``notify_failures``.
-
-    Example:
-        >>> alerts_overview(con)["rules"][0]["state"]  # doctest: +SKIP
-        'firing'
-    """
-    if dialect(con) == "clickhouse":
-        from loopsight.alerts import state_clickhouse
-
-        return state_clickhouse.alerts_overview(con, limit=limit, rule=rule, include_inactive=include_inactive)
-    found = rows(
-        con,
-        """
-        SELECT r.name, r.definition, r.active, r.state, r.state_since, r.value, r.baseline AS baseline_value,
-               r.samples, r.examples, r.last_evaluated_at, r.last_notified_at,
-               (SELECT count(*) FROM alert_events e WHERE e.rule = r.name AND e.notify_status = 'failed') AS notify_failures
-        FROM alert_rules r
-        WHERE (r.active OR $inactive) AND ($rule::VARCHAR IS NULL OR r.name = $rule)
-        ORDER BY r.name
-    """,
-        {"inactive": include_inactive, "rule": rule},
-    )
-    out_rules = []
-    for row in found:
-        definition = json.loads(row.pop("definition"))
-        out_rules.append({**definition, **row, "examples": row["examples"] or []})
-    events = rows(
-        con,
-        """
-        SELECT id, rule, occurred_at AS at, from_state, to_state, value, threshold, baseline, samples,
-               coalesce(examples, []) AS examples, notify_status, notify_error
-        FROM alert_events
-        WHERE ($rule::VARCHAR IS NULL OR rule = $rule)
-        ORDER BY occurred_at DESC, id DESC
-        LIMIT $limit
-    """,
-        {"rule": rule, "limit": limit},
-    )
-    return {"rules": out_rules, "events": events}
-
-
-def alert_series(
-    con: Connection,
-    rule: str,
-    *,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 5000,
-) -> list[dict[str, Any]]:
-    """The rule's evaluated values over time, oldest first: ``[{"at", "value", "samples"}]``.
-
-    Example:
-        >>> alert_series(con, "loop-rate")[-1]["value"]  # doctest: +SKIP
-        0.42
-    """
-    if dialect(con) == "clickhouse":
-        from loopsight.alerts import state_clickhouse
-
-        return state_clickhouse.alert_series(con, rule, since=since, until=until, limit=limit)
-    return rows(
-        con,
-        """
-        SELECT sampled_at AS at, value, samples FROM (
-            SELECT * FROM alert_samples
-            WHERE rule = $rule AND ($since::TIMESTAMP IS NULL OR sampled_at >= $since)
-              AND ($until::TIMESTAMP IS NULL OR sampled_at < $until)
-            ORDER BY sampled_at DESC LIMIT $limit)
-        ORDER BY sampled_at
-    """,
-        {"rule": rule, "since": since, "until": until, "limit": limit},
-    )

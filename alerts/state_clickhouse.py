@@ -34,7 +34,6 @@ import pyarrow as pa
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
 from loopsight.alerts.state import SAMPLE_RETENTION
-from loopsight.analytics.sql import Connection, rows
 from loopsight.stores.clickhouse import ClickHouseConnection
 
 _TS = pa.timestamp("us")
@@ -234,75 +233,3 @@ class ClickHouseStateStore:
             )
         finally:
             con.close()
-
-
-_EVENTS_WITH_DELIVERY = """(
-    SELECT e.id AS id, e.rule AS rule, e.occurred_at AS occurred_at, e.from_state AS from_state, e.to_state AS to_state,
-           e.value AS value, e.threshold AS threshold, e.baseline AS baseline, e.samples AS samples, e.examples AS examples,
-           if(ifNull(d.status, '') = '', e.notify_status, d.status) AS notify_status,
-           if(ifNull(d.status, '') = '', e.notify_error, d.error) AS notify_error
-    FROM alert_events e
-    LEFT JOIN (SELECT event_id, status, error FROM alert_deliveries FINAL) d ON d.event_id = e.id
-)"""
-
-
-def alerts_overview(
-    con: Connection, *, limit: int = 100, rule: str | None = None, include_inactive: bool = False
-) -> dict[str, list[dict[str, Any]]]:
-    """:func:`loopsight.alerts.state.alerts_overview` on ClickHouse (same keys, same order)."""
-    found = rows(
-        con,
-        f"""
-        SELECT r.name AS name, r.definition AS definition, r.active AS active, r.state AS state,
-               r.state_since AS state_since, r.value AS value, r.baseline AS baseline_value, r.samples AS samples,
-               r.examples AS examples, r.last_evaluated_at AS last_evaluated_at, r.last_notified_at AS last_notified_at,
-               toInt64(ifNull(f.failures, 0)) AS notify_failures
-        FROM (SELECT * FROM alert_rules FINAL) r
-        LEFT JOIN (SELECT rule, count() AS failures FROM {_EVENTS_WITH_DELIVERY} WHERE notify_status = 'failed' GROUP BY rule) f
-               ON f.rule = r.name
-        WHERE (r.active OR {{inactive:Bool}}) AND (isNull({{rule:Nullable(String)}}) OR r.name = {{rule:Nullable(String)}})
-        ORDER BY r.name
-    """,
-        {"inactive": include_inactive, "rule": rule},
-    )
-    out_rules = []
-    for row in found:
-        definition = json.loads(row.pop("definition"))
-        out_rules.append({**definition, **row, "examples": row["examples"] or []})
-    events = rows(
-        con,
-        f"""
-        SELECT toInt64(id) AS id, rule, occurred_at AS at, from_state, to_state, value, threshold, baseline, samples,
-               examples, notify_status, notify_error
-        FROM {_EVENTS_WITH_DELIVERY}
-        WHERE isNull({{rule:Nullable(String)}}) OR rule = {{rule:Nullable(String)}}
-        ORDER BY occurred_at DESC, id DESC
-        LIMIT {{limit:UInt64}}
-    """,
-        {"rule": rule, "limit": limit},
-    )
-    return {"rules": out_rules, "events": events}
-
-
-def alert_series(
-    con: Connection,
-    rule: str,
-    *,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 5000,
-) -> list[dict[str, Any]]:
-    """:func:`loopsight.alerts.state.alert_series` on ClickHouse."""
-    return rows(
-        con,
-        """
-        SELECT sampled_at AS at, value, samples FROM (
-            SELECT sampled_at, value, samples FROM alert_samples
-            WHERE rule = {rule:String}
-              AND (isNull({since:Nullable(DateTime64(6, 'UTC'))}) OR sampled_at >= {since:Nullable(DateTime64(6, 'UTC'))})
-              AND (isNull({until:Nullable(DateTime64(6, 'UTC'))}) OR sampled_at < {until:Nullable(DateTime64(6, 'UTC'))})
-            ORDER BY sampled_at DESC LIMIT {limit:UInt64})
-        ORDER BY sampled_at
-    """,
-        {"rule": rule, "since": since, "until": until, "limit": limit},
-    )

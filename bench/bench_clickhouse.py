@@ -39,12 +39,12 @@ from loopsight.analytics.runs import list_runs, trace_detail
 from loopsight.analytics.stalls import stalls
 from loopsight.analytics.terminations import terminations
 from loopsight.analytics.tools import tool_stats
+from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import clickhouse_run_index
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb
 from loopsight.stores.clickhouse_run_index import index_new_spans
 from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade
-from loopsight.stores.otel_rows import request_to_otel_traces
 
 
 def tiled(base: pa.Table, copy: int) -> pa.Table:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import duckdb
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -24,6 +23,7 @@ from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
 from loopsight.errors import LoopsightError
 from loopsight.stores import STORE_ERRORS
+from loopsight.stores.protocol import Reader
 
 log = logging.getLogger("loopsight.collector")
 
@@ -103,10 +103,10 @@ def _filters(request: Request) -> dict[str, Any]:
     return filters
 
 
-def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]:
+def query_routes(reader: Callable[[], Reader]) -> list[Route]:
     """The ``/api/v1`` routes reading through ``reader()`` (a fresh connection per request)."""
 
-    async def answer(request: Request, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> JSONResponse:
+    async def answer(request: Request, work: Callable[[Reader], Any]) -> JSONResponse:
         def run() -> Any:
             con = reader()
             try:
@@ -124,9 +124,7 @@ def query_routes(reader: Callable[[], duckdb.DuckDBPyConnection]) -> list[Route]
             log.error("query %s failed: %s", request.url.path, exc)
             return JSONResponse({"error": f"query failed: {type(exc).__name__}"}, status_code=500)
 
-    def endpoint(
-        parse: Callable[[Request], Any], work: Callable[[duckdb.DuckDBPyConnection, Any], Any]
-    ) -> Callable[[Request], Any]:
+    def endpoint(parse: Callable[[Request], Any], work: Callable[[Reader, Any], Any]) -> Callable[[Request], Any]:
         """A handler that validates with ``parse`` (BadParameter -> 400) before touching the store."""
 
         async def handle(request: Request) -> JSONResponse:

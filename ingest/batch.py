@@ -133,3 +133,16 @@ def to_arrow(rows: Iterable[SpanRow]) -> pa.Table:
         else:
             arrays.append(pa.array(values, field.type))
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def unique_spans(table: pa.Table) -> pa.Table:
+    """Drop repeats of the same (TraceId, SpanId) inside one batch (first one wins)."""
+    keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "")
+    if pc.count_distinct(keys).as_py() == table.num_rows:
+        return table
+    seen: set[str] = set()
+    mask = []
+    for key in keys.to_pylist():
+        mask.append(key not in seen)
+        seen.add(key)
+    return table.filter(pa.array(mask))

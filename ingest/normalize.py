@@ -15,10 +15,8 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -27,6 +25,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight import attributes as A
 from loopsight import config
+from loopsight import vocabulary as V
 from loopsight.hashing import args_hash
 from loopsight.ingest.sketch import sketch
 from loopsight.redaction import redact
@@ -37,76 +36,17 @@ TRUNCATION_MARKER = "…[truncated]"
 MAX_KEY_LENGTH = 1024  # attribute keys: a fixed bound, so a small value limit never cuts the names rules read
 MAX_NANOS = 2**63 - 1  # OTLP times are uint64; stored times are signed 64-bit
 
-_LANGFUSE_TYPES = {"agent": "agent", "generation": "llm", "tool": "tool"}
-_OPENINFERENCE_KINDS = {"AGENT": "agent", "LLM": "llm", "TOOL": "tool"}
-_TRACELOOP_KINDS = {"agent": "agent", "tool": "tool"}
-_GENAI_OPERATIONS = {
-    "invoke_agent": "agent",
-    "create_agent": "other",
-    "chat": "llm",
-    "text_completion": "llm",
-    "generate_content": "llm",
-    "execute_tool": "tool",
-}
-
-_KIND_ATTRIBUTES = (  # span_type's priority order
-    ("langfuse.observation.type", _LANGFUSE_TYPES),
-    ("openinference.span.kind", _OPENINFERENCE_KINDS),
-    ("traceloop.span.kind", _TRACELOOP_KINDS),
-    (A.OPERATION_NAME, _GENAI_OPERATIONS),
-)
-_TOOL_NAME_KEYS = (A.TOOL_NAME, "tool.name")
-_TOOL_ARGS_KEYS = (
-    A.TOOL_CALL_ARGUMENTS,
-    "tool_arguments",
-    "tool.parameters",
-    "traceloop.entity.input",
-    "input.value",
-    "langfuse.observation.input",
-)
-_MODEL_KEYS = (A.REQUEST_MODEL, "llm.model_name", "langfuse.observation.model.name", A.RESPONSE_MODEL)
-_AGENT_KEYS = (A.AGENT_NAME, "agent.name", "agent_name")
-_INPUT_TOKEN_KEYS = (A.USAGE_INPUT_TOKENS, A.USAGE_PROMPT_TOKENS, "llm.token_count.prompt")
-_OUTPUT_TOKEN_KEYS = (A.USAGE_OUTPUT_TOKENS, A.USAGE_COMPLETION_TOKENS, "llm.token_count.completion")
-_CONTENT_KEYS = frozenset(
-    (
-        *_TOOL_ARGS_KEYS,
-        A.TOOL_CALL_RESULT,
-        A.INPUT_MESSAGES,
-        A.OUTPUT_MESSAGES,
-        "output.value",
-        "traceloop.entity.output",
-        "langfuse.observation.output",
-        "gen_ai.system_instructions",
-        "tool_response",
-        "final_result",
-        "all_messages_events",
-        "llm.prompts",
-        "pydantic_ai.all_messages",
-        "events",  # Pydantic AI: the run's messages; a chat span's messages (v1 attributes)
-        "langfuse.trace.input",
-        "langfuse.trace.output",
-        "llm.prompt_template.template",
-        "llm.prompt_template.variables",
-    )
-)
-# Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
-# ``retrieval.documents.0.document.content``, legacy OpenLLMetry ``gen_ai.prompt.0.content``):
-# dropped by prefix unless content capture is on.
-_CONTENT_PREFIXES = (
-    "llm.input_messages.",
-    "llm.output_messages.",
-    "gen_ai.prompt.",
-    "gen_ai.completion.",
-    "llm.prompts.",
-    "retrieval.documents.",
-    "reranker.input_documents.",
-    "reranker.output_documents.",
-    "embedding.embeddings.",
-)
-_EVENT_CONTENT_KEYS = frozenset(
-    ("gen_ai.prompt", "gen_ai.completion", "content", "body")
-)  # legacy GenAI content events
+# The vocabulary's tables, bound once (read per span on the hot path).
+_TOOL_NAME_KEYS = V.TOOL_NAME.keys
+_TOOL_ARGS_KEYS = V.TOOL_ARGUMENTS.keys
+_MODEL_KEYS = V.MODEL.keys
+_AGENT_KEYS = V.AGENT_NAME.keys
+_INPUT_TOKEN_KEYS = V.INPUT_TOKENS.keys
+_OUTPUT_TOKEN_KEYS = V.OUTPUT_TOKENS.keys
+_CONTENT_KEYS = V.CONTENT_KEYS
+_CONTENT_PREFIXES = V.CONTENT_PREFIXES
+_EVENT_CONTENT_KEYS = V.EVENT_CONTENT_KEYS
+span_type = V.span_type
 
 
 _plain_keys: set[str] = set()  # keys seen that are not content: most spans hold only these
@@ -154,9 +94,6 @@ def _redact_exception(event_attrs: dict[str, str]) -> None:
         value = event_attrs.get(key)
         if value:
             event_attrs[key] = redact_message(value)
-
-
-_SPAN_NAME_PREFIXES = (("invoke_agent ", "agent"), ("chat ", "llm"), ("execute_tool ", "tool"))
 
 
 @dataclass(frozen=True)
@@ -239,8 +176,11 @@ def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
 
 
 def _untruncated(kvs: Any, attrs: dict[str, str]) -> str:
-    """The whole text of the raw tool arguments that ``attrs`` holds truncated."""
+    """The whole text of the raw tool arguments that ``attrs`` holds truncated (``kvs``: the
+    OTLP key-values, or a map of whole texts)."""
     key = next(key for key in _TOOL_ARGS_KEYS if attrs.get(key))
+    if isinstance(kvs, dict):
+        return str(kvs.get(key, attrs[key]))
     for kv in kvs:
         if kv.key == key:
             return any_value_to_str(kv.value)
@@ -276,25 +216,6 @@ def _tokens(value: str | None) -> int | None:
     return number if number is not None and number >= 0 else None
 
 
-def span_type(attrs: dict[str, str], name: str) -> str:
-    """Decide agent / llm / tool / other in the spec's priority order."""
-    for key, table in _KIND_ATTRIBUTES:
-        value = attrs.get(key)
-        if value:
-            return table.get(value, "other")
-    get = attrs.get
-    if get(_TOOL_NAME_KEYS[0]) or get(_TOOL_NAME_KEYS[1]):
-        return "tool"
-    if any(get(key) for key in _MODEL_KEYS):
-        return "llm"
-    if "agent_name" in attrs or name == "agent run":  # Pydantic AI's run span before GenAI operation names
-        return "agent"
-    for prefix, kind in _SPAN_NAME_PREFIXES:
-        if name.startswith(prefix):
-            return kind
-    return "other"
-
-
 def args_hash_of_text(text: str) -> str:
     """The args hash of raw argument text: the instrumentation's hash of the parsed JSON (the
     same canonical form), or of the text itself when it is not JSON.
@@ -310,36 +231,11 @@ def args_hash_of_text(text: str) -> str:
     return args_hash(value)
 
 
-_TRANSIENT = re.compile(
-    r"timeout|timed.?out|429|too.?many|rate.?limit|5\d\d|unavailable|connection|network|temporar", re.I
-)
-_FATAL = re.compile(r"401|403|permission|forbidden|unauthori[sz]ed|access.?denied", re.I)
-_PERMANENT = re.compile(r"404|not.?found|reject|conflict|409|410|gone", re.I)
-_INVALID = re.compile(
-    r"invalid|schema|validation|malformed|unknown.?tool|valueerror|typeerror|json|argument|400|422", re.I
-)
-
-
-def error_class_for(error_type: str) -> str:
-    """Best-effort error class of a producer's ``error.type`` (or exception type)."""
-    for pattern, cls in (
-        (_FATAL, "fatal"),
-        (_TRANSIENT, "transient"),
-        (_PERMANENT, "permanent"),
-        (_INVALID, "invalid_argument"),
-    ):
-        if pattern.search(error_type):
-            return cls
-    return "permanent"
-
-
-# Producers repeat a handful of error types: classify each once (long messages are not kept).
-_KNOWN_ERROR_LENGTH = 256
-_known_error_class = functools.lru_cache(maxsize=4096)(error_class_for)
+error_class_for = V.error_class_for
 
 
 def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None]:
-    raw = attrs.get("langfuse.observation.usage_details")
+    raw = attrs.get(V.LANGFUSE_USAGE)
     if not raw:
         return None, None
     try:
@@ -435,34 +331,24 @@ def span_row(
         True
     """
     attrs = attributes_to_dict(span.attributes, limits)
-    get = attrs.get
     cap = limits.max_attribute_length
-    name = truncated(span.name, cap)
-    kind = span_type(attrs, name)
     if span.HasField("status"):
         span_status = span.status
         status_code: int = span_status.code
         status_message = span_status.message
     else:
         status_code, status_message = 0, ""
-    status = STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset"
-    if status_message:  # redacted before the cut (a secret cut at the limit would survive in part), on a bounded head
-        head = redact_message(status_message[: cap + 512])
-        status_message = truncated(head, cap) if len(status_message) <= cap + 512 else head[:cap] + TRUNCATION_MARKER
-
     events: list[tuple[int, str, dict[str, str]]] = []
-    exception_type = None
     span_events = span.events
     if span_events:
         for event in span_events[: limits.max_events]:
-            event_name = truncated(event.name, cap)
-            event_attrs = attributes_to_dict(event.attributes, limits)
-            if event_name == "exception":
-                if exception_type is None:
-                    exception_type = event_attrs.get("exception.type")
-                _redact_exception(event_attrs)
-            guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
-            events.append((min(event.time_unix_nano, MAX_NANOS), event_name, event_attrs))
+            events.append(
+                (
+                    min(event.time_unix_nano, MAX_NANOS),
+                    truncated(event.name, cap),
+                    attributes_to_dict(event.attributes, limits),
+                )
+            )
     span_links = span.links
     links = (
         [
@@ -477,20 +363,88 @@ def span_row(
         if span_links
         else []
     )
+    span_kind = span.kind
+    return agent_row(
+        trace_id.hex(),
+        span_id.hex(),
+        parent_span_id.hex(),
+        start_ns,
+        span.end_time_unix_nano,
+        truncated(span.trace_state, cap),
+        truncated(span.name, cap),
+        SPAN_KINDS[span_kind] if 0 <= span_kind < 6 else "Unspecified",
+        STATUS_CODES[status_code] if 0 <= status_code < 3 else "Unset",
+        status_message,
+        attrs,
+        resource,
+        scope_name,
+        scope_version,
+        events,
+        links,
+        limits,
+        span.attributes,
+    )
+
+
+def agent_row(
+    trace_id: str,
+    span_id: str,
+    parent_span_id: str,
+    start_ns: int,
+    end_ns: int,
+    trace_state: str,
+    name: str,
+    span_kind: str,
+    status: str,
+    status_message: str,
+    attrs: dict[str, str],
+    resource: dict[str, str],
+    scope_name: str,
+    scope_version: str,
+    events: list[tuple[int, str, dict[str, str]]],
+    links: list[tuple[str, str, str, dict[str, str]]],
+    limits: Limits,
+    raw_attributes: Any = None,
+) -> SpanRow:
+    """The stored row of a span whose fields are read already (attributes as strings within the
+    limits, names cut): every agent column by the vocabulary's rules, content dropped or redacted,
+    messages redacted. ``raw_attributes`` (the OTLP key-values) give back arguments longer than
+    the value limit: differing past the cut, they are not a loop.
+
+    Example:
+        >>> row = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
+        ...                 {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits())
+        >>> row.tool, row.args_hash, "gen_ai.tool.call.arguments" in row.SpanAttributes
+        ('search', 'a69fbbcf7209c6f6', False)
+    """
+    get = attrs.get
+    cap = limits.max_attribute_length
+    kind = span_type(attrs, name)
+    if status_message:  # redacted before the cut (a secret cut at the limit would survive in part), on a bounded head
+        head = redact_message(status_message[: cap + 512])
+        status_message = truncated(head, cap) if len(status_message) <= cap + 512 else head[:cap] + TRUNCATION_MARKER
+
+    exception_type = None
+    for _, event_name, event_attrs in events:
+        if event_name == "exception":
+            if exception_type is None:
+                exception_type = event_attrs.get("exception.type")
+            _redact_exception(event_attrs)
+        guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
 
     tool = args_hash = args_sketch = model = None
     input_tokens = output_tokens = None
     if kind == "tool":
         tool = (
             _first(attrs, _TOOL_NAME_KEYS)
-            or get("traceloop.entity.name")
+            or get(V.TRACELOOP_ENTITY_NAME)
             or (name[len("execute_tool ") :] if name.startswith("execute_tool ") else name)
         )
         args_hash = get(A.TOOL_ARGS_HASH)
         raw_args = _first(attrs, _TOOL_ARGS_KEYS)
         if raw_args is not None:
-            if len(raw_args) > limits.max_attribute_length and raw_args.endswith(TRUNCATION_MARKER):
-                raw_args = _untruncated(span.attributes, attrs)  # arguments differing past the cut are not a loop
+            if raw_attributes is not None and len(raw_args) > cap and raw_args.endswith(TRUNCATION_MARKER):
+                raw_args = _untruncated(raw_attributes, attrs)  # arguments differing past the cut are not a loop
             if not args_hash:
                 args_hash = args_hash_of_text(raw_args)
             args_sketch = sketch(raw_args)
@@ -502,35 +456,25 @@ def span_row(
             input_tokens, output_tokens = _langfuse_usage(attrs)
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
     if kind == "agent" and not agent:
-        agent = get("traceloop.entity.name") or (
+        agent = get(V.TRACELOOP_ENTITY_NAME) or (
             name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name
         )
     guard_content(attrs, limits.capture_content)
 
-    is_error = status == "Error" or get("langfuse.observation.level") == "ERROR"
+    is_error = status == "Error" or get(V.LANGFUSE_LEVEL) == "ERROR"
     error_type: str | None = None
     error_class: str | None
     if is_error:
         status = "Error"  # Langfuse marks a failure by level, not status: counted as one everywhere
-        error_type = (
-            get(A.ERROR_TYPE)
-            or exception_type
-            or status_message
-            or get("langfuse.observation.status_message")
-            or "error"
-        )
-        error_class = get(A.ERROR_CLASS) or (
-            _known_error_class(error_type) if len(error_type) <= _KNOWN_ERROR_LENGTH else error_class_for(error_type)
-        )
+        error_type = get(A.ERROR_TYPE) or exception_type or status_message or get(V.LANGFUSE_STATUS_MESSAGE) or "error"
+        error_class = get(A.ERROR_CLASS) or error_class_for(error_type)
     else:
         error_class = get(A.ERROR_CLASS)
 
     termination = None
     if kind == "agent":
-        termination = get(A.TERMINATION_REASON) or ("error" if is_error else "completed")
+        termination = get(A.TERMINATION_REASON) or V.default_termination(is_error)
 
-    span_kind = span.kind
-    end_ns = span.end_time_unix_nano
     if end_ns > MAX_NANOS:
         end_ns = MAX_NANOS
     if end_ns < start_ns:
@@ -541,12 +485,12 @@ def span_row(
         SpanRow,
         (
             start_ns,
-            trace_id.hex(),
-            span_id.hex(),
-            parent_span_id.hex(),
-            truncated(span.trace_state, cap),
+            trace_id,
+            span_id,
+            parent_span_id,
+            trace_state,
             name,
-            SPAN_KINDS[span_kind] if 0 <= span_kind < 6 else "Unspecified",
+            span_kind,
             resource.get("service.name", ""),
             resource,
             scope_name,

@@ -1,5 +1,11 @@
 """Error classification: what kind of failure an exception is (``loopsight.error.class``).
 
+The decisions by HTTP status, exception type name and error text are the vocabulary's
+(:func:`loopsight.vocabulary.error_class_for`), the ones the collector applies to any
+producer's ``error.type``: one failure gets one class whoever reports it. This module adds
+what only a live exception carries: loopsight's own error classes, registered types and
+classifiers, the status an HTTP client exception holds, and the exception's base classes.
+
 The classes are ``transient`` (retry with backoff), ``invalid_argument`` (feed back with the
 schema), ``permanent`` (feed back, do not retry), ``fatal`` (end the run), plus the silent
 failures ``empty_result`` and ``garbage`` that tools mark on results.
@@ -18,6 +24,7 @@ from collections.abc import Callable
 
 from loopsight.attributes import ERROR_CLASSES
 from loopsight.errors import LoopsightError
+from loopsight.vocabulary import class_for_exception_name, class_for_status, error_class_for
 
 Classifier = Callable[[BaseException], "str | tuple[str, str] | None"]
 
@@ -66,40 +73,6 @@ class FatalToolError(ToolError):
 
 _registered: dict[type, str] = {}
 _classifiers: list[Classifier] = []
-
-_TRANSIENT_NAMES = frozenset(
-    {
-        "ConnectionError",
-        "APIConnectionError",
-        "ConnectError",
-        "NetworkError",
-        "TransportError",
-        "RemoteProtocolError",
-        "ProtocolError",
-        "RateLimitError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "APITimeoutError",
-        "TimeoutException",
-        "ServerDisconnectedError",
-        "ClientConnectionError",
-        "OverloadedError",
-        "gaierror",
-    }
-)
-_FATAL_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError", "PermissionError"})
-_PERMANENT_NAMES = frozenset({"NotFoundError", "FileNotFoundError", "ConflictError"})
-_INVALID_NAMES = frozenset(
-    {
-        "ValidationError",
-        "SchemaError",
-        "JSONDecodeError",
-        "BadRequestError",
-        "UnprocessableEntityError",
-        "ValueError",
-        "TypeError",
-    }
-)
 
 
 def register_error_class(exc_type: type[BaseException], error_class: str) -> None:
@@ -159,17 +132,6 @@ def status_code_of(exc: BaseException) -> int | None:
     return None
 
 
-def class_for_status(status: int) -> str:
-    """Default error class of an HTTP status code."""
-    if status in (408, 425, 429) or status >= 500:
-        return "transient"
-    if status in (401, 403, 407):
-        return "fatal"
-    if status in (400, 422):
-        return "invalid_argument"
-    return "permanent"
-
-
 def classify(exc: BaseException) -> tuple[str, str]:
     """Return ``(error_type, error_class)`` for an exception; never raises.
 
@@ -218,16 +180,10 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     if "httpx" in sys.modules and isinstance(exc, sys.modules["httpx"].TransportError):
         return name, "transient"
     for klass in mro:
-        kname = klass.__name__
-        if kname in _TRANSIENT_NAMES or kname.endswith("Timeout") or kname.endswith("TimeoutError"):
-            return name, "transient"
-        if kname in _FATAL_NAMES:
-            return name, "fatal"
-        if kname in _PERMANENT_NAMES:
-            return name, "permanent"
-        if kname in _INVALID_NAMES:
-            return name, "invalid_argument"
-    return name, "permanent"
+        found = class_for_exception_name(klass.__name__)
+        if found is not None:
+            return name, found
+    return name, error_class_for(name)
 
 
 def error_of(

@@ -295,44 +295,12 @@ def ingest(
 def _fetch_runs(
     collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None
 ) -> list[dict]:
-    if store:
-        from loopsight.analytics import list_runs
-        from loopsight.stores import StoreError, StoreURLError, open_reader
+    from loopsight.client import SourceError, open_source
 
-        try:
-            con = open_reader(store)
-        except (StoreError, StoreURLError) as exc:
-            raise fail(str(exc)) from None
-        try:
-            return list_runs(con, limit=limit)
-        finally:
-            con.close()
-    if db:
-        import duckdb
-
-        from loopsight.analytics import list_runs
-
-        if not Path(db).is_file():
-            raise fail(f"no DuckDB file at {db}")
-        try:
-            con = duckdb.connect(db, read_only=True)
-        except duckdb.Error as exc:
-            raise fail(f"cannot open {db} read-only (a running collector holds it? use --collector): {exc}") from None
-        try:
-            return list_runs(con, limit=limit)
-        finally:
-            con.close()
-    import httpx
-
-    url = (collector or DEFAULT_COLLECTOR).rstrip("/")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.get(f"{url}/api/v1/runs", params={"limit": limit}, headers=headers, timeout=10)
-    except httpx.HTTPError as exc:
-        raise fail(f"cannot reach the collector at {url}: {exc}") from None
-    if response.status_code != 200:
-        raise fail(f"{url}/api/v1/runs answered {response.status_code}: {response.text[:200]}")
-    return response.json()["runs"]
+        return open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token).runs(limit=limit)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
 
 
 @app.command("runs")

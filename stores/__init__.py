@@ -98,9 +98,9 @@ def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
         from loopsight.stores.duckdb_store import Store
 
         return Store.open(parsed.path, **kwargs)
-    from loopsight.stores.clickhouse_writer import ClickHouseWriter
+    from loopsight.stores.clickhouse_store import ClickHouseStore
 
-    return ClickHouseWriter.open(parsed, **kwargs)
+    return ClickHouseStore.open(parsed, **kwargs)
 
 
 def ingest_request(writer: Any, request: Any, limits: Any = None, timeout: float = 60.0) -> int:
@@ -120,6 +120,6 @@ def ingest_request(writer: Any, request: Any, limits: Any = None, timeout: float
     return int(writer.submit(prepared.table).result(timeout=timeout))
 
 
-def dialect(con: Any) -> str:
-    """``"clickhouse"`` for a ClickHouse connection, else ``"duckdb"``."""
-    return str(getattr(con, "dialect", None) or getattr(con, "sql_dialect", "duckdb"))
+def dialect(reader: Reader) -> str:
+    """The engine behind a reader: ``"duckdb"`` or ``"clickhouse"``."""
+    return reader.dialect

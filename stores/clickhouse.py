@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -292,10 +292,9 @@ class _ServerEngine(_Engine):
 
 
 class ClickHouseConnection:
-    """The connection the analytics receive for a ClickHouse store.
-
-    ``sql_dialect`` tells :func:`loopsight.analytics.sql.query` to run the
-    ``sql/clickhouse/<name>.sql`` variant of a question.
+    """A connection to a ClickHouse store, and its :class:`~loopsight.stores.protocol.Reader`:
+    :meth:`rows` takes DuckDB-dialect SQL (the questions are written once) and runs its
+    translation; :meth:`execute` runs ClickHouse SQL as it is.
 
     Example:
         >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
@@ -303,7 +302,7 @@ class ClickHouseConnection:
         ['one']
     """
 
-    sql_dialect = "clickhouse"
+    dialect = "clickhouse"
 
     def __init__(self, engine: _Engine, url: StoreURL) -> None:
         self._engine = engine
@@ -322,6 +321,16 @@ class ClickHouseConnection:
         if params is not None and not isinstance(params, dict):
             raise ClickHouseError("ClickHouse statements take named parameters ({name:Type}), not positional ones")
         return Result(self._engine.query_arrow(sql, used_params(sql, params)))
+
+    def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run DuckDB-dialect ``sql`` (translated once, then cached) with named parameters; JSON-ready rows."""
+        from loopsight.stores.sqlfiles import jsonable
+        from loopsight.stores.translate import parameters, translate
+
+        text, arrays = translate(sql)
+        result = self.execute(text, parameters(params or {}, arrays))
+        names = [d[0] for d in result.description]
+        return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in result.fetchall()]
 
     def command(self, sql: str) -> None:
         """Run a statement that returns nothing (DDL)."""

@@ -39,10 +39,11 @@ from loopsight.stores.sqlfiles import DERIVE
 # runs (a run span starts before its children), less the skew margin, bounded by the look-back.
 PENDING_SQL = """
 SELECT p.trace_id AS "TraceId",
-       greatest(least(min(p.since), min(f.started_at)) - $skew, min(p.since) - $lookback) AS since
+       greatest(least(min(p.since), min(f.started_at)) - to_microseconds($skew_us::BIGINT),
+                min(p.since) - to_microseconds($lookback_us::BIGINT)) AS since
 FROM derive_pending p
 LEFT JOIN run_facts f
-       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - $lookback
+       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - to_microseconds($lookback_us::BIGINT)
 GROUP BY p.trace_id
 """
 

@@ -77,7 +77,8 @@ class Deriver:
     ) -> None:
         self._con = con
         self.stats = stats
-        self._params = {"skew": run_skew, "lookback": run_lookback}
+        micro = timedelta(microseconds=1)
+        self._params = {"skew_us": run_skew // micro, "lookback_us": run_lookback // micro}
         self._interval = derive_interval
         self._rows = derive_rows
         self._max_wait = derive_max_wait

@@ -40,17 +40,20 @@ import contextlib
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loopsight.ingest.batch import unique_spans
 from loopsight.migrations import upgrade
 from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error
@@ -58,6 +61,15 @@ from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
 from loopsight.stores.sqlfiles import jsonable
 
 log = logging.getLogger("loopsight.collector")
+
+
+@lru_cache(maxsize=1024)
+def _parameters(sql: str) -> frozenset[str]:
+    # DuckDB refuses named parameters a statement does not use: pass only its own.
+    return frozenset(_PARAMETER.findall(sql))
+
+
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class DuckDBReader:
@@ -75,7 +87,8 @@ class DuckDBReader:
         self.con = con
 
     def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, dict(params or {}))
+        given = params or {}
+        cursor = self.con.execute(sql, {name: given[name] for name in _parameters(sql) if name in given})
         names = [d[0] for d in cursor.description]
         return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in cursor.fetchall()]
 
@@ -143,19 +156,6 @@ def _maps_as_entries(table: pa.Table) -> pa.Table:
         )
         table = table.set_column(index, name, entries)
     return table
-
-
-def _unique_spans(table: pa.Table) -> pa.Table:
-    """Drop repeats of the same (TraceId, SpanId) inside one batch (first one wins)."""
-    keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "")
-    if pc.count_distinct(keys).as_py() == table.num_rows:
-        return table
-    seen: set[str] = set()
-    mask = []
-    for key in keys.to_pylist():
-        mask.append(key not in seen)
-        seen.add(key)
-    return table.filter(pa.array(mask))
 
 
 class Store:
@@ -355,7 +355,7 @@ class Store:
 
     def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
         started = time.perf_counter()
-        incoming = _unique_spans(pa.concat_tables([p.table for p in batch]))
+        incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
         bounds = pc.min_max(incoming.column("Timestamp"))
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         try:

@@ -45,8 +45,9 @@ class SqlFiles:
         first = text.split("\n", 1)[0]
         if not first.startswith("-- ctes:"):
             return text
+        folder = name.rpartition("/")[0]
         pairs = (item.strip().split("=") for item in first[len("-- ctes:") :].split(","))
-        return with_ctes(text, {cte: self.load(file) for cte, file in pairs})
+        return with_ctes(text, {cte: self.load(f"{folder}/{file}" if folder else file) for cte, file in pairs})
 
     def compose(self, name: str, *, inline: bool = False, **ctes: str) -> str:
         """``name``'s SQL preceded by the named CTEs, each another file of this folder.

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 
 from loopsight import analytics
+from loopsight.stores.duckdb_store import DuckDBReader
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_analytics.py"
 
@@ -21,7 +22,8 @@ def test_bench_store_holds_whole_runs(tmp_path: Path) -> None:
     spec.loader.exec_module(bench)
     path = str(tmp_path / "bench.duckdb")
     bench.fill(path, 100)
-    with duckdb.connect(path, read_only=True) as con:
+    with duckdb.connect(path, read_only=True) as raw:
+        con = DuckDBReader(raw)
         assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM spans").fetchone() == (1000, 100)
         runs = analytics.list_runs(con, limit=1000)
         assert len(runs) == 100

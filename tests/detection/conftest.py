@@ -6,6 +6,8 @@ import duckdb
 import pytest
 from detection_corpus import Labels, build
 
+from loopsight.stores.duckdb_store import DuckDBReader
+
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Labels]:
@@ -16,6 +18,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Labels]:
 
 @pytest.fixture()
 def corpus_con(corpus: tuple[str, Labels]):
-    con = duckdb.connect(corpus[0], read_only=True)
+    con = DuckDBReader(duckdb.connect(corpus[0], read_only=True))
     yield con
     con.close()

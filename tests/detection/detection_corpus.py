@@ -42,7 +42,7 @@ from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
 from loopsight.hashing import args_hash, canonical_json
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import ingest_request
-from loopsight.stores.duckdb_store import Store
+from loopsight.stores.duckdb_store import DuckDBReader, Store
 
 VOCABULARIES = ("loopsight", "openinference", "traceloop", "genai")
 LOOP_KINDS = ("exact", "oscillation", "repeated_error", "semantic")
@@ -725,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = build(args.db, args.seed, args.runs_per_vocab)
     import duckdb
 
-    con = duckdb.connect(args.db, read_only=True)
+    con = DuckDBReader(duckdb.connect(args.db, read_only=True))
     result = score(con, labels)
     print(markdown(result))
     print("\nper vocabulary:")

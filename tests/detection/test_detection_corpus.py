@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from detection_corpus import LOOP_KINDS, VOCABULARIES, score
 
+from loopsight.stores.duckdb_store import DuckDBReader
+
 GOAL = 0.95
 
 
@@ -12,7 +14,7 @@ GOAL = 0.95
 def result(corpus):
     import duckdb
 
-    con = duckdb.connect(corpus[0], read_only=True)
+    con = DuckDBReader(duckdb.connect(corpus[0], read_only=True))
     try:
         return score(con, corpus[1])
     finally:

@@ -11,6 +11,7 @@ MODULES = [
     "loopsight.hashing",
     "loopsight.redaction",
     "loopsight.errors",
+    "loopsight.vocabulary",
     "errors",
     "content",
     "tokens",

@@ -9,6 +9,7 @@ import pytest
 
 import loopsight
 from loopsight.instrumentation import errors
+from loopsight.instrumentation.errors import classify
 
 
 def _http_error(status: int) -> httpx.HTTPStatusError:
@@ -135,3 +136,37 @@ def test_retry_after_becomes_backoff(loopsight_spans):
         "loopsight.error.class": "transient",
         "loopsight.backoff_ms": 1500.0,
     }
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status_code = status
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 407, 408, 409, 410, 422, 425, 429, 500, 502, 503, 504])
+def test_a_status_gets_one_class_from_the_decorators_and_the_collector(status: int) -> None:
+    from loopsight.vocabulary import error_class_for
+
+    error_type, error_class = classify(_HTTPError(status))
+    assert error_type == str(status)
+    assert error_class_for(error_type) == error_class  # what the collector gives another producer's error.type
+    assert error_class_for(f"HTTP {status} from upstream") == error_class
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [TimeoutError(), ConnectionResetError(), ValueError(), TypeError(), PermissionError(), FileNotFoundError()],
+)
+def test_an_exception_type_gets_one_class_from_the_decorators_and_the_collector(exc: BaseException) -> None:
+    from loopsight.vocabulary import error_class_for
+
+    error_type, error_class = classify(exc)
+    assert error_class_for(error_type) == error_class
+
+
+def test_407_is_fatal_and_408_transient_for_every_producer() -> None:
+    from loopsight.vocabulary import error_class_for
+
+    assert [error_class_for(t) for t in ("407", "408")] == ["fatal", "transient"]
+    assert [classify(_HTTPError(s))[1] for s in (407, 408)] == ["fatal", "transient"]

@@ -15,13 +15,13 @@ import pytest
 
 pytest.importorskip("chdb")
 
+from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import ingest_request
 from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb
-from loopsight.stores.clickhouse_run_index import index_new_spans
 from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.clickhouse_store import sync
 from loopsight.stores.duckdb_store import Store
-from loopsight.stores.otel_rows import request_to_otel_traces
 
 from .fixture_spans import build
 
@@ -63,7 +63,7 @@ def both_stores(
         for request in requests:
             ingest_request(store, request)
             clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
-        index_new_spans(clickhouse)
+        sync(clickhouse)
         return store.reader(), clickhouse
 
     yield load
@@ -92,5 +92,5 @@ def clickhouse(chdb_dir: Path, fixture_request: Any) -> ClickHouseConnection:
     con = connect_chdb(str(chdb_dir), database="parity")
     upgrade(con)
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
-    index_new_spans(con)
+    sync(con)
     return con

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from loopsight.alerts import MetricSpec, check, gauges, judge, measure, parse_rules
 from loopsight.alerts.evaluator import utcnow
-from loopsight.alerts.sources import DuckDBSource
+from loopsight.analytics.metrics import ReaderMeasures
 
 from .test_parity import _same
 
@@ -90,7 +90,7 @@ def test_alerts_check_on_a_clickhouse_store(tmp_path: Path, duck: Any, clickhous
     )
     text = out.getvalue()
     expected = [
-        rule.name for rule in parse_rules(RULES.format(days=days)) if judge(DuckDBSource(duck), rule, utcnow()).met
+        rule.name for rule in parse_rules(RULES.format(days=days)) if judge(ReaderMeasures(duck), rule, utcnow()).met
     ]
     assert expected == ["loops", "token-burn"]
     assert code == 1 and f"2 rule(s) firing: {', '.join(expected)}" in text, text

@@ -68,12 +68,12 @@ def test_the_alerts_page_reads_alert_state_from_clickhouse(
     from datetime import datetime
 
     from loopsight.alerts import Evaluator, Notifier
-    from loopsight.stores.clickhouse_run_index import index_new_spans
-    from loopsight.stores.otel_rows import request_to_otel_traces
+    from loopsight.ingest.exporter import request_to_otel_traces
+    from loopsight.stores.clickhouse_store import sync
 
     con = new_clickhouse()
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
-    index_new_spans(con)
+    sync(con)
     rules = tmp_path / "rules.toml"
     rules.write_text(
         '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "1d"\nthreshold = 0.1\nnotify = ["log"]\n'

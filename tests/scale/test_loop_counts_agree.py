@@ -17,8 +17,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from spans import kv, request_of
 
 from loopsight import analytics
-from loopsight.alerts.metrics import measure
 from loopsight.alerts.rules import MetricSpec
+from loopsight.analytics.metrics import measure
 
 from .test_parity import _same
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from loopsight.analytics.runs import list_runs
-from loopsight.ingest.pipeline import prepare
 from loopsight.stores import StoreURLError, open_reader, parse_store_url
 from loopsight.stores.clickhouse import ClickHouseError, format_param
-from loopsight.stores.clickhouse_writer import ClickHouseWriter
 
 
 def test_store_urls_parse_and_bad_ones_say_why() -> None:
@@ -52,21 +48,3 @@ def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
         ]
     with pytest.raises(ClickHouseError, match="missing query parameter"):
         clickhouse.execute("SELECT {absent:String}", {})
-
-
-def test_collector_batches_written_to_clickhouse_read_like_duckdb(
-    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
-) -> None:
-    con = new_clickhouse()
-    writer = ClickHouseWriter(con)
-    try:
-        table = prepare(fixture_request).table
-        half = table.num_rows // 2
-        futures = [writer.submit(table.slice(0, half)), writer.submit(table.slice(half))]
-        assert sum(f.result(timeout=60) for f in futures) == table.num_rows
-        assert writer.drain(timeout=120)
-        reader = writer.reader()
-        assert reader.execute("SELECT count() FROM otel_traces").fetchall() == [(table.num_rows,)]
-        assert list_runs(reader, limit=100) == list_runs(duck, limit=100)
-    finally:
-        writer.close()

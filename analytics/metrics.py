@@ -15,17 +15,54 @@ Example:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from loopsight.alerts.rules import MetricSpec
 from loopsight.analytics.loops import MAX_LIMIT as LOOPS_LIMIT
 from loopsight.analytics.loops import loops
 from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
 from loopsight.analytics.stalls import stalls
+
+METRICS = (
+    "loop_rate",
+    "tool_fail_rate",
+    "error_class_rate",
+    "termination_rate",
+    "tokens_per_run",
+    "stall_rate",
+    "stuck_runs",
+)
+RATE_METRICS = frozenset({"loop_rate", "tool_fail_rate", "error_class_rate", "termination_rate", "stall_rate"})
+STATS = ("p50", "p95", "max")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What to measure: a metric with its filters and parameters (rule conditions excluded)."""
+
+    metric: str
+    service: str | None = None
+    agent: str | None = None
+    tool: str | None = None
+    error_class: str | None = None
+    reason: str | None = None
+    stat: str = "p95"
+    stuck_after_seconds: float = 300.0
+
+    def filters(self) -> dict[str, Any]:
+        """The non-empty filters and parameters, for display and for the query API."""
+        out: dict[str, Any] = {}
+        for key in ("service", "agent", "tool", "error_class", "reason"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.metric == "tokens_per_run":
+            out["stat"] = self.stat
+        if self.metric == "stuck_runs":
+            out["stuck_after"] = self.stuck_after_seconds
+        return out
+
 
 MAX_EXAMPLES = 5
 GAUGE_WINDOW_SECONDS = 300.0  # the /metrics gauges cover the last 5 minutes (docs/alerts.md)
@@ -92,21 +129,10 @@ SELECT count(*) AS samples,
 FROM per_run
 """
 
-_PARAM = re.compile(r"\$([a-z_]+)")
 
-
-def _bind(sql: str, params: dict[str, Any]) -> dict[str, Any]:
-    # DuckDB rejects named parameters the statement does not use, so pass exactly its own.
-    return {name: params[name] for name in set(_PARAM.findall(sql))}
-
-
-def _execute(con: Any, name: str, duckdb_sql: str, params: dict[str, Any]) -> Any:
-    """Run statement ``name``: ``duckdb_sql``, or on ClickHouse its text in :mod:`loopsight.alerts.metrics_clickhouse`."""
-    if getattr(con, "sql_dialect", "duckdb") == "clickhouse":
-        from loopsight.alerts.metrics_clickhouse import STATEMENTS
-
-        return con.execute(STATEMENTS[name], params)
-    return con.execute(duckdb_sql, _bind(duckdb_sql, params))
+def _execute(con: Connection, name: str, duckdb_sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run metric statement ``name`` (DuckDB SQL; a ClickHouse reader runs its translation): rows as tuples."""
+    return [tuple(row.values()) for row in con.rows(duckdb_sql, params)]
 
 
 @dataclass(frozen=True)
@@ -181,7 +207,7 @@ def measure(
         traces = _distinct(s["trace_id"] for s in stuck)
         return Measurement(float(len(traces)), len(traces), traces[:MAX_EXAMPLES])
     sql = _POPULATIONS[spec.metric] + _RATE_SELECT
-    samples, hits, examples = _execute(con, spec.metric, sql, params).fetchone()
+    samples, hits, examples = _execute(con, spec.metric, sql, params)[0]
     return Measurement(hits / samples if samples else None, int(samples), list(examples))
 
 
@@ -192,14 +218,14 @@ def _distinct(values: Any) -> list[Any]:
 def _runs_in(con: Connection, spec: MetricSpec, since: datetime, until: datetime) -> int:
     sql = f"WITH {_RUNS} SELECT count(*) FROM runs"
     return int(
-        _execute(
-            con, "runs_in", sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service}
-        ).fetchone()[0]
+        _execute(con, "runs_in", sql, {"since": since, "until": until, "agent": spec.agent, "service": spec.service})[
+            0
+        ][0]
     )
 
 
 def _tokens_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measurement]:
-    samples, p50, p95, top, examples = _execute(con, "tokens", _TOKENS, params).fetchone()
+    samples, p50, p95, top, examples = _execute(con, "tokens", _TOKENS, params)[0]
     return {
         stat: Measurement(None if not samples else float(value), int(samples), list(examples))
         for stat, value in (("p50", p50), ("p95", p95), ("max", top))
@@ -281,13 +307,13 @@ def gauges(
     loops = measure(con, MetricSpec("loop_rate"), since, until, cache)
     out.append(Gauge("loopsight_runs", float(loops.samples)))
     out.append(Gauge("loopsight_loop_rate", loops.value or 0.0))
-    for tool, calls, rate in _execute(con, "tool_gauges", _TOOL_GAUGES, params).fetchall():
+    for tool, calls, rate in _execute(con, "tool_gauges", _TOOL_GAUGES, params):
         labels = (("tool", tool or ""),)
         out.append(Gauge("loopsight_tool_fail_rate", float(rate), labels))
         out.append(Gauge("loopsight_tool_calls", float(calls), labels))
-    for error_class, rate in _execute(con, "class_gauges", _CLASS_GAUGES, params).fetchall():
+    for error_class, rate in _execute(con, "class_gauges", _CLASS_GAUGES, params):
         out.append(Gauge("loopsight_error_class_rate", float(rate), (("error_class", error_class),)))
-    for reason, rate in _execute(con, "reason_gauges", _REASON_GAUGES, params).fetchall():
+    for reason, rate in _execute(con, "reason_gauges", _REASON_GAUGES, params):
         out.append(Gauge("loopsight_termination_rate", float(rate), (("reason", reason),)))
     tokens = _tokens_per_run(con, {**params, "examples": MAX_EXAMPLES})
     for stat, quantile in (("p50", "0.5"), ("p95", "0.95"), ("max", "1")):
@@ -298,3 +324,19 @@ def gauges(
         Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until, cache).samples))
     )
     return [Gauge(g.name, g.value, g.labels, _GAUGE_HELP.get(g.name, "")) for g in out]
+
+
+class ReaderMeasures:
+    """Measures on one open reader, each (metric, window) once: one evaluation round's source.
+
+    Example:
+        >>> ReaderMeasures(reader).measure(MetricSpec("loop_rate"), since, until)  # doctest: +SKIP
+        Measurement(value=0.1, samples=20, examples=[...])
+    """
+
+    def __init__(self, reader: Connection) -> None:
+        self.reader = reader
+        self.cache: dict[Any, Measurement] = {}
+
+    def measure(self, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
+        return measure(self.reader, spec, since, until, self.cache)

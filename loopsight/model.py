@@ -1,0 +1,229 @@
+"""The stored data model, as data: the spans table and the derived per-run tables.
+
+Both engines hold exactly these tables. DuckDB's are made by the migrations (``migrations/``,
+frozen history; a test checks the migrated file against this module), ClickHouse's are rendered
+from here (:func:`clickhouse_type`), the ClickHouse deriver's in-memory DuckDB from
+:func:`duckdb_ddl`, and the SQL translator reads the column types from :data:`TABLES`. The
+``spans`` columns are those of the OpenTelemetry Collector ClickHouse exporter's ``otel_traces``
+plus loopsight's typed agent columns, filled at ingest.
+
+Example:
+    >>> [c.name for c in TABLES["derive_pending"]]
+    ['trace_id', 'since']
+    >>> clickhouse_type("VARCHAR[]"), clickhouse_type("TIMESTAMP", nullable=True)
+    ('Array(String)', "Nullable(DateTime64(6, 'UTC'))")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    """One stored column: its name, its DuckDB type, whether it may be NULL, its default (SQL)."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    default: str | None = None
+
+
+def _cols(*specs: tuple[str, str] | tuple[str, str, bool] | tuple[str, str, bool, str]) -> tuple[Column, ...]:
+    return tuple(Column(*spec) for spec in specs)
+
+
+ATTR_MAP = "MAP(VARCHAR, VARCHAR)"
+EVENTS = f'STRUCT("Timestamp" TIMESTAMP, "Name" VARCHAR, "Attributes" {ATTR_MAP})[]'
+LINKS = f'STRUCT("TraceId" VARCHAR, "SpanId" VARCHAR, "TraceState" VARCHAR, "Attributes" {ATTR_MAP})[]'
+NOT_NULL = False
+
+SPANS = _cols(
+    ("Timestamp", "TIMESTAMP", NOT_NULL),
+    ("TraceId", "VARCHAR", NOT_NULL),
+    ("SpanId", "VARCHAR", NOT_NULL),
+    ("ParentSpanId", "VARCHAR", NOT_NULL, "''"),
+    ("TraceState", "VARCHAR", NOT_NULL, "''"),
+    ("SpanName", "VARCHAR", NOT_NULL),
+    ("SpanKind", "VARCHAR", NOT_NULL),
+    ("ServiceName", "VARCHAR", NOT_NULL, "''"),
+    ("ResourceAttributes", ATTR_MAP),
+    ("ScopeName", "VARCHAR", NOT_NULL, "''"),
+    ("ScopeVersion", "VARCHAR", NOT_NULL, "''"),
+    ("SpanAttributes", ATTR_MAP),
+    ("Duration", "BIGINT", NOT_NULL),
+    ("StatusCode", "VARCHAR", NOT_NULL, "'Unset'"),
+    ("StatusMessage", "VARCHAR", NOT_NULL, "''"),
+    ("Events", EVENTS),
+    ("Links", LINKS),
+    ("span_type", "VARCHAR", NOT_NULL),
+    ("operation", "VARCHAR"),
+    ("agent", "VARCHAR"),
+    ("run_id", "VARCHAR"),
+    ("step", "INTEGER"),
+    ("tool", "VARCHAR"),
+    ("args_hash", "VARCHAR"),
+    ("args_sketch", "UBIGINT"),
+    ("model", "VARCHAR"),
+    ("error_type", "VARCHAR"),
+    ("error_class", "VARCHAR"),
+    ("input_tokens", "BIGINT"),
+    ("output_tokens", "BIGINT"),
+    ("termination_reason", "VARCHAR"),
+    ("fallback", "VARCHAR"),
+    ("loop_kind", "VARCHAR"),
+    ("attempts", "INTEGER"),
+    ("end_time", "TIMESTAMP", NOT_NULL),
+    ("ingested_at", "TIMESTAMP", NOT_NULL, "current_timestamp"),
+)
+"""Every span as received, plus its typed agent columns (``run_id`` and a missing ``step`` are derived)."""
+
+_RUN_KEY = (("trace_id", "VARCHAR", NOT_NULL), ("run_id", "VARCHAR", NOT_NULL))
+_RUN_SCOPE = (("agent", "VARCHAR"), ("service", "VARCHAR"), ("started_at", "TIMESTAMP", NOT_NULL))
+
+RUN_FACTS = _cols(
+    *_RUN_KEY,
+    *_RUN_SCOPE,
+    ("duration", "BIGINT"),
+    ("status_code", "VARCHAR"),
+    ("termination_reason", "VARCHAR"),
+    ("ok", "BOOLEAN", NOT_NULL),
+    ("steps", "BIGINT", NOT_NULL),
+    ("llm_calls", "BIGINT", NOT_NULL),
+    ("tool_calls", "BIGINT", NOT_NULL),
+    ("tool_errors", "BIGINT", NOT_NULL),
+    ("retries", "BIGINT", NOT_NULL),
+    ("input_tokens", "BIGINT", NOT_NULL),
+    ("output_tokens", "BIGINT", NOT_NULL),
+    ("loop_marks", "BIGINT", NOT_NULL),
+    ("marked_calls", "BIGINT", NOT_NULL),
+    ("tools", "VARCHAR[]"),
+)
+"""One row per run: its rollups (``stores/sql/derive_runs.sql``)."""
+
+RUN_LOOPS = _cols(
+    *_RUN_KEY,
+    *_RUN_SCOPE,
+    ("tool", "VARCHAR"),
+    ("kind", "VARCHAR", NOT_NULL),
+    ("args_hash", "VARCHAR"),
+    ("count", "BIGINT", NOT_NULL),
+    ("first_step", "BIGINT"),
+    ("first_at", "TIMESTAMP"),
+    ("wasted_tokens", "BIGINT", NOT_NULL),
+)
+"""One row per detected loop (``stores/sql/loops_core.sql``)."""
+
+RUN_STEPS = _cols(*_RUN_KEY, *_RUN_SCOPE, ("step", "BIGINT"), ("input_tokens", "BIGINT"))
+"""Input tokens per step of each run (``stores/sql/burn_steps.sql``)."""
+
+RUN_GROWTH = _cols(
+    *_RUN_KEY,
+    *_RUN_SCOPE,
+    ("points", "BIGINT", NOT_NULL),
+    ("sxx", "DOUBLE", NOT_NULL),
+    ("sxy", "DOUBLE", NOT_NULL),
+    ("syy", "DOUBLE", NOT_NULL),
+)
+"""Each run's centred log-log sums for the growth fit (``stores/sql/burn_growth.sql``)."""
+
+RUN_MEMBERS = _cols(
+    *_RUN_KEY[:2],
+    ("span_id", "VARCHAR", NOT_NULL),
+    *_RUN_SCOPE,
+    ("span_type", "VARCHAR"),
+    ("what", "VARCHAR"),
+    ("call_ms", "DOUBLE"),
+    ("backoff_ms", "DOUBLE"),
+    ("gap_ms", "DOUBLE"),
+    ("at_ms", "DOUBLE"),
+)
+"""Stall facts per member span of a run (``stores/sql/stalls_members.sql``)."""
+
+DERIVE_PENDING = _cols(("trace_id", "VARCHAR", NOT_NULL), ("since", "TIMESTAMP", NOT_NULL))
+"""Traces whose derived rows are still to be recomputed, from ``since`` on."""
+
+TABLES: Mapping[str, tuple[Column, ...]] = {
+    "spans": SPANS,
+    "run_facts": RUN_FACTS,
+    "run_loops": RUN_LOOPS,
+    "run_steps": RUN_STEPS,
+    "run_growth": RUN_GROWTH,
+    "run_members": RUN_MEMBERS,
+    "derive_pending": DERIVE_PENDING,
+}
+DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
+"""The per-run tables the derivation fills, keyed by ``trace_id`` and ``started_at``."""
+
+
+def duckdb_ddl(table: str, *, name: str | None = None) -> str:
+    """``CREATE TABLE`` for ``table`` on DuckDB.
+
+    Example:
+        >>> duckdb_ddl("derive_pending")
+        'CREATE TABLE derive_pending ("trace_id" VARCHAR NOT NULL, "since" TIMESTAMP NOT NULL)'
+    """
+    parts = []
+    for c in TABLES[table]:
+        text = f'"{c.name}" {c.type}'
+        if c.default is not None:
+            text += f" DEFAULT {c.default}"
+        if not c.nullable:
+            text += " NOT NULL"
+        parts.append(text)
+    return f"CREATE TABLE {name or table} ({', '.join(parts)})"
+
+
+_CLICKHOUSE_SCALARS = {
+    "VARCHAR": "String",
+    "TIMESTAMP": "DateTime64(6, 'UTC')",
+    "BIGINT": "Int64",
+    "INTEGER": "Int32",
+    "UBIGINT": "UInt64",
+    "DOUBLE": "Float64",
+    "BOOLEAN": "Bool",
+}
+
+
+def clickhouse_type(duckdb_type: str, *, nullable: bool = False) -> str:
+    """The ClickHouse type holding a DuckDB type's values (maps, lists and structs are never Nullable there).
+
+    Example:
+        >>> clickhouse_type(EVENTS)
+        "Array(Tuple(Timestamp DateTime64(6, 'UTC'), Name String, Attributes Map(String, String)))"
+    """
+    text = duckdb_type.strip()
+    if text.endswith("[]"):
+        return f"Array({clickhouse_type(text[:-2])})"
+    if text.startswith("MAP("):
+        key, value = _split(text[4:-1])
+        return f"Map({clickhouse_type(key)}, {clickhouse_type(value)})"
+    if text.startswith("STRUCT("):
+        fields = []
+        for item in _split(text[7:-1]):
+            field, _, kind = item.partition(" ")
+            fields.append(f"{field.strip(chr(34))} {clickhouse_type(kind)}")
+        return f"Tuple({', '.join(fields)})"
+    scalar = _CLICKHOUSE_SCALARS[text]
+    return f"Nullable({scalar})" if nullable else scalar
+
+
+def _split(text: str) -> list[str]:
+    """Split a type list on the commas at depth 0."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    parts.append(current.strip())
+    return parts
+
+
+def column_types(table: str) -> dict[str, str]:
+    """``{column: DuckDB type}`` of ``table`` (for the SQL translator's schema)."""
+    return {c.name: c.type for c in TABLES[table]}

@@ -1,0 +1,403 @@
+"""The ClickHouse store: the same tables as DuckDB's, filled by the same derivation.
+
+Spans reach ClickHouse two ways: the collector's batches (``loopsight collector --store
+clickhouse://…``: :meth:`ClickHouseStore.submit`, normalized like every batch), and rows the
+OpenTelemetry Collector's exporter wrote into ``otel_traces``, which the store imports: the
+rows that started after its watermark less ``run_lookback`` and are not in ``spans`` yet are read
+back through the same rules (:func:`loopsight.ingest.exporter.otel_traces_rows`). Either way they
+land in ``spans`` (re-delivered spans skipped) and their traces in ``derive_pending``.
+
+A derive pass then takes the pending traces' spans into an in-memory DuckDB, runs the one
+derivation (:func:`loopsight.stores.derive.derive_traces`: run ids, steps, the per-run tables)
+and writes the result back: the traces' spans and derived rows since the pass's ``since`` are
+deleted and inserted again. So both engines hold the same rows, and readers only read: the
+questions, written in DuckDB's dialect, are translated (:mod:`loopsight.stores.translate`).
+
+One thread does the inserts, the imports (every ``import_interval`` seconds), the passes
+(``derive_interval`` after a commit, or when a reader asks) and maintenance jobs. A deployment
+where only the exporter writes runs ``loopsight collector --store clickhouse://…`` for the
+imports and passes; without it, exporter-written spans are not derived (readers never write).
+
+Example:
+    >>> store = ClickHouseStore.open(parse_store_url("chdb:///tmp/loopsight-doc-ch"))  # doctest: +SKIP
+    >>> store.submit(table).result()  # doctest: +SKIP
+    12
+    >>> store.reader().rows("SELECT count(*) AS runs FROM run_facts")  # doctest: +SKIP
+    [{'runs': 3}]
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loopsight.ingest.batch import to_arrow, unique_spans
+from loopsight.ingest.exporter import otel_traces_rows
+from loopsight.ingest.normalize import Limits
+from loopsight.model import DERIVED, TABLES, duckdb_ddl
+from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
+from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.derive import PENDING_SQL, derive_traces
+from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
+from loopsight.stores.url import StoreURL
+
+log = logging.getLogger("loopsight.collector")
+
+TRACES_PER_PASS = 2_000
+IMPORT_ROWS = 100_000
+
+
+def store_batch(con: ClickHouseConnection, table: pa.Table) -> int:
+    """Insert a normalized batch (spans already stored skipped) and queue its traces; the spans inserted."""
+    table = unique_spans(table)
+    traces = pc.unique(table.column("TraceId")).to_pylist()
+    if not traces:
+        return 0
+    known = con.execute("SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)}", {"t": traces}).arrow()
+    if known.num_rows:
+        keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "/")
+        stored = pc.binary_join_element_wise(known.column("TraceId"), known.column("SpanId"), "/")
+        table = table.filter(pc.invert(pc.is_in(keys, value_set=stored)))
+    if not table.num_rows:
+        return 0
+    con.insert_arrow("spans", table)
+    first = table.group_by("TraceId", use_threads=False).aggregate([("Timestamp", "min")])
+    con.insert_arrow(
+        "derive_pending", pa.table({"trace_id": first.column("TraceId"), "since": first.column("Timestamp_min")})
+    )
+    return table.num_rows
+
+
+def import_exported(
+    con: ClickHouseConnection, *, lookback: timedelta = timedelta(hours=6), limits: Limits | None = None
+) -> int:
+    """Store the ``otel_traces`` rows the exporter wrote since the watermark less ``lookback``; the spans stored."""
+    source = con.url.table
+    (mark,) = con.execute("SELECT toUnixTimestamp64Nano(max(watermark)) FROM loopsight_import").fetchall()[0]
+    mark = int(mark or 0)
+    start = max(mark - lookback // timedelta(microseconds=1) * 1000, 0) if mark else 0
+    stored, newest = 0, mark
+    while True:
+        rows = con.execute(
+            f"SELECT * FROM {source} WHERE Timestamp >= fromUnixTimestamp64Nano({{since:Int64}}) "
+            "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans "
+            "WHERE Timestamp >= fromUnixTimestamp64Nano({since:Int64})) ORDER BY Timestamp LIMIT {n:UInt64}",
+            {"since": start, "n": IMPORT_ROWS},
+        ).arrow()
+        if not rows.num_rows:
+            break
+        stored += store_batch(con, to_arrow(otel_traces_rows(rows, limits)))
+        latest = pc.max(rows.column("Timestamp").cast(pa.int64())).as_py()
+        newest = max(newest, latest)
+        if rows.num_rows < IMPORT_ROWS:
+            break
+        start = latest
+    if newest != mark:
+        con.execute(
+            "INSERT INTO loopsight_import (watermark) VALUES (fromUnixTimestamp64Nano({w:Int64}))", {"w": newest}
+        )
+    return stored
+
+
+def _scratch() -> duckdb.DuckDBPyConnection:
+    scratch = duckdb.connect()
+    for table in TABLES:
+        scratch.execute(duckdb_ddl(table))
+    return scratch
+
+
+def derive_pending(
+    con: ClickHouseConnection, *, skew: timedelta = timedelta(minutes=5), lookback: timedelta = timedelta(hours=6)
+) -> int:
+    """Derive every pending trace (in groups of :data:`TRACES_PER_PASS`) and write the rows back; the traces derived."""
+    micro = timedelta(microseconds=1)
+    pending = con.rows(PENDING_SQL, {"skew_us": skew // micro, "lookback_us": lookback // micro})
+    for start in range(0, len(pending), TRACES_PER_PASS):
+        part = pending[start : start + TRACES_PER_PASS]
+        ids = [p["TraceId"] for p in part]
+        since = min(datetime.fromisoformat(p["since"].rstrip("Z")) for p in part)
+        _derive(con, ids, since)
+    return len(pending)
+
+
+def _derive(con: ClickHouseConnection, ids: list[str], since: datetime) -> None:
+    spans = con.execute(
+        "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
+        {"t": ids, "s": since},
+    ).arrow()
+    scratch = _scratch()
+    try:
+        scratch.register("fetched", spans)
+        scratch.execute("INSERT INTO spans BY NAME SELECT * FROM fetched")
+        scratch.unregister("fetched")
+        scratch.register("touched", pa.table({"TraceId": ids}))
+        derive_traces(scratch, since)
+        rewritten = {table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in ("spans", *DERIVED)}
+    finally:
+        scratch.close()
+    params = {"t": ids, "s": since}
+    con.execute("DELETE FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}", params)
+    con.insert_arrow("spans", rewritten["spans"])
+    for table in DERIVED:
+        con.execute(
+            f"DELETE FROM {table} WHERE trace_id IN {{t:Array(String)}} AND started_at >= {{s:DateTime64(6)}}", params
+        )
+        con.insert_arrow(table, rewritten[table])
+    con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", {"t": ids})
+
+
+def sync(con: ClickHouseConnection, *, limits: Limits | None = None, lookback: timedelta = timedelta(hours=6)) -> int:
+    """Import what the exporter wrote and derive every pending trace (what a pass does); the traces derived.
+
+    Example:
+        >>> con.insert_arrow("otel_traces", request_to_otel_traces(request)); sync(con)  # doctest: +SKIP
+        3
+    """
+    import_exported(con, lookback=lookback, limits=limits)
+    return derive_pending(con, lookback=lookback)
+
+
+@dataclass
+class _Batch:
+    table: pa.Table
+    future: Future[int] = field(default_factory=Future)
+
+
+@dataclass
+class _Job:
+    work: Callable[[ClickHouseConnection], Any]
+    future: Future[Any] = field(default_factory=Future)
+
+
+_STOP = object()
+
+
+class ClickHouseStore:
+    """The collector's ClickHouse store: one thread inserting, importing and deriving."""
+
+    def __init__(
+        self,
+        con: ClickHouseConnection,
+        *,
+        max_queue: int = 256,
+        max_batch_rows: int = 100_000,
+        derive_interval: float = 1.0,
+        import_interval: float = 5.0,
+        run_lookback: timedelta = timedelta(hours=6),
+        barrier_timeout: float = 60.0,
+        limits: Limits | None = None,
+        **_ignored: Any,
+    ) -> None:
+        self.path = con.url.redacted()
+        self._con = con
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
+        self._max_batch_rows = max_batch_rows
+        self._derive_interval = derive_interval
+        self._import_interval = import_interval
+        self._lookback = run_lookback
+        self._barrier_timeout = barrier_timeout
+        self._limits = limits
+        self.stats = WriterStats()
+        self._closed = False
+        self._queued_rows = 0
+        self._lock = threading.Lock()
+        self._committed = 0  # commits stored; a pass covers the ones made before it began
+        self._derived = 0
+        self._passed = threading.Condition(self._lock)
+        self._asked = False
+        self._thread = threading.Thread(target=self._run, name="loopsight-clickhouse-store", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def open(cls, url: StoreURL, **kwargs: Any) -> ClickHouseStore:
+        """Connect, apply loopsight's ClickHouse migrations and start the store's thread."""
+        try:
+            con = connect(url)
+            upgrade(con)
+        except ClickHouseError as exc:
+            raise StoreError(str(exc)) from None
+        return cls(con, **kwargs)
+
+    def submit(self, table: pa.Table) -> Future[int]:
+        """Queue a batch; the future resolves to its row count once stored."""
+        if self._closed:
+            raise QueueFull("the store is shutting down")
+        batch = _Batch(table)
+        try:
+            self._queue.put_nowait(batch)
+        except queue.Full:
+            raise QueueFull("write queue is full") from None
+        with self._lock:
+            self._queued_rows += table.num_rows
+        return batch.future
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def queued_rows(self) -> int:
+        """Spans waiting for the writer."""
+        return self._queued_rows
+
+    def run_job(self, work: Callable[[ClickHouseConnection], Any]) -> Future[Any]:
+        """Run ``work(connection)`` on the store's thread between commits."""
+        job = _Job(work)
+        if self._closed:
+            job.future.set_exception(StoreError("the store is closed"))
+            return job.future
+        self._queue.put(job)
+        return job.future
+
+    def size_bytes(self) -> int:
+        """Bytes on disk of this database's tables (0 when the server does not say)."""
+        try:
+            rows = self._con.execute(
+                "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = currentDatabase()"
+            ).fetchall()
+        except ClickHouseError:
+            return 0
+        return int(rows[0][0] or 0)
+
+    def reader(self) -> ClickHouseConnection:
+        """A connection whose derived tables cover every batch acknowledged so far (waits for a pass)."""
+        self.drain(self._barrier_timeout)
+        return self._con.cursor()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every batch submitted so far is stored and derived; False on timeout."""
+        if threading.current_thread() is self._thread:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(left)
+        with self._lock:
+            target = self._committed
+            self._asked = True
+            while self._derived < target and self._thread.is_alive():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._passed.wait(0.05 if left is None else min(left, 0.05))
+        return True
+
+    def close(self) -> None:
+        """Store what is queued, derive it, stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._con.close()
+
+    def _run(self) -> None:
+        next_import = 0.0
+        due: float | None = None  # when the next pass runs (None: nothing committed since the last)
+        stop = False
+        while not stop:
+            now = time.monotonic()
+            wait = min(next_import, due if due is not None else next_import) - now
+            try:
+                item = self._queue.get(timeout=max(0.0, min(wait, 0.05)) if not self._asked else 0.0)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                self._queue.task_done()
+                stop = True
+            elif isinstance(item, _Job):
+                self._job(item)
+            elif isinstance(item, _Batch) and self._store([item, *self._more(item.table.num_rows)]):
+                due = due if due is not None else time.monotonic() + self._derive_interval
+            now = time.monotonic()
+            if stop or now >= next_import:
+                self._guarded(lambda: import_exported(self._con, lookback=self._lookback, limits=self._limits))
+                next_import = now + self._import_interval
+                due = due if due is not None else now
+            with self._lock:
+                asked = self._asked
+            if stop or asked or (due is not None and now >= due):
+                with self._lock:
+                    covered = self._committed
+                    self._asked = False
+                self._pass(covered)
+                due = None
+        self._con.close()
+
+    def _more(self, rows: int) -> list[_Batch]:
+        batch: list[_Batch] = []
+        while rows < self._max_batch_rows:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if not isinstance(item, _Batch):  # a job or the stop mark: back in line after this batch
+                self._queue.put(item)
+                self._queue.task_done()
+                break
+            batch.append(item)
+            rows += item.table.num_rows
+        return batch
+
+    def _store(self, batch: list[_Batch]) -> bool:
+        rows = sum(b.table.num_rows for b in batch)
+        with self._lock:
+            self._queued_rows -= rows
+        started = time.perf_counter()
+        try:
+            inserted = store_batch(self._con, pa.concat_tables([b.table for b in batch]))
+        except Exception as exc:  # the batch fails as a whole; each request hears why
+            self.stats.failed_commits += 1
+            log.error("storing %d spans in ClickHouse failed: %s", rows, exc)
+            for item in batch:
+                item.future.set_exception(StoreError(str(exc)))
+                self._queue.task_done()
+            return False
+        self.stats.record_commit(inserted, rows - inserted, time.perf_counter() - started)
+        with self._lock:
+            self._committed += 1
+        for item in batch:
+            item.future.set_result(item.table.num_rows)
+            self._queue.task_done()
+        return True
+
+    def _job(self, job: _Job) -> None:
+        try:
+            job.future.set_result(job.work(self._con))
+        except Exception as exc:
+            job.future.set_exception(exc)
+        finally:
+            self._queue.task_done()
+
+    def _pass(self, covered: int) -> None:
+        started = time.perf_counter()
+        if self._guarded(lambda: derive_pending(self._con, lookback=self._lookback)):
+            self.stats.record_derive(time.perf_counter() - started)
+        else:
+            self.stats.failed_derives += 1
+        with self._lock:
+            self._derived = max(self._derived, covered)
+            self._passed.notify_all()
+
+    def _guarded(self, work: Callable[[], Any]) -> bool:
+        """Run a pass or an import; a failure is logged and retried by the next one."""
+        try:
+            work()
+        except Exception as exc:
+            log.error("ClickHouse import or derive pass failed (retried by the next): %s", exc)
+            return False
+        return True

@@ -1,0 +1,407 @@
+"""DuckDB SQL to ClickHouse SQL: every question is written once, in DuckDB's dialect.
+
+SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's answers
+(each measured on the whole question set, both engines side by side, in ``tests/scale``):
+
+- *qualify*: every column reference resolved against the stored model
+  (:mod:`loopsight.model`), ``*`` expanded, every output named. ClickHouse resolves a name to
+  a SELECT alias before a column everywhere; qualified columns keep DuckDB's meaning.
+- *placeholders*: ``$name`` becomes ``{name:Type}`` with the type of the cast beside it
+  (``$agent::VARCHAR`` → ``{agent:Nullable(String)}``); ``$xs::T[] IS NULL`` becomes
+  ``{xs__is_null:Bool}`` (arrays are never Nullable in ClickHouse: ``None`` is sent as ``[]``
+  with its NULL test beside it).
+- *CTEs*: one read twice is ``MATERIALIZED`` (DuckDB computes it once; ClickHouse would
+  recompute ``row_number() OVER ()`` per read).
+- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/bit/hash/quantile/bucket
+  functions get their ClickHouse names, ``lag``/``lead`` and ``map['k']`` give NULL as in DuckDB,
+  ``round`` rounds ties away from zero.
+- *settings*: outer-join misses are NULL, empty aggregates NULL, named tuples, UTC.
+
+Example:
+    >>> sql, arrays = translate("SELECT count(*) AS n FROM run_facts WHERE ($agent::VARCHAR IS NULL OR agent = $agent)")
+    >>> "{agent:Nullable(String)}" in sql, arrays
+    (True, frozenset())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer import qualify as _qualify_module
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
+
+from loopsight.model import TABLES
+
+SETTINGS = {
+    "join_use_nulls": 1,  # outer-join misses are NULL, not 0 / ''
+    "enable_named_columns_in_function_tuple": 1,  # tuple(v AS k) is a named tuple (DuckDB struct)
+    "aggregate_functions_null_for_empty": 1,  # sum()/max() of no rows is NULL, as in DuckDB
+    "enable_materialized_cte": 1,  # WITH x AS MATERIALIZED is computed once, as in DuckDB
+    "session_timezone": "UTC",
+}
+_SETTINGS_SQL = " SETTINGS " + ", ".join(
+    f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in SETTINGS.items()
+)
+_SCHEMA = MappingSchema(
+    {table: {c.name: c.type for c in columns} for table, columns in TABLES.items()}, dialect="duckdb", normalize=False
+)
+# The questions' parameters that appear without a cast beside them, by name (a cast wins).
+PARAMETER_TYPES = {
+    "since": "DateTime64(6, 'UTC')",
+    "until": "DateTime64(6, 'UTC')",
+    "previous_since": "DateTime64(6, 'UTC')",
+    "now": "DateTime64(6, 'UTC')",
+    "limit": "UInt64",
+    "offset": "UInt64",
+    "examples": "UInt64",
+    "by_agent": "Bool",
+    "trace_id": "String",
+    "max_step": "Int64",
+    "min_samples": "Int64",
+    "min_points": "Int64",
+    "min_runs": "Int64",
+    "min_backoff_ms": "Float64",
+    "min_gap_ms": "Float64",
+    "superlinear_k": "Float64",
+}
+_NOT_NULL = {"limit", "offset", "examples"}
+_IS_NULL = "__is_null"  # an array parameter's NULL test: arrays are never NULL in ClickHouse
+_T = exp.DataType.Type
+_TIMESTAMPS = (_T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME)
+
+
+@lru_cache(maxsize=512)
+def translate(sql: str) -> tuple[str, frozenset[str]]:
+    """ClickHouse SQL for DuckDB ``sql`` and the names of its array parameters (send ``[]`` for None).
+
+    Translating costs ~10-300 ms for a large question: the result is cached by text.
+    """
+    tree = _qualified(sqlglot.parse_one(sql, read="duckdb"))
+    arrays = _placeholders(tree)
+    _materialize_ctes(tree)
+    _timestamps(tree)
+    tree = _functions(tree)
+    _filters_into_if(tree)
+    _rounding(tree)
+    return tree.sql(dialect="clickhouse") + _SETTINGS_SQL, frozenset(arrays)
+
+
+def _qualified(tree: Any) -> exp.Expression:
+    # DuckDB identifiers are case-insensitive and SQLGlot lower-cases them; ClickHouse's are
+    # case-sensitive: keep the query's spelling (the SQL quotes "TraceId" consistently).
+    keep = _qualify_module.normalize_identifiers
+    _qualify_module.normalize_identifiers = lambda expression, dialect=None, **kw: expression  # type: ignore[assignment]
+    try:
+        tree = qualify(tree, schema=_SCHEMA, dialect="duckdb", validate_qualify_columns=False, identify=False)
+    finally:
+        _qualify_module.normalize_identifiers = keep
+    # A UNION's columns are named by its first branch (DuckDB); qualify may name a later branch's
+    # columns otherwise ('agent' AS agent beside r.agent AS agent), which ClickHouse rejects.
+    for union in tree.find_all(exp.SetOperation):
+        left = union.left
+        while isinstance(left, exp.SetOperation):
+            left = left.left
+        right = union.right
+        if (
+            isinstance(left, exp.Select)
+            and isinstance(right, exp.Select)
+            and len(right.expressions) == len(left.expressions)
+        ):
+            names = [p.alias_or_name for p in left.expressions]
+            right.set(
+                "expressions",
+                [
+                    exp.alias_(p.unalias() if isinstance(p, exp.Alias) else p, n, quoted=True)
+                    for p, n in zip(right.expressions, names, strict=True)
+                ],
+            )
+    return tree
+
+
+def _clickhouse_type(data_type: exp.DataType) -> str:
+    """A DuckDB type as ClickHouse text, not Nullable (callers wrap)."""
+    if data_type.this in _TIMESTAMPS:
+        return "DateTime64(6, 'UTC')"
+    if data_type.this == _T.ARRAY:
+        return f"Array({_clickhouse_type(data_type.expressions[0])})"
+    plain = data_type.copy()
+    plain.set("nullable", False)
+    text = plain.sql("clickhouse")
+    return text[len("Nullable(") : -1] if text.startswith("Nullable(") else text
+
+
+def _fn(name: str, *args: Any) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=[a for a in args if a is not None])
+
+
+def _placeholders(tree: exp.Expression) -> set[str]:
+    types: dict[str, exp.DataType] = {}
+    for ph in tree.find_all(exp.Placeholder):
+        if isinstance(ph.parent, exp.Cast):
+            types.setdefault(ph.name, ph.parent.args["to"])
+    arrays: set[str] = set()
+    for ph in list(tree.find_all(exp.Placeholder)):
+        declared = types.get(ph.name)
+        kind = _clickhouse_type(declared) if declared is not None else PARAMETER_TYPES.get(ph.name, "String")
+        if kind.startswith("Array("):
+            arrays.add(ph.name)
+        elif not (isinstance(ph.parent, (exp.Limit, exp.Offset)) or ph.name in _NOT_NULL):
+            kind = f"Nullable({kind})"
+        ph.set("kind", exp.DataType.build(kind, dialect="clickhouse"))
+        if isinstance(ph.parent, exp.Cast):
+            ph.parent.replace(ph)
+    for node in list(tree.find_all(exp.Is)):
+        if (
+            isinstance(node.this, exp.Placeholder)
+            and node.this.name in arrays
+            and isinstance(node.expression, exp.Null)
+        ):
+            flag = exp.Placeholder(
+                this=f"{node.this.name}{_IS_NULL}", kind=exp.DataType.build("Bool", dialect="clickhouse")
+            )
+            node.replace(flag)
+    return arrays
+
+
+def _materialize_ctes(tree: exp.Expression) -> None:
+    reads: dict[str, int] = {}
+    for table in tree.find_all(exp.Table):
+        if not table.db:
+            reads[table.name] = reads.get(table.name, 0) + 1
+    for cte in tree.find_all(exp.CTE):
+        materialized = cte.args.get("materialized")
+        if materialized is False:
+            cte.set("materialized", None)
+        elif materialized is None and reads.get(cte.alias, 0) >= 2:
+            cte.set("materialized", True)
+
+
+def _timestamps(tree: exp.Expression) -> None:
+    for cast in list(tree.find_all(exp.Cast)):
+        if cast.args["to"].this in _TIMESTAMPS and not isinstance(cast, exp.TryCast):
+            cast.set("to", exp.DataType.build("Nullable(DateTime64(6, 'UTC'))", dialect="clickhouse"))
+
+
+def _not_null(value: exp.Expression) -> exp.Expression:
+    return exp.Not(this=exp.Is(this=value, expression=exp.Null()))
+
+
+def _anonymous(name: str) -> Callable[[exp.Expression], bool]:
+    return lambda n: isinstance(n, exp.Anonymous) and n.name.lower() == name
+
+
+def _nullable_lag(n: exp.Expression) -> exp.Expression:
+    n.set("this", _fn("toNullable", n.this))
+    return n
+
+
+def _missing_key_null(n: exp.Expression) -> exp.Expression:
+    inner = n.copy()
+    inner.set("_translated", True)
+    return exp.If(this=_fn("mapContains", n.this.copy(), n.expressions[0].copy()), true=inner, false=exp.Null())
+
+
+_BUCKET_ORIGIN = _fn(
+    "toDateTime64", exp.Literal.string("2000-01-03 00:00:00"), exp.Literal.number(6), exp.Literal.string("UTC")
+)
+
+
+def _ordered_list(n: exp.ArrayAgg) -> exp.Expression:
+    """``list(x ORDER BY k DESC, j)`` → the values of ``groupArray((x, (-k, j)))`` sorted by their keys
+    (a descending key must be a number or a time: it is negated)."""
+    order = n.this
+    keys = []
+    for item in order.expressions:
+        key = item.this.copy()
+        if item.args.get("desc"):
+            key = exp.Neg(this=_fn("toFloat64", key))
+        keys.append(key)
+    pairs = _fn("groupArray", _fn("tuple", order.this.copy(), _fn("tuple", *keys)))
+    item = exp.to_identifier("t")
+    by_key = _fn(
+        "arraySort",
+        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(2)), expressions=[item.copy()]),
+        pairs,
+    )
+    return _fn(
+        "arrayMap",
+        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(1)), expressions=[item.copy()]),
+        by_key,
+    )
+
+
+_FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Expression]], ...] = (
+    (lambda n: isinstance(n, exp.ArraySort) and not n.expression, lambda n: _fn("arraySort", n.this)),
+    (lambda n: isinstance(n, exp.ArrayAgg) and not isinstance(n.this, exp.Order), lambda n: _fn("groupArray", n.this)),
+    (lambda n: isinstance(n, exp.ArrayAgg) and isinstance(n.this, exp.Order), _ordered_list),
+    (
+        lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
+        lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),
+    ),
+    (
+        lambda n: isinstance(n, exp.WithinGroup) and isinstance(n.this, (exp.PercentileCont, exp.PercentileDisc)),
+        lambda n: exp.ParameterizedAgg(
+            this="quantileExactInclusive" if isinstance(n.this, exp.PercentileCont) else "quantileExactLow",
+            expressions=[n.this.this],
+            params=[n.expression.expressions[0].this],
+        ),
+    ),
+    # DuckDB's time_bucket counts from 2000-01-03
+    (
+        lambda n: isinstance(n, exp.DateBin),
+        lambda n: _fn("toStartOfInterval", n.expression, n.this, _BUCKET_ORIGIN.copy()),
+    ),
+    (_anonymous("to_seconds"), lambda n: _fn("toIntervalSecond", *n.expressions)),
+    (_anonymous("to_microseconds"), lambda n: _fn("toIntervalMicrosecond", *n.expressions)),
+    (_anonymous("epoch_us"), lambda n: _fn("toUnixTimestamp64Micro", *n.expressions)),
+    (
+        lambda n: isinstance(n, exp.TimeToUnix),
+        lambda n: exp.Div(this=_fn("toUnixTimestamp64Micro", n.this), expression=exp.Literal.number("1e6")),
+    ),
+    (_anonymous("hash"), lambda n: _fn("cityHash64", *n.expressions)),  # internal keys only: values differ
+    (_anonymous("bit_count"), lambda n: _fn("bitCount", *n.expressions)),
+    (lambda n: isinstance(n, exp.BitwiseXor), lambda n: _fn("bitXor", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.BitwiseAnd), lambda n: _fn("bitAnd", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.BitwiseOr), lambda n: _fn("bitOr", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.BitwiseRightShift), lambda n: _fn("bitShiftRight", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.BitwiseLeftShift), lambda n: _fn("bitShiftLeft", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.Length), lambda n: _fn("length", n.this)),
+    (_anonymous("list_sum"), lambda n: _fn("arraySum", *n.expressions)),
+    (
+        _anonymous("list_unique"),
+        lambda n: _fn(
+            "length",
+            _fn(
+                "arrayDistinct",
+                _fn(
+                    "arrayFilter",
+                    exp.Lambda(this=_not_null(exp.to_identifier("x")), expressions=[exp.to_identifier("x")]),
+                    *n.expressions,
+                ),
+            ),
+        ),
+    ),
+    (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
+    (lambda n: isinstance(n, exp.LogicalOr), lambda n: exp.Max(this=n.this)),
+    (lambda n: isinstance(n, exp.LogicalAnd), lambda n: exp.Min(this=n.this)),
+    (lambda n: isinstance(n, exp.AnyValue), lambda n: _fn("any", n.this)),
+    (lambda n: isinstance(n, exp.Log) and not n.expression, lambda n: _fn("log10", n.this)),  # DuckDB's log is log10
+    (
+        lambda n: isinstance(n, exp.Struct),
+        lambda n: _fn(
+            "tuple",
+            *[
+                exp.alias_(e.expression, e.this.name, quoted=True) if isinstance(e, exp.PropertyEQ) else e
+                for e in n.expressions
+            ],
+        ),
+    ),
+    (
+        lambda n: isinstance(n, exp.ToMap) and isinstance(n.this, exp.Struct) and not n.this.expressions,
+        lambda n: _fn("map"),
+    ),
+    (
+        _anonymous("histogram"),
+        lambda n: _fn(
+            "sumMapIf",
+            _fn("map", _fn("assumeNotNull", n.expressions[0]), _fn("toUInt64", exp.Literal.number(1))),
+            _not_null(n.expressions[0].copy()),
+        ),
+    ),
+    (
+        lambda n: isinstance(n, exp.TryCast),
+        lambda n: _fn("accurateCastOrNull", n.this, exp.Literal.string(_clickhouse_type(n.args["to"]))),
+    ),
+    (
+        lambda n: isinstance(n, exp.DateDiff),
+        lambda n: _fn(
+            "dateDiff",
+            exp.Literal.string((n.args["unit"].name if n.args.get("unit") is not None else "day").lower()),
+            n.expression,
+            n.this,
+        ),
+    ),
+    (
+        lambda n: (
+            isinstance(n, (exp.Lag, exp.Lead))
+            and not n.args.get("default")
+            and not (isinstance(n.this, exp.Anonymous) and n.this.name == "toNullable")
+        ),
+        _nullable_lag,
+    ),
+    (
+        lambda n: (
+            isinstance(n, exp.Bracket)
+            and len(n.expressions) == 1
+            and isinstance(n.expressions[0], exp.Literal)
+            and n.expressions[0].is_string
+            and not n.args.get("_translated")
+        ),
+        _missing_key_null,
+    ),
+)
+
+
+def _functions(tree: exp.Expression) -> exp.Expression:
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        for test, change in _FUNCTIONS:
+            if test(node):
+                return change(node)
+        return node
+
+    for _ in range(8):  # nested operators (a & b & c): until nothing changes
+        before = tree.sql("clickhouse")
+        tree = tree.transform(rewrite)
+        if tree.sql("clickhouse") == before:
+            break
+    return tree
+
+
+def _filters_into_if(tree: exp.Expression) -> None:
+    """``histogram(x) FILTER (WHERE c)`` → ``sumMapIf(map(x, 1), x IS NOT NULL AND c)``."""
+    for node in list(tree.find_all(exp.Filter)):
+        aggregate = node.this
+        if isinstance(aggregate, exp.Anonymous) and aggregate.name == "sumMapIf":
+            condition = node.expression.this if isinstance(node.expression, exp.Where) else node.expression
+            aggregate.set("expressions", [aggregate.expressions[0], exp.and_(aggregate.expressions[1], condition)])
+            node.replace(aggregate)
+
+
+def _rounding(tree: exp.Expression) -> None:
+    """DuckDB rounds ties away from zero, ClickHouse to even: ``sign(x) * floor(abs(x) * 10^n + 0.5) / 10^n``."""
+    for node in list(tree.find_all(exp.Round)):
+        digits = node.args.get("decimals")
+        scale = (
+            exp.Pow(this=exp.Literal.number(10), expression=digits.copy())
+            if digits is not None
+            else exp.Literal.number(1)
+        )
+        value = node.this.copy()
+        scaled = exp.Mul(this=_fn("abs", value), expression=scale)
+        node.replace(
+            exp.Div(
+                this=exp.Mul(
+                    this=_fn("sign", value.copy()),
+                    expression=_fn("floor", exp.Add(this=scaled, expression=exp.Literal.number(0.5))),
+                ),
+                expression=scale.copy(),
+            )
+        )
+
+
+def parameters(params: Mapping[str, Any], arrays: frozenset[str]) -> dict[str, Any]:
+    """Python values for a translated statement: a ``None`` array sent empty, with its NULL test beside it.
+
+    Example:
+        >>> parameters({"ids": None, "at": datetime(2026, 1, 2)}, frozenset({"ids"}))
+        {'ids': [], 'at': datetime.datetime(2026, 1, 2, 0, 0), 'ids__is_null': True}
+    """
+    values = {k: ([] if v is None and k in arrays else v) for k, v in params.items()}
+    for name in arrays:
+        values[f"{name}{_IS_NULL}"] = params.get(name) is None
+    return values

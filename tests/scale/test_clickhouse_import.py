@@ -1,0 +1,77 @@
+"""The ClickHouse store: exporter-written spans imported into the one model, late run spans,
+the look-back from the watermark, collector batches, and readers that never write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pyarrow.compute as pc
+
+from loopsight.analytics.runs import list_runs
+from loopsight.ingest.exporter import request_to_otel_traces
+from loopsight.ingest.pipeline import prepare
+from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, sync
+
+
+def _count(con: Any, sql: str) -> int:
+    return int(con.execute(sql).fetchall()[0][0])
+
+
+def test_collector_batches_are_stored_derived_and_read_like_duckdb(
+    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
+) -> None:
+    con = new_clickhouse()
+    store = ClickHouseStore(con, import_interval=3600)
+    try:
+        table = prepare(fixture_request).table
+        half = table.num_rows // 2
+        futures = [store.submit(table.slice(0, half)), store.submit(table.slice(half)), store.submit(table)]
+        assert sum(f.result(timeout=60) for f in futures) == 2 * table.num_rows  # the repeat is acknowledged...
+        reader = store.reader()
+        assert _count(reader, "SELECT count() FROM spans") == table.num_rows  # ...and stored once
+        assert _count(reader, "SELECT count() FROM derive_pending") == 0
+        assert list_runs(reader, limit=100) == list_runs(duck, limit=100)
+    finally:
+        store.close()
+
+
+def test_exporter_spans_get_their_runs_even_when_run_spans_come_late(
+    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
+) -> None:
+    con = new_clickhouse()
+    rows = request_to_otel_traces(fixture_request)
+    agent_ids = [r[0] for r in duck.execute("SELECT \"SpanId\" FROM spans WHERE span_type = 'agent'").fetchall()]
+    agent = pc.is_in(rows.column("SpanId"), pc.cast(agent_ids, rows.column("SpanId").type))
+    con.insert_arrow("otel_traces", rows.filter(pc.invert(agent)))
+    assert sync(con) > 0
+    assert _count(con, "SELECT countIf(run_id IS NOT NULL) FROM spans") == 0
+    assert import_exported(con) == 0 and derive_pending(con) == 0  # nothing new: nothing re-read
+
+    con.insert_arrow("otel_traces", rows.filter(agent))
+    assert sync(con) > 0
+    assert list_runs(con, limit=100) == list_runs(duck, limit=100)
+    assert _count(con, "SELECT count() FROM spans") == rows.num_rows
+
+
+def test_the_import_looks_back_from_its_watermark_only(new_clickhouse: Callable[[], Any], fixture_request: Any) -> None:
+    con = new_clickhouse()
+    rows = request_to_otel_traces(fixture_request)
+    early = pc.less(rows.column("Timestamp"), pc.add(pc.min(rows.column("Timestamp")), timedelta(minutes=10)))
+    con.insert_arrow("otel_traces", rows.filter(pc.invert(early)))
+    late = import_exported(con)
+    assert late == rows.num_rows - pc.sum(early).as_py()
+    con.insert_arrow("otel_traces", rows.filter(early))  # hours older than the watermark
+    assert import_exported(con, lookback=timedelta(minutes=5)) == 0
+    assert import_exported(con, lookback=timedelta(days=1)) == pc.sum(early).as_py()
+    assert _count(con, "SELECT count() FROM spans") == rows.num_rows
+
+
+def test_readers_never_write(new_clickhouse: Callable[[], Any], fixture_request: Any) -> None:
+    con = new_clickhouse()
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    assert list_runs(con, limit=100) == []  # nothing derived yet: a reader does not import or derive
+    assert _count(con, "SELECT count() FROM spans") == 0
+    sync(con)
+    assert len(list_runs(con, limit=100)) == 18
