@@ -258,14 +258,16 @@ def create_app(
             return _error(kind, 400, str(exc))
         except QueueFull as exc:
             return _error(kind, 503, f"{exc}; retry later", retry_after)
+        error: BaseException | None = None
         if future is not None:
             try:
                 await asyncio.wrap_future(future)
             except StoreError as exc:
-                receiver.failed(prepared, "http", exc)
-                return _error(kind, 503, str(exc), retry_after)
-        receiver.committed(prepared, "http", None, forward)
-        return _otlp_response(kind, prepared.rejected_count, prepared.rejection_message())
+                error = exc
+        outcome = receiver.settle(prepared, "http", error, forward)
+        if outcome.error is not None:
+            return _error(kind, 503, str(error), retry_after)
+        return _otlp_response(kind, outcome.rejected, outcome.message)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
-from loopsight.stores import QueueFull, StoreError
+from loopsight.stores import QueueFull
 
 log = logging.getLogger("loopsight.collector")
 
@@ -96,24 +96,19 @@ class TraceService:
         except (DecodeError, RecursionError) as exc:
             metrics.request("grpc", "bad_request")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed ExportTraceServiceRequest: {exc}")
+        parsed = [request]
+        del request  # waiting for the commit holds the Arrow table only; the body is what is forwarded
         try:
-            prepared, future = self.receiver.accept(request, "grpc")
+            outcome = self.receiver.ingest(parsed.pop(), "grpc", body, self.timeout)
         except QueueFull as exc:
             self._unavailable(context, f"{exc}; retry later")
             raise AssertionError("unreachable") from exc  # abort raises
-        # Waiting for the commit holds the Arrow table only; the body is what the forwarder sends.
-        del request
-        if future is not None:
-            try:
-                future.result(timeout=self.timeout)
-            except (StoreError, futures.TimeoutError) as exc:
-                self.receiver.failed(prepared, "grpc", StoreError(str(exc)))
-                self._unavailable(context, f"could not store spans: {exc}")
-        self.receiver.committed(prepared, "grpc", None, body)
+        if outcome.error is not None:
+            self._unavailable(context, outcome.error)
         response = ExportTraceServiceResponse()
-        if prepared.rejected:
-            response.partial_success.rejected_spans = prepared.rejected_count
-            response.partial_success.error_message = prepared.rejection_message()
+        if outcome.rejected:
+            response.partial_success.rejected_spans = outcome.rejected
+            response.partial_success.error_message = outcome.message
         return response
 
 

@@ -1,17 +1,21 @@
 """What both OTLP receivers (HTTP and gRPC) do with a decoded export request.
 
 Normalize (CPU, no I/O), queue for the writer, and once committed count it and hand it
-to the forwarder. Both transports share one in-flight budget (:attr:`Receiver.admission`).
-The transports only translate the outcome into their status codes.
+to the forwarder: :meth:`Receiver.ingest` (blocking, gRPC) or :meth:`Receiver.accept` then
+:meth:`Receiver.settle` around an awaited commit (HTTP). Both transports share one in-flight
+budget (:attr:`Receiver.admission`) and only translate the :class:`Outcome` into their status codes.
 
 Example:
-    >>> receiver = Receiver(store, Limits(), Metrics())  # doctest: +SKIP
-    >>> prepared, future = receiver.accept(request, "http")  # doctest: +SKIP
+    >>> outcome = Receiver(store, Limits(), Metrics()).ingest(request, "grpc", body)  # doctest: +SKIP
+    >>> outcome.error, outcome.rejected
+    (None, 0)
 """
 
 from __future__ import annotations
 
+from concurrent import futures
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -23,8 +27,25 @@ from loopsight.ingest.pipeline import Prepared, prepare
 from loopsight.stores import QueueFull, StoreError
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one export request: the spans rejected, and why the rest could not be stored."""
+
+    prepared: Prepared
+    error: str | None = None
+    """Set when nothing was stored (answer 503 / UNAVAILABLE: the exporter retries)."""
+
+    @property
+    def rejected(self) -> int:
+        return self.prepared.rejected_count
+
+    @property
+    def message(self) -> str:
+        return self.prepared.rejection_message()
+
+
 class Receiver:
-    """Shared ingest path: :meth:`accept` then, after the commit, :meth:`committed`."""
+    """The one ingest path of both transports: :meth:`ingest`, or :meth:`accept` + :meth:`settle`."""
 
     def __init__(
         self, store: Any, limits: Limits, metrics: Metrics, forwarder: Any = None, admission: Admission | None = None
@@ -51,6 +72,29 @@ class Receiver:
             raise
         return prepared, future
 
+    def ingest(self, request: ExportTraceServiceRequest, transport: str, body: bytes, timeout: float) -> Outcome:
+        """Accept, wait for the commit (at most ``timeout`` s) and settle; raises :class:`QueueFull`.
+
+        While it waits only the Arrow batch is held: pass the request without keeping a reference
+        (``ingest(parsed.pop(), ...)``) and it is freed once accepted; ``body`` is what is forwarded."""
+        prepared, future = self.accept(request, transport)
+        del request
+        if future is None:
+            return self.settle(prepared, transport, None, body)
+        try:
+            future.result(timeout=timeout)
+        except (StoreError, futures.TimeoutError) as exc:
+            return self.settle(prepared, transport, exc, body)
+        return self.settle(prepared, transport, None, body)
+
+    def settle(self, prepared: Prepared, transport: str, error: BaseException | None, body: bytes | None) -> Outcome:
+        """Count the commit's outcome and forward what was stored; the :class:`Outcome` to answer with."""
+        if error is not None:
+            self.failed(prepared, transport, error)
+            return Outcome(prepared, f"could not store spans: {error}")
+        self.committed(prepared, transport, None, body)
+        return Outcome(prepared)
+
     def committed(
         self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest | None, body: bytes | None = None
     ) -> None:
@@ -62,7 +106,7 @@ class Receiver:
                 body if body is not None else request.SerializeToString() if request is not None else b""
             )
 
-    def failed(self, prepared: Prepared, transport: str, exc: StoreError) -> None:
+    def failed(self, prepared: Prepared, transport: str, exc: BaseException) -> None:
         """The commit failed: nothing was stored, the client should retry."""
         self.metrics.spans_rejected("store_error", prepared.accepted)
         self.metrics.request(transport, "store_error")

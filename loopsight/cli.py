@@ -356,11 +356,16 @@ def alerts_check(
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = config.DEFAULT_DB) -> None:
-    """Apply pending migrations (keeps existing data)."""
-    from loopsight.migrations import upgrade
+    """Apply pending migrations (keeps existing data) and derive what they queued."""
+    from loopsight.migrations import current
+    from loopsight.stores import StoreError
+    from loopsight.stores.duckdb_store import Store
 
     try:
-        revision = upgrade(db)
+        Store.open(db).close()  # opening migrates; closing derives every trace a migration queued
+        revision = current(db)
+    except StoreError as exc:
+        raise fail(f"cannot upgrade {db}: {exc}") from None
     except Exception as exc:  # alembic/duckdb wrap the cause in several types
         raise fail(f"cannot upgrade {db}: {exc}") from None
     console.print(f"{db} is at revision {revision}")

@@ -59,10 +59,10 @@ def _otelcol_config() -> tuple[dict[str, Any], dict[str, Any]]:
 def test_the_scale_profile_has_collector_clickhouse_and_dashboard() -> None:
     services = _compose()["services"]
     scale = {name for name, svc in services.items() if "scale" in svc.get("profiles", [])}
-    assert scale == {"clickhouse", "otelcol", "dashboard-scale"}
+    assert scale == {"clickhouse", "otelcol", "deriver-scale", "dashboard-scale"}
     assert services["otelcol"]["image"].startswith("otel/opentelemetry-collector-contrib:")
     assert services["clickhouse"]["image"].startswith("clickhouse/clickhouse-server:")
-    for name in ("otelcol", "dashboard-scale"):
+    for name in ("otelcol", "deriver-scale", "dashboard-scale"):
         assert services[name]["depends_on"]["clickhouse"]["condition"] == "service_healthy"
 
 
@@ -104,6 +104,8 @@ def test_collector_clickhouse_and_dashboard_agree_on_where_spans_are() -> None:
     assert host == "clickhouse"
 
     store = services["dashboard-scale"]["environment"]["LOOPSIGHT_STORE"]
+    assert services["deriver-scale"]["environment"]["LOOPSIGHT_STORE"] == store  # it derives what the dashboard reads
+    assert services["deriver-scale"]["command"][0] == "collector"
     url = parse_store_url(store.replace("${CLICKHOUSE_PASSWORD:-loopsight}", "loopsight"))
     assert (url.host, url.port, url.database, url.user) == (
         "clickhouse",

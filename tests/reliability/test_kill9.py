@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 
-import duckdb
 import pytest
 from reliability_support import rss_kib, sdk_client, stored
 
@@ -67,8 +66,9 @@ def test_kill9_under_sdk_load_loses_no_acknowledged_span_and_dedups_retries(star
 
     # exactly once in the analytics too
     from loopsight.analytics import tool_stats
+    from loopsight.stores import open_reader
 
-    con = duckdb.connect(first.db_path, read_only=True)
+    con = open_reader(first.db_path)
     try:
         stats = {row["tool"]: row for row in tool_stats(con)}
     finally:

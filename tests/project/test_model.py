@@ -1,0 +1,40 @@
+"""The stored model is written once (loopsight.model): the migrated DuckDB file holds exactly it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from loopsight.migrations import upgrade
+from loopsight.model import TABLES, clickhouse_type, duckdb_ddl
+
+
+def _normalized(kind: str) -> str:
+    return kind.replace('"', "")
+
+
+def test_the_migrations_make_the_model(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.duckdb")
+    upgrade(path)
+    con = duckdb.connect(path, read_only=True)
+    try:
+        for table, columns in TABLES.items():
+            found = con.execute(
+                "SELECT column_name, data_type, is_nullable = 'YES', column_default FROM information_schema.columns "
+                "WHERE table_name = $t ORDER BY ordinal_position",
+                {"t": table},
+            ).fetchall()
+            expected = [(c.name, _normalized(c.type), c.nullable, c.default) for c in columns]
+            assert [(n, _normalized(t), nullable, d) for n, t, nullable, d in found] == expected, table
+    finally:
+        con.close()
+
+
+def test_the_rendered_tables_hold_the_same_columns() -> None:
+    scratch = duckdb.connect()
+    for table, columns in TABLES.items():
+        scratch.execute(duckdb_ddl(table))
+        assert [r[0] for r in scratch.execute(f"DESCRIBE {table}").fetchall()] == [c.name for c in columns]
+    assert clickhouse_type('STRUCT("a" BIGINT, "b" VARCHAR[])[]') == "Array(Tuple(a Int64, b Array(String)))"
+    assert clickhouse_type("DOUBLE", nullable=True) == "Nullable(Float64)"
