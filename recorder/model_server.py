@@ -23,9 +23,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 try:
-    from recorder.scenarios import RESPONSE_MODEL, SCENARIOS, TAG
+    from recorder.scenarios import RESPONSE_MODEL, SCENARIOS, TAG, Call
 except ImportError:  # run as a script from recorder/
-    from scenarios import RESPONSE_MODEL, SCENARIOS, TAG  # type: ignore[no-redef]
+    from scenarios import RESPONSE_MODEL, SCENARIOS, TAG, Call  # type: ignore[no-redef]
 
 
 def usage_for(turn: int) -> dict[str, Any]:
@@ -74,14 +74,18 @@ class ModelState:
             if key:
                 self.turns[key] = turn + 1
             scenario = SCENARIOS.get(tag[0]) if tag else None
-            calls = scenario.calls_for_turn(turn) if scenario else ()
+            offered = {(t.get("function") or t).get("name") for t in body.get("tools") or []}
+            calls = scenario.calls_for_turn(turn) if scenario and offered else ()  # no tools offered: answer
+            answer = (scenario.answer or "I could not finish the task.") if scenario else "OK."
+            if not calls and "final_answer" in offered:  # smolagents answers through its final_answer tool
+                calls = (Call("final_answer", {"answer": answer}),)
             digest = hashlib.sha256(f"{key}:{turn}".encode()).hexdigest()[:12]
             tool_calls = [
                 {"id": f"call_{digest}_{i}", "type": "function",
                  "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
                 for i, c in enumerate(calls)
             ]
-            content = None if calls else (scenario.answer if scenario else "OK.")
+            content = None if calls else answer
             reply = {
                 "id": f"chatcmpl-{digest}",
                 "tool_calls": tool_calls,

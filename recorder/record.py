@@ -28,7 +28,7 @@ CONFIGS: dict[str, tuple[str, str, dict[str, str]]] = {
     "openai_agents": ("openai_agents", "openai_agents.py", {}),
     "langgraph_openinference": ("langgraph", "langgraph_agent.py", {"LS_INSTRUMENTATION": "openinference"}),
     "langgraph_openllmetry": ("langgraph", "langgraph_agent.py", {"LS_INSTRUMENTATION": "openllmetry"}),
-    "pydantic_ai": ("pydantic_ai", "pydantic_ai.py", {}),
+    "pydantic_ai": ("pydantic_ai", "pydantic_ai_agent.py", {}),
     "smolagents": ("smolagents", "smolagents_agent.py", {}),
     "strands": ("strands", "strands_agent.py", {}),
     "strands_latest": ("strands", "strands_agent.py", {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}),

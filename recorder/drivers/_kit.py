@@ -166,8 +166,11 @@ class Recorder:
         }
         for inv in expected["invocations"]:  # a session id the framework kept to itself is not expected
             if inv["session_id"] and inv["session_id"].encode() not in raw:
-                expected["notes"] += f" session id {inv['session_id']} not in the exported spans;"
+                if "session id" not in expected["notes"]:
+                    expected["notes"] += f"; session id {inv['session_id']} is not in the exported spans"
                 inv["session_id_exported"], inv["session_id"] = False, None
+                inv["undetectable_loops"] += [lp for lp in inv["loops"] if lp["scope"] == "session"]
+                inv["loops"] = [lp for lp in inv["loops"] if lp["scope"] != "session"]
         (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
         print(f"  {recording.scenario.name}: {len(captured)} requests, "
               f"{[(i['steps'], i['tool_calls'], i['tool_errors'], i['termination_reason']) for i in expected['invocations']]}",
