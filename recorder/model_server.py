@@ -96,6 +96,8 @@ class ModelState:
             self.log.append({
                 "seq": len(self.log), "path": path, "key": key, "scenario": tag[0] if tag else None, "turn": turn,
                 "stream": bool(body.get("stream")), "request_model": body.get("model"),
+                # a stream without stream_options.include_usage gets no usage at all
+                "usage_returned": not body.get("stream") or bool((body.get("stream_options") or {}).get("include_usage")),
                 "messages": len(body.get("messages") or []), "tools_offered": len(body.get("tools") or []),
                 "usage": reply["usage"], "tool_calls": [{"name": c.tool, "arguments": c.args} for c in calls],
                 "final": content,

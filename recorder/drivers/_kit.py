@@ -191,9 +191,10 @@ class Recorder:
         return {
             "key": inv.key, "agent": AGENT_NAME, "session_id": inv.session_id,
             "steps": len(served), "tool_calls": inv.observed[0], "tool_errors": inv.observed[1],
-            "input_tokens": sum(r["usage"]["prompt_tokens"] for r in served),
-            "output_tokens": sum(r["usage"]["completion_tokens"] for r in served),
-            "cache_read_input_tokens": sum(r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in served),
+            "input_tokens": sum(r["usage"]["prompt_tokens"] for r in served if r["usage_returned"]),
+            "output_tokens": sum(r["usage"]["completion_tokens"] for r in served if r["usage_returned"]),
+            "cache_read_input_tokens": sum(r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in served
+                                           if r["usage_returned"]),
             "raised": type(inv.raised).__name__ if inv.raised else None,
             "status": "error" if inv.raised else "ok",
             "termination_reason": termination,
@@ -201,7 +202,8 @@ class Recorder:
             "undetectable_loops": [vars(lp) for lp in undetectable],
             "also_true_loops": [vars(lp) for lp in sc.also_true],
             "tool_log": [{"tool": t, "args": a, "ok": ok} for t, a, ok in inv.observed[2]],
-            "model_turns": [{"turn": r["turn"], "stream": r["stream"], "tool_calls": r["tool_calls"],
+            "model_turns": [{"turn": r["turn"], "stream": r["stream"], "usage_returned": r["usage_returned"],
+                             "tool_calls": r["tool_calls"],
                              "usage": [r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]]} for r in served],
         }
 
