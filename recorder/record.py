@@ -36,7 +36,7 @@ CONFIGS: dict[str, tuple[str, str, dict[str, str]]] = {
     "crewai": ("crewai", "crewai_agent.py", {}),
     "llamaindex": ("llamaindex", "llamaindex_agent.py", {}),
     "adk": ("adk", "adk_agent.py", {}),
-    "adk_content": ("adk", "adk_agent.py", {"ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "true"}),
+    "adk_content": ("adk", "adk_agent.py", {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}),
 }
 
 
