@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: run test install browser bench clean
+.PHONY: run test install browser bench clean record-frameworks
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ test: $(STAMP) browser
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+# Re-record tests/frameworks/recordings: one venv per framework from recorder/pins/ (under
+# RECORDER_VENVS, default .recorder-venvs/), each real framework driven against the scripted model
+# server. Not part of `make test`, which replays the committed recordings.
+record-frameworks: $(STAMP)
+	$(PY) recorder/record.py $(if $(RECORDER_VENVS),--venvs $(RECORDER_VENVS),)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache test-artifacts

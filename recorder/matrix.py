@@ -127,9 +127,10 @@ def compare(expected: dict[str, Any], runs: list[dict[str, Any]], loops: list[di
     claimed: set[int] = set()
     for index, (want, run) in enumerate(zip(invocations, runs)):
         prefix = f"run {index + 1}: " if len(invocations) > 1 else ""
-        wrong = [f"{prefix}{name} {run.get(name)!r} != {want[name]!r}" for name in CHECKED if run.get(name) != want[name]]
+        wrong = [f"{prefix}{name} {run.get(name, 'missing')!r} != {want[name]!r}" for name in CHECKED
+                 if run.get(name) != want[name]]
         if want.get("session_id") and run.get("session_id") != want["session_id"]:
-            wrong.append(f"{prefix}session_id {run.get('session_id')!r} != {want['session_id']!r}")
+            wrong.append(f"{prefix}session_id {run.get('session_id', 'missing')!r} != {want['session_id']!r}")
         if expected.get("arguments_captured") is False and run.get("arguments_captured") is not False:
             wrong.append(f"{prefix}arguments_captured {run.get('arguments_captured', 'missing')!r} != False")
         cell.runs_right += not wrong
