@@ -26,8 +26,12 @@ class Captured:
     body: bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "content_type": self.content_type, "content_encoding": self.content_encoding,
-                "body": base64.b64encode(self.body).decode()}
+        return {
+            "path": self.path,
+            "content_type": self.content_type,
+            "content_encoding": self.content_encoding,
+            "body": base64.b64encode(self.body).decode(),
+        }
 
 
 class CaptureState:

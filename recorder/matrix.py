@@ -24,7 +24,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "tests" / "frameworks" / "recordings"
-CHECKED = ["agent", "steps", "tool_calls", "tool_errors", "input_tokens", "output_tokens", "status", "termination_reason"]
+CHECKED = [
+    "agent",
+    "steps",
+    "tool_calls",
+    "tool_errors",
+    "input_tokens",
+    "output_tokens",
+    "status",
+    "termination_reason",
+]
 
 
 # --- recordings ------------------------------------------------------------------------------
@@ -86,8 +95,12 @@ def replay(url: str, directory: Path, headers: dict[str, str] | None = None) -> 
     requests = load_requests(directory)
     shift_to_now(requests)
     for request in requests:
-        response = httpx.post(f"{url}/v1/traces", content=request.SerializeToString(), timeout=30,
-                              headers={"Content-Type": "application/x-protobuf", **(headers or {})})
+        response = httpx.post(
+            f"{url}/v1/traces",
+            content=request.SerializeToString(),
+            timeout=30,
+            headers={"Content-Type": "application/x-protobuf", **(headers or {})},
+        )
         response.raise_for_status()
     return trace_ids(requests)
 
@@ -127,8 +140,11 @@ def compare(expected: dict[str, Any], runs: list[dict[str, Any]], loops: list[di
     claimed: set[int] = set()
     for index, (want, run) in enumerate(zip(invocations, runs)):
         prefix = f"run {index + 1}: " if len(invocations) > 1 else ""
-        wrong = [f"{prefix}{name} {run.get(name, 'missing')!r} != {want[name]!r}" for name in CHECKED
-                 if run.get(name) != want[name]]
+        wrong = [
+            f"{prefix}{name} {run.get(name, 'missing')!r} != {want[name]!r}"
+            for name in CHECKED
+            if run.get(name) != want[name]
+        ]
         if want.get("session_id") and run.get("session_id") != want["session_id"]:
             wrong.append(f"{prefix}session_id {run.get('session_id', 'missing')!r} != {want['session_id']!r}")
         if expected.get("arguments_captured") is False and run.get("arguments_captured") is not False:
@@ -139,9 +155,17 @@ def compare(expected: dict[str, Any], runs: list[dict[str, Any]], loops: list[di
         for lp in want["loops"]:
             cell.loops_expected += 1
             scope_session = lp.get("scope") == "session"
-            match = next((i for i, got in enumerate(loops) if i not in claimed and _loop_key(got) == _loop_key(lp)
-                          and (scope_session or got.get("run_id") == run["run_id"])
-                          and (got.get("scope") in (None, "run") if not scope_session else True)), None)
+            match = next(
+                (
+                    i
+                    for i, got in enumerate(loops)
+                    if i not in claimed
+                    and _loop_key(got) == _loop_key(lp)
+                    and (scope_session or got.get("run_id") == run["run_id"])
+                    and (got.get("scope") in (None, "run") if not scope_session else True)
+                ),
+                None,
+            )
             if match is None:
                 cell.mismatches.append(f"{prefix}loop {lp['kind']} {lp['tool']} ({lp.get('scope', 'run')}) not found")
             else:
@@ -150,7 +174,7 @@ def compare(expected: dict[str, Any], runs: list[dict[str, Any]], loops: list[di
         for i, got in enumerate(loops):
             if i not in claimed and got.get("run_id") == run["run_id"] and _loop_key(got) in tolerated:
                 claimed.add(i)
-    for missing in invocations[len(runs):]:
+    for missing in invocations[len(runs) :]:
         cell.loops_expected += len(missing["loops"])
     for i, got in enumerate(loops):
         if i not in claimed:
@@ -179,8 +203,9 @@ def fetch_trace(url: str, trace_id: str, headers: dict[str, str]) -> tuple[list[
     return body.get("runs", []), body.get("spans", [])
 
 
-def run_matrix(url: str, dirs: list[Path] | None = None, do_replay: bool = True,
-               headers: dict[str, str] | None = None) -> list[Cell]:
+def run_matrix(
+    url: str, dirs: list[Path] | None = None, do_replay: bool = True, headers: dict[str, str] | None = None
+) -> list[Cell]:
     """Replay (optionally) and compare every scenario directory; one Cell each."""
     headers = headers or {}
     dirs = dirs if dirs is not None else scenario_dirs()
@@ -239,7 +264,9 @@ def show(directory: Path, width: int = 160) -> str:
     def walk(parent: bytes, depth: int) -> None:
         for scope, span in children.get(parent, []):
             pad = "  " * depth
-            status = {0: "", 1: " OK", 2: " ERROR"}[span.status.code] + (f" {span.status.message!r}" if span.status.message else "")
+            status = {0: "", 1: " OK", 2: " ERROR"}[span.status.code] + (
+                f" {span.status.message!r}" if span.status.message else ""
+            )
             out.append(f"{pad}- {span.name!r} [{scope.name}] kind={span.kind} trace={span.trace_id.hex()[:8]}{status}")
             for kv in span.attributes:
                 out.append(f"{pad}    {kv.key} = {json.dumps(_value(kv.value))[:width]}")
@@ -259,13 +286,18 @@ def main() -> int:
     parser.add_argument("--no-replay", action="store_true")
     parser.add_argument("--show", type=Path, help="print a recording's spans and exit")
     parser.add_argument("--width", type=int, default=160)
+    parser.add_argument("--scenarios", nargs="*", help="only these scenarios (e.g. the six core ones)")
     parser.add_argument("only", nargs="*", help="configs or config/scenario to check (default: all)")
     args = parser.parse_args()
     if args.show:
         print(show(args.show, args.width))
         return 0
-    dirs = [d for d in scenario_dirs()
-            if not args.only or d.parent.name in args.only or f"{d.parent.name}/{d.name}" in args.only]
+    dirs = [
+        d
+        for d in scenario_dirs()
+        if (not args.only or d.parent.name in args.only or f"{d.parent.name}/{d.name}" in args.only)
+        and (not args.scenarios or d.name in args.scenarios)
+    ]
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     cells = run_matrix(args.collector, dirs, not args.no_replay, headers)
     print(table(cells))

@@ -81,8 +81,11 @@ class ModelState:
                 calls = (Call("final_answer", {"answer": answer}),)
             digest = hashlib.sha256(f"{key}:{turn}".encode()).hexdigest()[:12]
             tool_calls = [
-                {"id": f"call_{digest}_{i}", "type": "function",
-                 "function": {"name": c.tool, "arguments": json.dumps(c.args)}}
+                {
+                    "id": f"call_{digest}_{i}",
+                    "type": "function",
+                    "function": {"name": c.tool, "arguments": json.dumps(c.args)},
+                }
                 for i, c in enumerate(calls)
             ]
             content = None if calls else answer
@@ -93,15 +96,25 @@ class ModelState:
                 "finish_reason": "tool_calls" if calls else "stop",
                 "usage": usage_for(turn),
             }
-            self.log.append({
-                "seq": len(self.log), "path": path, "key": key, "scenario": tag[0] if tag else None, "turn": turn,
-                "stream": bool(body.get("stream")), "request_model": body.get("model"),
-                # a stream without stream_options.include_usage gets no usage at all
-                "usage_returned": not body.get("stream") or bool((body.get("stream_options") or {}).get("include_usage")),
-                "messages": len(body.get("messages") or []), "tools_offered": len(body.get("tools") or []),
-                "usage": reply["usage"], "tool_calls": [{"name": c.tool, "arguments": c.args} for c in calls],
-                "final": content,
-            })
+            self.log.append(
+                {
+                    "seq": len(self.log),
+                    "path": path,
+                    "key": key,
+                    "scenario": tag[0] if tag else None,
+                    "turn": turn,
+                    "stream": bool(body.get("stream")),
+                    "request_model": body.get("model"),
+                    # a stream without stream_options.include_usage gets no usage at all
+                    "usage_returned": not body.get("stream")
+                    or bool((body.get("stream_options") or {}).get("include_usage")),
+                    "messages": len(body.get("messages") or []),
+                    "tools_offered": len(body.get("tools") or []),
+                    "usage": reply["usage"],
+                    "tool_calls": [{"name": c.tool, "arguments": c.args} for c in calls],
+                    "final": content,
+                }
+            )
             return reply
 
     def reset(self, prefix: str) -> None:
@@ -115,7 +128,10 @@ def completion_json(reply: dict[str, Any]) -> dict[str, Any]:
     if reply["tool_calls"]:
         message["tool_calls"] = reply["tool_calls"]
     return {
-        "id": reply["id"], "object": "chat.completion", "created": 1_764_000_000, "model": RESPONSE_MODEL,
+        "id": reply["id"],
+        "object": "chat.completion",
+        "created": 1_764_000_000,
+        "model": RESPONSE_MODEL,
         "system_fingerprint": "fp_recorder",
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply["finish_reason"]}],
         "usage": reply["usage"],
@@ -123,8 +139,13 @@ def completion_json(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def completion_chunks(reply: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
-    base = {"id": reply["id"], "object": "chat.completion.chunk", "created": 1_764_000_000, "model": RESPONSE_MODEL,
-            "system_fingerprint": "fp_recorder"}
+    base = {
+        "id": reply["id"],
+        "object": "chat.completion.chunk",
+        "created": 1_764_000_000,
+        "model": RESPONSE_MODEL,
+        "system_fingerprint": "fp_recorder",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
@@ -134,8 +155,20 @@ def completion_chunks(reply: dict[str, Any], include_usage: bool) -> list[dict[s
         words = reply["content"].split(" ")
         chunks += [chunk({"content": w if i == 0 else " " + w}) for i, w in enumerate(words)]
     for i, call in enumerate(reply["tool_calls"]):
-        chunks.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                             "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]}))
     chunks.append(chunk({}, reply["finish_reason"]))
     if include_usage:

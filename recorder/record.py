@@ -83,15 +83,35 @@ def main() -> int:
         venv_name, driver, extra = CONFIGS[config]
         python = ensure_venv(Path(args.venvs), venv_name, args.refresh)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_", "LOOPSIGHT_"))}
-        env.update({
-            "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-recorder", "OPENAI_BASE_URL": model_url,
-            "OPENAI_API_BASE": model_url, "RECORDER_CAPTURE_URL": capture_url,
-            "CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_DISABLE_TRACKING": "true", "CREWAI_TRACING_ENABLED": "false",
-            "ANONYMIZED_TELEMETRY": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false", **extra,
-        })
-        command = [str(python), str(HERE / "drivers" / driver), "--model-url", model_url, "--capture-url", capture_url,
-                   "--out", str(Path(args.out) / config), "--config", config]
+        env.update(
+            {
+                "PYTHONPATH": str(ROOT),
+                "OPENAI_API_KEY": "sk-recorder",
+                "OPENAI_BASE_URL": model_url,
+                "OPENAI_API_BASE": model_url,
+                "RECORDER_CAPTURE_URL": capture_url,
+                "CREWAI_DISABLE_TELEMETRY": "true",
+                "CREWAI_DISABLE_TRACKING": "true",
+                "CREWAI_TRACING_ENABLED": "false",
+                "ANONYMIZED_TELEMETRY": "false",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "HF_HUB_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+                **extra,
+            }
+        )
+        command = [
+            str(python),
+            str(HERE / "drivers" / driver),
+            "--model-url",
+            model_url,
+            "--capture-url",
+            capture_url,
+            "--out",
+            str(Path(args.out) / config),
+            "--config",
+            config,
+        ]
         if args.scenarios:
             command += ["--only", *args.scenarios]
         started = time.monotonic()

@@ -114,8 +114,16 @@ class ScenarioRecording:
 class Recorder:
     """Records the scenarios of one framework configuration into ``out/<scenario>/``."""
 
-    def __init__(self, config: str, args: argparse.Namespace, packages: list[str], flush: Callable[[], Any],
-                 arguments_captured: bool = True, limit_reason: str = "max_steps", notes: str = "") -> None:
+    def __init__(
+        self,
+        config: str,
+        args: argparse.Namespace,
+        packages: list[str],
+        flush: Callable[[], Any],
+        arguments_captured: bool = True,
+        limit_reason: str = "max_steps",
+        notes: str = "",
+    ) -> None:
         self.config, self.args, self.flush = config, args, flush
         self.arguments_captured, self.limit_reason, self.notes = arguments_captured, limit_reason, notes
         self.versions = {p: metadata.version(p) for p in packages}
@@ -156,12 +164,22 @@ class Recorder:
             if stored_gzip:
                 body, name = gzip.compress(body, mtime=0), name + ".gz"
             (out / name).write_bytes(body)
-            index.append({"file": name, "path": req["path"], "content_type": req["content_type"],
-                          "content_encoding": req["content_encoding"], "stored_gzip": stored_gzip})
+            index.append(
+                {
+                    "file": name,
+                    "path": req["path"],
+                    "content_type": req["content_type"],
+                    "content_encoding": req["content_encoding"],
+                    "stored_gzip": stored_gzip,
+                }
+            )
         (out / "requests.json").write_text(json.dumps(index, indent=1) + "\n")
         expected = {
-            "config": self.config, "scenario": recording.scenario.name, "versions": self.versions,
-            "arguments_captured": self.arguments_captured, "notes": self.notes,
+            "config": self.config,
+            "scenario": recording.scenario.name,
+            "versions": self.versions,
+            "arguments_captured": self.arguments_captured,
+            "notes": self.notes,
             "invocations": [self._truth(inv) for inv in recording.done],
         }
         for inv in expected["invocations"]:  # a session id the framework kept to itself is not expected
@@ -172,9 +190,10 @@ class Recorder:
                 inv["undetectable_loops"] += [lp for lp in inv["loops"] if lp["scope"] == "session"]
                 inv["loops"] = [lp for lp in inv["loops"] if lp["scope"] != "session"]
         (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
-        print(f"  {recording.scenario.name}: {len(captured)} requests, "
-              f"{[(i['steps'], i['tool_calls'], i['tool_errors'], i['termination_reason']) for i in expected['invocations']]}",
-              flush=True)
+        seen = [
+            (i["steps"], i["tool_calls"], i["tool_errors"], i["termination_reason"]) for i in expected["invocations"]
+        ]
+        print(f"  {recording.scenario.name}: {len(captured)} requests, (steps, tools, errors, end) {seen}", flush=True)
 
     def _truth(self, inv: Invocation) -> dict[str, Any]:
         served = _get(f"{self.model_root}/log?key={inv.scenario.name}:{inv.key}")["requests"]
@@ -189,12 +208,17 @@ class Recorder:
         else:
             termination = "error" if inv.raised else "completed"
         return {
-            "key": inv.key, "agent": AGENT_NAME, "session_id": inv.session_id,
-            "steps": len(served), "tool_calls": inv.observed[0], "tool_errors": inv.observed[1],
+            "key": inv.key,
+            "agent": AGENT_NAME,
+            "session_id": inv.session_id,
+            "steps": len(served),
+            "tool_calls": inv.observed[0],
+            "tool_errors": inv.observed[1],
             "input_tokens": sum(r["usage"]["prompt_tokens"] for r in served if r["usage_returned"]),
             "output_tokens": sum(r["usage"]["completion_tokens"] for r in served if r["usage_returned"]),
-            "cache_read_input_tokens": sum(r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in served
-                                           if r["usage_returned"]),
+            "cache_read_input_tokens": sum(
+                r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in served if r["usage_returned"]
+            ),
             "raised": type(inv.raised).__name__ if inv.raised else None,
             "status": "error" if inv.raised else "ok",
             "termination_reason": termination,
@@ -202,9 +226,16 @@ class Recorder:
             "undetectable_loops": [vars(lp) for lp in undetectable],
             "also_true_loops": [vars(lp) for lp in sc.also_true],
             "tool_log": [{"tool": t, "args": a, "ok": ok} for t, a, ok in inv.observed[2]],
-            "model_turns": [{"turn": r["turn"], "stream": r["stream"], "usage_returned": r["usage_returned"],
-                             "tool_calls": r["tool_calls"],
-                             "usage": [r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]]} for r in served],
+            "model_turns": [
+                {
+                    "turn": r["turn"],
+                    "stream": r["stream"],
+                    "usage_returned": r["usage_returned"],
+                    "tool_calls": r["tool_calls"],
+                    "usage": [r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]],
+                }
+                for r in served
+            ],
         }
 
 

@@ -60,7 +60,9 @@ def tool_error(tool: Any, tool_args: dict[str, Any], tool_context: Any, error: E
 
 
 agent = LlmAgent(
-    name=AGENT_NAME, instruction=INSTRUCTIONS, on_tool_error_callback=tool_error,
+    name=AGENT_NAME,
+    instruction=INSTRUCTIONS,
+    on_tool_error_callback=tool_error,
     model=LiteLlm(model=f"openai/{MODEL}", api_base=args.model_url, api_key="sk-recorder"),
     tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
 )
@@ -81,19 +83,35 @@ async def invoke(task: str, session_id: str, stream: bool) -> str:
     return answer
 
 
-rec = Recorder(args.config, args, ["google-adk", "litellm"], flush=provider.force_flush, limit_reason="max_steps",
-               arguments_captured=bool(CONTENT),
-               notes=f"RunConfig(max_llm_calls={TURN_LIMIT}); on_tool_error_callback; "
-                     f"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT={CONTENT!r}")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    ["google-adk", "litellm"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    arguments_captured=bool(CONTENT),
+    notes=f"RunConfig(max_llm_calls={TURN_LIMIT}); on_tool_error_callback; "
+    f"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT={CONTENT!r}",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         for inv in recording.invocations():
             with inv:
                 try:
-                    inv.result = loop.run_until_complete(invoke(inv.task, inv.session_id or f"s-{inv.key}-{scenario.name}",
-                                                    scenario.stream))
+                    inv.result = loop.run_until_complete(
+                        invoke(inv.task, inv.session_id or f"s-{inv.key}-{scenario.name}", scenario.stream)
+                    )
                 except LlmCallsLimitExceededError:
                     inv.termination = "max_steps"
                     raise

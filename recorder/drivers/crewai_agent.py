@@ -59,17 +59,30 @@ def get_exchange_rate(currency: str) -> str:
 
 def kickoff(task: str, stream: bool) -> str:
     llm = LLM(model=f"openai/{MODEL}", base_url=args.model_url, api_key="sk-recorder", stream=stream)
-    agent = Agent(role=AGENT_NAME, goal=INSTRUCTIONS, backstory="Helps travellers and shoppers.", llm=llm,
-                  tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
-                  max_iter=TURN_LIMIT, cache=False, verbose=False, allow_delegation=False)
+    agent = Agent(
+        role=AGENT_NAME,
+        goal=INSTRUCTIONS,
+        backstory="Helps travellers and shoppers.",
+        llm=llm,
+        tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
+        max_iter=TURN_LIMIT,
+        cache=False,
+        verbose=False,
+        allow_delegation=False,
+    )
     work = Task(description=task, expected_output="A short answer.", agent=agent)
     return str(Crew(agents=[agent], tasks=[work], verbose=False, cache=False).kickoff())
 
 
-rec = Recorder(args.config, args, ["crewai", "openinference-instrumentation-crewai", "openinference-instrumentation-openai"], flush=provider.force_flush,
-               limit_reason="max_steps",
-               notes=f"Agent(role=support_agent, max_iter={TURN_LIMIT}, cache=False); native OpenAI provider and tool "
-                     "calls; on max_iter one more model call without tools gives the final answer")
+rec = Recorder(
+    args.config,
+    args,
+    ["crewai", "openinference-instrumentation-crewai", "openinference-instrumentation-openai"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"Agent(role=support_agent, max_iter={TURN_LIMIT}, cache=False); native OpenAI provider and tool "
+    "calls; on max_iter one more model call without tools gives the final answer",
+)
 SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "streaming"]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:

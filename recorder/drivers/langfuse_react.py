@@ -22,9 +22,14 @@ args = parse_args("langfuse")
 langfuse = Langfuse(public_key="pk-lf-recorder", secret_key="sk-lf-recorder", base_url=args.capture_url)
 client = OpenAI(base_url=args.model_url, api_key="sk-recorder", max_retries=0)
 SCHEMAS = [
-    {"type": "function", "function": {"name": name, "description": name.replace("_", " "),
-                                      "parameters": {"type": "object", "properties": {param: {"type": "string"}},
-                                                     "required": [param]}}}
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name.replace("_", " "),
+            "parameters": {"type": "object", "properties": {param: {"type": "string"}}, "required": [param]},
+        },
+    }
     for name, param in TOOL_SCHEMAS.items()
 ]
 
@@ -46,17 +51,22 @@ TOOLS = {name: _tool(name) for name in TOOL_SCHEMAS}
 def chat(messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
     """One model call; the assistant message as a dict (streamed chunks put together)."""
     if not stream:
-        return client.chat.completions.create(model=MODEL, messages=messages, tools=SCHEMAS).choices[0].message.model_dump(
-            exclude_none=True)
+        return (
+            client.chat.completions.create(model=MODEL, messages=messages, tools=SCHEMAS)
+            .choices[0]
+            .message.model_dump(exclude_none=True)
+        )
     message: dict[str, Any] = {"role": "assistant", "content": ""}
     calls: dict[int, dict[str, Any]] = {}
-    for chunk in client.chat.completions.create(model=MODEL, messages=messages, tools=SCHEMAS, stream=True,
-                                                stream_options={"include_usage": True}):
+    for chunk in client.chat.completions.create(
+        model=MODEL, messages=messages, tools=SCHEMAS, stream=True, stream_options={"include_usage": True}
+    ):
         for choice in chunk.choices:
             message["content"] += choice.delta.content or ""
             for delta in choice.delta.tool_calls or []:
-                call = calls.setdefault(delta.index, {"id": delta.id, "type": "function",
-                                                      "function": {"name": "", "arguments": ""}})
+                call = calls.setdefault(
+                    delta.index, {"id": delta.id, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
                 call["function"]["name"] += (delta.function.name or "") if delta.function else ""
                 call["function"]["arguments"] += (delta.function.arguments or "") if delta.function else ""
     if calls:
@@ -82,11 +92,26 @@ def support_agent(task: str, history: list[dict[str, Any]], stream: bool = False
     raise TurnLimitExceeded(f"no answer after {TURN_LIMIT} model turns")
 
 
-rec = Recorder(args.config, args, ["langfuse", "openai"], flush=langfuse.flush, limit_reason="max_steps",
-               notes=f"hand-written loop; @observe agent/tool; langfuse.openai wrapper; raises TurnLimitExceeded after "
-                     f"{TURN_LIMIT} model turns")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    ["langfuse", "openai"],
+    flush=langfuse.flush,
+    limit_reason="max_steps",
+    notes=f"hand-written loop; @observe agent/tool; langfuse.openai wrapper; raises TurnLimitExceeded after "
+    f"{TURN_LIMIT} model turns",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         history: list[dict[str, Any]] = []

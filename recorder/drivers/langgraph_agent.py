@@ -72,17 +72,37 @@ checkpointer = InMemorySaver()
 
 
 def make_agent(stream: bool, memory: bool):
-    model = ChatOpenAI(model=MODEL, base_url=args.model_url, api_key="sk-recorder", max_retries=0,
-                       streaming=stream, stream_usage=True)
-    return create_react_agent(model, ToolNode(TOOLS, handle_tool_errors=True), prompt=INSTRUCTIONS, name=AGENT_NAME,
-                              checkpointer=checkpointer if memory else None)
+    model = ChatOpenAI(
+        model=MODEL, base_url=args.model_url, api_key="sk-recorder", max_retries=0, streaming=stream, stream_usage=True
+    )
+    return create_react_agent(
+        model,
+        ToolNode(TOOLS, handle_tool_errors=True),
+        prompt=INSTRUCTIONS,
+        name=AGENT_NAME,
+        checkpointer=checkpointer if memory else None,
+    )
 
 
-rec = Recorder(args.config, args, ["langgraph", "langgraph-prebuilt", "langchain-core", "langchain-openai", *packages],
-               flush=provider.force_flush, limit_reason="max_steps",
-               notes=f"create_react_agent, recursion_limit={2 * TURN_LIMIT}, ToolNode(handle_tool_errors=True)")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    ["langgraph", "langgraph-prebuilt", "langchain-core", "langchain-openai", *packages],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"create_react_agent, recursion_limit={2 * TURN_LIMIT}, ToolNode(handle_tool_errors=True)",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         for inv in recording.invocations():
@@ -91,7 +111,9 @@ for scenario in rec.selected(SUPPORTED):
                 config["configurable"] = {"thread_id": inv.session_id}
             with inv:
                 try:
-                    state = make_agent(scenario.stream, bool(inv.session_id)).invoke({"messages": [("user", inv.task)]}, config)
+                    state = make_agent(scenario.stream, bool(inv.session_id)).invoke(
+                        {"messages": [("user", inv.task)]}, config
+                    )
                     inv.result = state["messages"][-1].content
                     if "need more steps" in str(inv.result):
                         inv.termination = "max_steps"

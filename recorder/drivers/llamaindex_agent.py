@@ -52,14 +52,22 @@ def get_exchange_rate(currency: str) -> str:
     return counters.run("get_exchange_rate", currency=currency)
 
 
-TOOLS = [FunctionTool.from_defaults(fn) for fn in [search_flights, lookup_order, track_package, get_weather,
-                                                    get_exchange_rate]]
+TOOLS = [
+    FunctionTool.from_defaults(fn)
+    for fn in [search_flights, lookup_order, track_package, get_weather, get_exchange_rate]
+]
 
 
 def make_agent(stream: bool) -> FunctionAgent:
     llm = OpenAI(model=MODEL, api_base=args.model_url, api_key="sk-recorder", max_retries=0)
-    return FunctionAgent(name=AGENT_NAME, description="travel and order support", system_prompt=INSTRUCTIONS,
-                         tools=TOOLS, llm=llm, streaming=stream)
+    return FunctionAgent(
+        name=AGENT_NAME,
+        description="travel and order support",
+        system_prompt=INSTRUCTIONS,
+        tools=TOOLS,
+        llm=llm,
+        streaming=stream,
+    )
 
 
 async def invoke(agent: FunctionAgent, task: str, ctx: Context | None) -> str:
@@ -67,13 +75,31 @@ async def invoke(agent: FunctionAgent, task: str, ctx: Context | None) -> str:
     return str(await handler)
 
 
-rec = Recorder(args.config, args, ["llama-index-core", "llama-index-llms-openai", "llama-index-workflows",
-                                   "openinference-instrumentation-llama-index"], flush=provider.force_flush,
-               limit_reason="max_steps",
-               notes=f"FunctionAgent; run(max_iterations={TURN_LIMIT + 1}) raises WorkflowRuntimeError; streaming=False "
-                     "except the streaming scenario")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    [
+        "llama-index-core",
+        "llama-index-llms-openai",
+        "llama-index-workflows",
+        "openinference-instrumentation-llama-index",
+    ],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"FunctionAgent; run(max_iterations={TURN_LIMIT + 1}) raises WorkflowRuntimeError; streaming=False "
+    "except the streaming scenario",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         agent = make_agent(scenario.stream)

@@ -12,7 +12,13 @@ import asyncio
 from _kit import COUNTERS as counters, Recorder, otlp_provider, parse_args
 
 from agents import (
-    Agent, MaxTurnsExceeded, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, SQLiteSession,
+    Agent,
+    MaxTurnsExceeded,
+    ModelSettings,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    SQLiteSession,
     function_tool,
 )
 from openai import AsyncOpenAI
@@ -58,7 +64,9 @@ def get_exchange_rate(currency: str) -> str:
 def make_agent(stream: bool) -> Agent:
     settings = ModelSettings(include_usage=True) if stream else ModelSettings()
     return Agent(
-        name=AGENT_NAME, instructions=INSTRUCTIONS, model_settings=settings,
+        name=AGENT_NAME,
+        instructions=INSTRUCTIONS,
+        model_settings=settings,
         model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
         tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
     )
@@ -76,11 +84,25 @@ async def invoke(task: str, stream: bool, session: SQLiteSession | None) -> str:
     return str(result.final_output)
 
 
-rec = Recorder(args.config, args, ["openai-agents", "openinference-instrumentation-openai-agents"],
-               flush=provider.force_flush, limit_reason="max_steps",
-               notes="chat completions API; max_turns=5 raises MaxTurnsExceeded")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    ["openai-agents", "openinference-instrumentation-openai-agents"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes="chat completions API; max_turns=5 raises MaxTurnsExceeded",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         sessions: dict[str, SQLiteSession] = {}

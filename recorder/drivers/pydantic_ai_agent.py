@@ -68,11 +68,25 @@ async def invoke_streamed(task: str) -> str:
         return await result.get_output()
 
 
-rec = Recorder(args.config, args, ["pydantic-ai-slim", "openai"], flush=provider.force_flush,
-               limit_reason="max_steps",
-               notes=f"Agent.instrument_all() defaults; tool errors as ModelRetry; UsageLimits(request_limit={TURN_LIMIT})")
-SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session",
-             "streaming"]
+rec = Recorder(
+    args.config,
+    args,
+    ["pydantic-ai-slim", "openai"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"Agent.instrument_all() defaults; tool errors as ModelRetry; UsageLimits(request_limit={TURN_LIMIT})",
+)
+SUPPORTED = [
+    "single",
+    "exact",
+    "semantic",
+    "repeated_error",
+    "oscillation",
+    "turn_limit",
+    "parallel",
+    "session",
+    "streaming",
+]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:
         history = None
@@ -82,9 +96,12 @@ for scenario in rec.selected(SUPPORTED):
                     if scenario.stream:
                         inv.result = asyncio.run(invoke_streamed(inv.task))
                         continue
-                    result = agent.run_sync(inv.task, usage_limits=UsageLimits(request_limit=TURN_LIMIT),
-                                            message_history=history,
-                                            conversation_id=inv.session_id if inv.session_id and not history else None)
+                    result = agent.run_sync(
+                        inv.task,
+                        usage_limits=UsageLimits(request_limit=TURN_LIMIT),
+                        message_history=history,
+                        conversation_id=inv.session_id if inv.session_id and not history else None,
+                    )
                     history = result.all_messages() if inv.session_id else None
                     inv.result = result.output
                 except UsageLimitExceeded:

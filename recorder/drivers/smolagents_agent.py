@@ -73,15 +73,24 @@ def get_exchange_rate(currency: str) -> str:
 def make_agent(stream: bool) -> ToolCallingAgent:
     model = OpenAIServerModel(model_id=MODEL, api_base=args.model_url, api_key="sk-recorder")
     return ToolCallingAgent(
-        tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate], model=model,
-        name=AGENT_NAME, max_steps=TURN_LIMIT, stream_outputs=stream, verbosity_level=0,
+        tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
+        model=model,
+        name=AGENT_NAME,
+        max_steps=TURN_LIMIT,
+        stream_outputs=stream,
+        verbosity_level=0,
     )
 
 
-rec = Recorder(args.config, args, ["smolagents", "openinference-instrumentation-smolagents"], flush=provider.force_flush,
-               limit_reason="max_steps",
-               notes=f"ToolCallingAgent(max_steps={TURN_LIMIT}); answers via the final_answer tool; on max steps one "
-                     "more model call without tools gives the final answer")
+rec = Recorder(
+    args.config,
+    args,
+    ["smolagents", "openinference-instrumentation-smolagents"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"ToolCallingAgent(max_steps={TURN_LIMIT}); answers via the final_answer tool; on max steps one "
+    "more model call without tools gives the final answer",
+)
 SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "streaming"]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:

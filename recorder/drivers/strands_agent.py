@@ -56,19 +56,34 @@ def get_exchange_rate(currency: str) -> str:
 
 
 def make_agent(session_id: str | None) -> Agent:
-    model = OpenAIModel(client_args={"api_key": "sk-recorder", "base_url": args.model_url, "max_retries": 0},
-                        model_id=MODEL)
+    model = OpenAIModel(
+        client_args={"api_key": "sk-recorder", "base_url": args.model_url, "max_retries": 0}, model_id=MODEL
+    )
     extra = {}
     if session_id:
-        extra = {"session_manager": FileSessionManager(session_id, storage_dir=tempfile.mkdtemp()),
-                 "trace_attributes": {"session.id": session_id}}
-    return Agent(model=model, name=AGENT_NAME, system_prompt=INSTRUCTIONS, callback_handler=None,
-                 tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate], **extra)
+        extra = {
+            "session_manager": FileSessionManager(session_id, storage_dir=tempfile.mkdtemp()),
+            "trace_attributes": {"session.id": session_id},
+        }
+    return Agent(
+        model=model,
+        name=AGENT_NAME,
+        system_prompt=INSTRUCTIONS,
+        callback_handler=None,
+        tools=[search_flights, lookup_order, track_package, get_weather, get_exchange_rate],
+        **extra,
+    )
 
 
-rec = Recorder(args.config, args, ["strands-agents", "openai"], flush=provider.force_flush, limit_reason="max_steps",
-               notes=f"limits={{'turns': {TURN_LIMIT}}} (stop_reason limit_turns, no raise); always streams; "
-                     f"OTEL_SEMCONV_STABILITY_OPT_IN={os.environ.get('OTEL_SEMCONV_STABILITY_OPT_IN', '')!r}")
+rec = Recorder(
+    args.config,
+    args,
+    ["strands-agents", "openai"],
+    flush=provider.force_flush,
+    limit_reason="max_steps",
+    notes=f"limits={{'turns': {TURN_LIMIT}}} (stop_reason limit_turns, no raise); always streams; "
+    f"OTEL_SEMCONV_STABILITY_OPT_IN={os.environ.get('OTEL_SEMCONV_STABILITY_OPT_IN', '')!r}",
+)
 SUPPORTED = ["single", "exact", "semantic", "repeated_error", "oscillation", "turn_limit", "parallel", "session"]
 for scenario in rec.selected(SUPPORTED):
     with rec.scenario(scenario) as recording:

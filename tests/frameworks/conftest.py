@@ -6,4 +6,6 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "frameworks: replays the recorded framework traces (tests/frameworks/recordings)")
+    config.addinivalue_line(
+        "markers", "frameworks: replays the recorded framework traces (tests/frameworks/recordings)"
+    )
