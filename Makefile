@@ -52,5 +52,11 @@ test-wheel: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
+# Re-record tests/frameworks/recordings: one venv per framework from recorder/pins/ (under
+# RECORDER_VENVS, default .recorder-venvs/), each real framework driven against the scripted model
+# server. Not part of `make test`, which replays the committed recordings.
+record-frameworks: $(STAMP)
+	$(PY) recorder/record.py $(if $(RECORDER_VENVS),--venvs $(RECORDER_VENVS),)
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache test-artifacts
