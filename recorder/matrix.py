@@ -139,7 +139,7 @@ def compare(expected: dict[str, Any], runs: list[dict[str, Any]], loops: list[di
     run_ids = {r["run_id"] for r in runs}
     loops = [lp for lp in loops if lp.get("run_id") in run_ids or lp.get("scope") == "session"]
     claimed: set[int] = set()
-    for index, (want, run) in enumerate(zip(invocations, runs)):
+    for index, (want, run) in enumerate(zip(invocations, runs, strict=False)):
         prefix = f"run {index + 1}: " if len(invocations) > 1 else ""
         wrong = [
             f"{prefix}{name} {run.get(name, 'missing')!r} != {want[name]!r}"
