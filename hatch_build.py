@@ -33,7 +33,8 @@ class Finder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
 
 
-sys.meta_path.insert(0, Finder())
+# Last: a tree put first on PYTHONPATH (a benchmark's baseline) is found before the checkout.
+sys.meta_path.append(Finder())
 '''
 
 

@@ -41,9 +41,13 @@ from pathlib import Path
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from loopsight.ingest.pipeline import prepare
-from loopsight.stores import QueueFull
-from loopsight.stores.duckdb_store import Store
+try:
+    from loopsight.ingest.pipeline import prepare
+    from loopsight.stores import QueueFull
+    from loopsight.stores.duckdb_store import Store
+except ImportError:  # a baseline tree from before the ingest/stores layers (bench_ingest_ab.py)
+    from loopsight.collector.pipeline import prepare  # type: ignore[no-redef]
+    from loopsight.collector.store import QueueFull, Store  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,12 +1,14 @@
-"""End-to-end and in-process ingest, this checkout against earlier versions of some files,
-alternating rounds of ``bench/bench_ingest.py`` so both see the same machine noise.
+"""End-to-end and in-process ingest, this checkout against an earlier revision (whole, or some
+of its files), alternating rounds of ``bench/bench_ingest.py`` so both see the same machine noise.
 
-    .venv/bin/python bench/bench_ingest_ab.py --baseline 6cad44b --rounds 3 \\
-        --files ingest/normalize.py ingest/batch.py
+    .venv/bin/python bench/bench_ingest_ab.py --baseline 9561e7c --rounds 3
+    .venv/bin/python bench/bench_ingest_ab.py --baseline 6cad44b --rounds 3 --files ingest/normalize.py
 
-The baseline is a copy of the package tree with ``--files`` taken from ``--baseline``
-(``git show``), put first on ``PYTHONPATH`` (the collector subprocess inherits it).
-Prints one JSON object: per-round figures, medians and the after/before ratios.
+The baseline is a package tree laid out as the wheel lays it out: without ``--files`` the
+whole revision (its part folders mapped into ``loopsight/`` as its pyproject.toml maps them),
+with ``--files`` this checkout with those files taken from ``--baseline`` (``git show``). It is
+put first on ``PYTHONPATH`` (the collector subprocess inherits it; the editable install's
+finder comes after it). Prints one JSON object: per-round figures, medians and the ratios.
 """
 
 from __future__ import annotations
@@ -19,20 +21,49 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("instrumentation", "react", "collector", "analytics", "alerts", "dashboard", "migrations", "stores")
+
+
+def _mapping(pyproject: str) -> dict[str, str]:
+    """``{folder: target}`` of a revision's pyproject.toml (hatchling sources or setuptools package-dir)."""
+    config = tomllib.loads(pyproject)["tool"]
+    sources = config.get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {}).get("sources")
+    if sources:
+        return {folder: target for folder, target in sources.items()}
+    return {folder: package.replace(".", "/") for package, folder in config["setuptools"]["package-dir"].items()}
+
+
+def _show(revision: str, path: str) -> bytes:
+    return subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, check=True, capture_output=True).stdout
 
 
 def baseline_tree(revision: str, files: list[str]) -> Path:
     tree = Path(tempfile.mkdtemp(prefix="loopsight-baseline-"))
-    shutil.copytree(ROOT / "loopsight", tree / "loopsight")
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, tree / "loopsight" / package)
+    if files:
+        layout, source = _mapping((ROOT / "pyproject.toml").read_text()), None
+    else:
+        layout, source = _mapping(_show(revision, "pyproject.toml").decode()), revision
+    for folder, target in sorted(layout.items(), key=lambda item: item[1].count("/")):
+        if source is None:
+            shutil.copytree(ROOT / folder, tree / target, dirs_exist_ok=True)
+            continue
+        names = subprocess.run(
+            ["git", "ls-tree", "-r", "--name-only", source, folder],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        for name in names:
+            out = tree / target / Path(name).relative_to(folder)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(_show(source, name))
     for path in files:
-        source = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, check=True, capture_output=True).stdout
-        (tree / "loopsight" / path).write_bytes(source)
+        folder = next(f for f in layout if path.startswith(f + "/"))
+        (tree / layout[folder] / path[len(folder) + 1 :]).write_bytes(_show(revision, path))
     return tree
 
 
@@ -63,7 +94,7 @@ def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True)
-    parser.add_argument("--files", nargs="+", default=["ingest/normalize.py", "ingest/batch.py"])
+    parser.add_argument("--files", nargs="*", default=[], help="only these files from --baseline (default: all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument(
