@@ -70,13 +70,12 @@ GAUGE_WINDOW_SECONDS = 300.0  # the /metrics gauges cover the last 5 minutes (do
 # Runs in the window, by the start of their run span (as /api/v1/runs filters them).
 _RUNS = """
 runs AS (
-    SELECT "TraceId" AS trace_id, run_id, "Timestamp" AS started, agent, termination_reason,
-           "StatusCode" AS status
-    FROM spans
-    WHERE span_type = 'agent' AND "SpanId" = run_id
-      AND "Timestamp" >= $since AND "Timestamp" < $until
+    SELECT trace_id, run_id, started_at AS started, agent, termination_reason, status_code AS status,
+           input_tokens + output_tokens AS tokens
+    FROM run_facts
+    WHERE started_at >= $since AND started_at < $until
       AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
+      AND ($service::VARCHAR IS NULL OR service = $service)
 )"""
 
 # Calls (tool or model spans) in the window; a call's agent is its run's agent.
@@ -85,7 +84,7 @@ calls AS (
     SELECT c."TraceId" AS trace_id, c."Timestamp" AS started, c.span_type, c.tool,
            c."StatusCode" = 'Error' AS failed, c.error_class, c."Duration" AS duration
     FROM spans c
-    LEFT JOIN spans r ON r."TraceId" = c."TraceId" AND r."SpanId" = c.run_id AND r.span_type = 'agent'
+    LEFT JOIN run_facts r ON r.trace_id = c."TraceId" AND r.run_id = c.run_id
     WHERE c.span_type IN ('tool', 'llm')
       AND c."Timestamp" >= $since AND c."Timestamp" < $until
       AND ($service::VARCHAR IS NULL OR c."ServiceName" = $service)
@@ -113,13 +112,7 @@ SELECT (SELECT count(*) FROM population) AS samples,
 
 _TOKENS = f"""
 WITH {_RUNS},
-per_run AS (
-    SELECT r.trace_id, r.started,
-           coalesce(sum(coalesce(s.input_tokens, 0) + coalesce(s.output_tokens, 0)), 0) AS tokens
-    FROM runs r
-    LEFT JOIN spans s ON s."TraceId" = r.trace_id AND s.run_id = r.run_id AND s.span_type = 'llm'
-    GROUP BY r.trace_id, r.run_id, r.started
-)
+per_run AS (SELECT trace_id, started, tokens FROM runs)
 SELECT count(*) AS samples,
        quantile_cont(tokens, 0.5) AS p50,
        quantile_cont(tokens, 0.95) AS p95,

@@ -1,7 +1,8 @@
 """Runs: the list with filters, the top spenders, and one trace in detail.
 
-A run's ``status`` is ``"ok"`` when its termination reason is ``completed`` and its span is
-not an error, else ``"error"`` (the same rule in every question: see ``sql/runs.sql``).
+A run's ``status`` is ``"error"`` exactly where it failed (its span, or its named agent's span,
+has status Error: the framework raised), else ``"ok"``; how it ended is its
+``termination_reason`` (rules ``RUN_STATUS`` and ``RUN_OK`` of :mod:`loopsight.vocabulary`).
 
 Example:
     >>> list_runs(con, limit=10, agent="order-assistant", tool="search", min_tokens=1000)  # doctest: +SKIP
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from loopsight.analytics.sql import Connection, query
+from loopsight.vocabulary import capture_setting
 
 MAX_LIMIT = 10_000
 
@@ -101,15 +103,23 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, list[dict[str, Any
     keys plus ``events`` (``[{"time", "name", "attributes"}]``: ``retry`` and
     ``loop_detected`` among them); each Step is ``{"run_id", "step", "started_at",
     "duration_ms", "llm_calls", "tool_calls", "tool_errors", "retries", "retry_events",
-    "loop_hits", "input_tokens", "output_tokens"}``.
+    "loop_hits", "input_tokens", "output_tokens"}``. A run whose tool calls carry no arguments
+    (``arguments_captured`` false) has ``arguments_hint``: the setting of its instrumentation
+    that turns capture on, or None when loopsight does not know it.
 
     Example:
         >>> detail = trace_detail(con, "4bf92f3577b34da6a3ce929d0e0e4736")  # doctest: +SKIP
         >>> detail["spans"][0]["kind"], detail["spans"][0]["status"]  # doctest: +SKIP
         ('agent', 'ok')
     """
+    runs = list_runs(con, trace_id=trace_id, limit=MAX_LIMIT)
+    if any(r["arguments_captured"] is False for r in runs):
+        scopes = {r["run_id"]: r["scopes"] for r in query(con, "trace_tool_scopes", trace_id=trace_id)}
+        for r in runs:
+            if r["arguments_captured"] is False:
+                r["arguments_hint"] = capture_setting(scopes.get(r["run_id"], []))
     return {
-        "runs": list_runs(con, trace_id=trace_id, limit=MAX_LIMIT),
+        "runs": runs,
         "spans": query(con, "trace_spans", trace_id=trace_id),
         "steps": query(con, "trace_steps", trace_id=trace_id),
     }

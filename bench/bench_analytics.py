@@ -178,8 +178,11 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
         "loop_kind": text(np.where(loop, "exact", None)),
         "attempts": pa.array(attempts, pa.int32(), mask=~is_tool),
         "end_time": pa.array(begin + duration_ns // 1000, pa.timestamp("us")),
+        "provider": text(np.where(is_llm, "openai", None)),
     }
-    return pa.Table.from_arrays([columns[f.name] for f in SCHEMA], schema=SCHEMA)
+    return pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in SCHEMA], schema=SCHEMA
+    )
 
 
 def fill(path: str, runs: int, seed: int = 7) -> float:

@@ -64,6 +64,11 @@ SCHEMA = pa.schema(
         ("loop_kind", pa.string()),
         ("attempts", pa.int32()),
         ("end_time", TS),
+        ("session_id", pa.string()),
+        ("provider", pa.string()),
+        ("cache_read_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()),
+        ("result_hash", pa.string()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)

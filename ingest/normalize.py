@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -27,6 +28,7 @@ from loopsight import attributes as A
 from loopsight import config
 from loopsight import vocabulary as V
 from loopsight.hashing import args_hash
+from loopsight.ingest.arguments import call_arguments
 from loopsight.ingest.sketch import sketch
 from loopsight.redaction import redact
 
@@ -46,7 +48,73 @@ _OUTPUT_TOKEN_KEYS = V.OUTPUT_TOKENS.keys
 _CONTENT_KEYS = V.CONTENT_KEYS
 _CONTENT_PREFIXES = V.CONTENT_PREFIXES
 _EVENT_CONTENT_KEYS = V.EVENT_CONTENT_KEYS
+_PROVIDER_KEYS = V.PROVIDER.keys
+_CACHE_READ_KEYS = V.CACHE_READ_TOKENS.keys
+_CACHE_WRITE_KEYS = V.CACHE_WRITE_TOKENS.keys
+_SESSION_KEYS = V.SESSION.keys
+_OUTPUT_KEYS = ("output.value", "traceloop.entity.output", "langfuse.observation.output", A.OUTPUT_MESSAGES)
+_INPUT_KEYS = ("input.value", "traceloop.entity.input", "langfuse.observation.input")
 span_type = V.span_type
+
+
+def _whole(raw_attributes: Any, attrs: dict[str, str], keys: tuple[str, ...]) -> str:
+    """The first of ``keys`` in ``attrs``, whole even when the value limit cut it (the end is what
+    a framework's final answer says)."""
+    for key in keys:
+        value = attrs.get(key)
+        if not value:
+            continue
+        if raw_attributes is not None and value.endswith(TRUNCATION_MARKER):
+            if isinstance(raw_attributes, dict):
+                return str(raw_attributes.get(key, value))
+            for kv in raw_attributes:
+                if kv.key == key:
+                    return any_value_to_str(kv.value)
+        return value
+    return ""
+
+
+def _named_in_input(attrs: dict[str, str]) -> str | None:
+    text = _first(attrs, _INPUT_KEYS)
+    found = V.AGENT_NAME_IN_TEXT.search(text[:65536]) if text else None
+    return found.group(1) if found else None
+
+
+def _agent_name(attrs: dict[str, str], name: str) -> str | None:
+    """The name of an agent span that carries no agent-name attribute (see ``docs/frameworks.md``)."""
+    if V.FRAMEWORK_RUN_SPANS.match(name):  # named after its class: the agent's name is in its steps
+        return _named_in_input(attrs)
+    return (
+        _named_in_input(attrs)
+        or attrs.get(V.TRACELOOP_ENTITY_NAME)
+        or V.agent_name_of_span(name)
+        or _first(attrs, V.AGENT_NAME_KEYS_LAST)
+    )
+
+
+_FINISH_REASON = re.compile(r'"finish_reason"\s*:\s*"([^"]{1,64})"')
+
+
+def _finish_reasons(event_attrs: dict[str, str]) -> list[str]:
+    """The finish reasons an event gives: its own attribute, or inside its output messages."""
+    found = [event_attrs["finish_reason"]] if "finish_reason" in event_attrs else []
+    messages = event_attrs.get(A.OUTPUT_MESSAGES)
+    if messages:
+        found += _FINISH_REASON.findall(messages[:65536])
+    return found
+
+
+def _budget(attrs: dict[str, str]) -> None:
+    """Write a framework's step budget as ``loopsight.budget.max_steps`` (it decides a ``max_steps`` end)."""
+    if A.BUDGET_MAX_STEPS in attrs:
+        return
+    value = _first(attrs, V.BUDGET_STEP_KEYS)
+    if value is None:
+        text = _first(attrs, _INPUT_KEYS)
+        found = V.MAX_ITER_IN_TEXT.search(text[:65536]) if text else None
+        value = found.group(1) if found else None
+    if value is not None and _int(value, 2**31) is not None:
+        attrs[A.BUDGET_MAX_STEPS] = value
 
 
 _plain_keys: set[str] = set()  # keys seen that are not content: most spans hold only these
@@ -234,17 +302,29 @@ def args_hash_of_text(text: str) -> str:
 error_class_for = V.error_class_for
 
 
-def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None]:
+def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None, int | None]:
+    """Input, output and cached input tokens of Langfuse's ``usage_details`` (either key set)."""
     raw = attrs.get(V.LANGFUSE_USAGE)
     if not raw:
-        return None, None
+        return None, None, None
     try:
         usage = json.loads(raw)
     except ValueError:
-        return None, None
+        return None, None, None
     if not isinstance(usage, dict):
-        return None, None
-    return _tokens(str(usage.get("input", ""))), _tokens(str(usage.get("output", "")))
+        return None, None, None
+
+    def pick(keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            value: Any = usage
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is not None:
+                return _tokens(str(value))
+        return None
+
+    keys = V.LANGFUSE_USAGE_KEYS
+    return pick(keys["input"]), pick(keys["output"]), pick(keys["cache_read"])
 
 
 class SpanRow(NamedTuple):
@@ -285,6 +365,11 @@ class SpanRow(NamedTuple):
     loop_kind: str | None
     attempts: int | None
     end_time: int
+    session_id: str | None
+    provider: str | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    result_hash: str | None
 
 
 _new_row = tuple.__new__  # SpanRow(*values) without the Python-level __new__ (hot path)
@@ -425,15 +510,23 @@ def agent_row(
         status_message = truncated(head, cap) if len(status_message) <= cap + 512 else head[:cap] + TRUNCATION_MARKER
 
     exception_type = None
+    signals: list[str] = []  # what may say a framework's limit stopped the run (agent spans)
+    event_args = None
     for _, event_name, event_attrs in events:
         if event_name == "exception":
             if exception_type is None:
                 exception_type = event_attrs.get("exception.type")
+            if kind == "agent":
+                signals += (event_attrs.get("exception.type") or "", event_attrs.get("exception.message") or "")
             _redact_exception(event_attrs)
+        elif kind == "agent" and event_attrs:
+            signals += _finish_reasons(event_attrs)  # Strands' limit_turns, before content is dropped
+        elif kind == "tool" and event_name == V.TOOL_MESSAGE_EVENT and event_args is None:
+            event_args = event_attrs.get("content")  # Strands' default attributes: the arguments are here only
         guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
 
-    tool = args_hash = args_sketch = model = None
-    input_tokens = output_tokens = None
+    tool = args_hash = args_sketch = model = provider = None
+    input_tokens = output_tokens = cache_read = cache_write = None
     if kind == "tool":
         tool = (
             _first(attrs, _TOOL_NAME_KEYS)
@@ -441,24 +534,35 @@ def agent_row(
             or (name[len("execute_tool ") :] if name.startswith("execute_tool ") else name)
         )
         args_hash = get(A.TOOL_ARGS_HASH)
-        raw_args = _first(attrs, _TOOL_ARGS_KEYS)
+        raw_args = _first(attrs, _TOOL_ARGS_KEYS) or event_args
         if raw_args is not None:
             if raw_attributes is not None and len(raw_args) > cap and raw_args.endswith(TRUNCATION_MARKER):
                 raw_args = _untruncated(raw_attributes, attrs)  # arguments differing past the cut are not a loop
+            arguments = call_arguments(raw_args)
             if not args_hash:
-                args_hash = args_hash_of_text(raw_args)
-            args_sketch = sketch(raw_args)
+                args_hash = args_hash_of_text(arguments)
+            args_sketch = sketch(arguments)
     elif kind == "llm":
         model = _first(attrs, _MODEL_KEYS)
+        provider = _first(attrs, _PROVIDER_KEYS)
         input_tokens = _tokens(_first(attrs, _INPUT_TOKEN_KEYS))
         output_tokens = _tokens(_first(attrs, _OUTPUT_TOKEN_KEYS))
+        cache_read = _tokens(_first(attrs, _CACHE_READ_KEYS))
+        cache_write = _tokens(_first(attrs, _CACHE_WRITE_KEYS))
         if input_tokens is None and output_tokens is None:
-            input_tokens, output_tokens = _langfuse_usage(attrs)
+            input_tokens, output_tokens, langfuse_cached = _langfuse_usage(attrs)
+            cache_read = cache_read if cache_read is not None else langfuse_cached
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
-    if kind == "agent" and not agent:
-        agent = get(V.TRACELOOP_ENTITY_NAME) or (
-            name[len("invoke_agent ") :] if name.startswith("invoke_agent ") else name
-        )
+    if agent is None and kind == "other" and scope_name.endswith("llama_index"):
+        agent = _named_in_input(attrs)  # LlamaIndex names its agent only in the workflow's steps
+    termination = None
+    if kind == "agent":
+        if not agent:
+            agent = _agent_name(attrs, name)
+        termination = get(A.TERMINATION_REASON)
+        _budget(attrs)
+        signals.append(_whole(raw_attributes, attrs, _OUTPUT_KEYS))
+    session_id = _first(attrs, _SESSION_KEYS)
     guard_content(attrs, limits.capture_content)
 
     is_error = status == "Error" or get(V.LANGFUSE_LEVEL) == "ERROR"
@@ -470,10 +574,9 @@ def agent_row(
         error_class = get(A.ERROR_CLASS) or error_class_for(error_type)
     else:
         error_class = get(A.ERROR_CLASS)
-
-    termination = None
-    if kind == "agent":
-        termination = get(A.TERMINATION_REASON) or V.default_termination(is_error)
+    if kind == "agent" and termination is None:
+        # Unset when nothing says: the run's reason is decided over its agent spans (stores/sql/derive_runs.sql).
+        termination = V.termination_signal(error_type, status_message, *signals)
 
     if end_ns > MAX_NANOS:
         end_ns = MAX_NANOS
@@ -519,5 +622,10 @@ def agent_row(
             get(A.LOOP_KIND),
             _int(attempts, 2**31) if attempts is not None else None,
             end_ns,
+            session_id,
+            provider,
+            cache_read,
+            cache_write,
+            None,
         ),
     )

@@ -76,6 +76,11 @@ SPANS = _cols(
     ("attempts", "INTEGER"),
     ("end_time", "TIMESTAMP", NOT_NULL),
     ("ingested_at", "TIMESTAMP", NOT_NULL, "current_timestamp"),
+    ("session_id", "VARCHAR"),
+    ("provider", "VARCHAR"),
+    ("cache_read_tokens", "BIGINT"),
+    ("cache_write_tokens", "BIGINT"),
+    ("result_hash", "VARCHAR"),
 )
 """Every span as received, plus its typed agent columns (``run_id`` and a missing ``step`` are derived)."""
 
@@ -99,6 +104,8 @@ RUN_FACTS = _cols(
     ("loop_marks", "BIGINT", NOT_NULL),
     ("marked_calls", "BIGINT", NOT_NULL),
     ("tools", "VARCHAR[]"),
+    ("session_id", "VARCHAR"),
+    ("arguments_captured", "BOOLEAN"),
 )
 """One row per run: its rollups (``stores/sql/derive_runs.sql``)."""
 

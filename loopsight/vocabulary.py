@@ -3,8 +3,8 @@
 What producers call things (OpenTelemetry GenAI first, then OpenInference, OpenLLMetry /
 Traceloop, Langfuse, Pydantic AI, ...), how a span's type is decided, the error classes and
 the one classifier both the decorators and the collector use, the closed sets (termination
-reasons, loop kinds), and the rules users depend on — what a run is, what a step is, when a
-run is ok — from which the normaliser's Python and the SQL of both engines are rendered.
+reasons, loop kinds), and the rules users depend on — what a run is, what a step is, a run's
+status and when it succeeded — from which the normaliser's Python and the SQL of both engines are rendered.
 ``shared/spec/attributes.md`` is the prose form of this module.
 
 Example:
@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -85,11 +85,14 @@ TOOL_ARGUMENTS = _concept(
     "tool arguments",
     (A.TOOL_CALL_ARGUMENTS, OTEL),
     ("tool_arguments", PYDANTIC_AI),
-    ("tool.parameters", OPENINFERENCE),
     ("traceloop.entity.input", TRACELOOP),
     ("input.value", OPENINFERENCE),
     ("langfuse.observation.input", LANGFUSE),
 )
+"""Never OpenInference's ``tool.parameters``: that is the tool's JSON schema, the same on every call."""
+TOOL_SCHEMA_KEYS = frozenset(("tool.parameters", "gen_ai.tool.json_schema"))
+TOOL_MESSAGE_EVENT = "gen_ai.tool.message"
+"""Strands (default attributes) sends a call's arguments only as this event's ``content``."""
 TOOL_RESULT = _concept(
     "tool result",
     (A.TOOL_CALL_RESULT, OTEL),
@@ -130,9 +133,30 @@ SESSION = _concept(
     ("session.id", OPENINFERENCE),
     ("langfuse.session.id", LANGFUSE),
     ("traceloop.association.properties.session_id", TRACELOOP),
+    ("traceloop.association.properties.thread_id", TRACELOOP),
+)
+CACHE_READ_TOKENS = _concept(
+    "cached input tokens (included in the input tokens)",
+    ("gen_ai.usage.cache_read.input_tokens", OTEL),
+    ("gen_ai.usage.cache_read_input_tokens", LEGACY),
+    ("llm.token_count.prompt_details.cache_read", OPENINFERENCE),
+    ("gen_ai.usage.prompt_tokens_details.cached_tokens", TRACELOOP),
+)
+CACHE_WRITE_TOKENS = _concept(
+    "cache-write input tokens (included in the input tokens)",
+    ("gen_ai.usage.cache_creation.input_tokens", OTEL),
+    ("gen_ai.usage.cache_creation_input_tokens", LEGACY),
+    ("gen_ai.usage.cache_write_input_tokens", LEGACY),
+    ("llm.token_count.prompt_details.cache_write", OPENINFERENCE),
 )
 LANGFUSE_USAGE = "langfuse.observation.usage_details"
-"""Langfuse's token counts: a JSON object (keys ``input``/``output`` or ``prompt_tokens``/``completion_tokens``)."""
+"""Langfuse's token counts: a JSON object (keys ``input``/``output`` or, from the SDK's OpenAI
+wrapper, ``prompt_tokens``/``completion_tokens`` with ``prompt_tokens_details.cached_tokens``)."""
+LANGFUSE_USAGE_KEYS = {
+    "input": ("input", "prompt_tokens", "input_tokens"),
+    "output": ("output", "completion_tokens", "output_tokens"),
+    "cache_read": ("cache_read_input_tokens", "input_cached_tokens", "prompt_tokens_details.cached_tokens"),
+}
 LANGFUSE_LEVEL = "langfuse.observation.level"
 LANGFUSE_STATUS_MESSAGE = "langfuse.observation.status_message"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
@@ -155,28 +179,57 @@ SPAN_TYPE_ATTRIBUTES: tuple[tuple[str, Mapping[str, SpanType]], ...] = (
         },
     ),
 )
-"""Decide the span type in this order: the first of these attributes present decides (an
-unknown value is ``other``); without any, a tool name → tool, a model → llm, Pydantic AI's
-run span → agent, else the span name's prefix."""
+"""Decide the span type in this order: the first of these attributes present with a value it
+maps decides (OpenLLMetry's ``workflow`` span that is an ``invoke_agent`` is an agent); a span with
+only unmapped values (CHAIN, task) is ``other``; without any, a tool name → tool, a model → llm,
+Pydantic AI's run span → agent, else the span name's prefix."""
 SPAN_NAME_PREFIXES: tuple[tuple[str, SpanType], ...] = (
     ("invoke_agent ", "agent"),
     ("chat ", "llm"),
     ("execute_tool ", "tool"),
 )
 PYDANTIC_AI_RUN_SPAN = "agent run"  # Pydantic AI's run span before GenAI operation names
+FRAMEWORK_RUN_SPANS = re.compile(r"^(FunctionAgent|ReActAgent|CodeActAgent|AgentWorkflow)\.run$")
+"""A framework's agent run that no instrumentation marks as an agent (LlamaIndex's CHAIN
+``FunctionAgent.run``): an agent span, so its trace has a run."""
+BOOKKEEPING_TOOLS = frozenset(("final_answer", "(merged tools)"))
+"""Tool spans that are a framework's own bookkeeping, not a call the model asked for
+(smolagents' ``final_answer``, Google ADK's ``(merged tools)`` after parallel calls)."""
+NOT_MODEL_CALLS = ("._prepare_chat_with_tools",)
+"""LLM-kind spans that only prepare a request (LlamaIndex): the model call is their sibling."""
 
 
 def span_type(attrs: Mapping[str, str], name: str) -> SpanType:
-    """The span's type by :data:`SPAN_TYPE_ATTRIBUTES`, then its other attributes and name.
+    """The span's type by :data:`SPAN_TYPE_ATTRIBUTES`, then its other attributes and name;
+    a framework's own bookkeeping (:data:`BOOKKEEPING_TOOLS`, :data:`NOT_MODEL_CALLS`) is ``other``.
 
     Example:
         >>> span_type({"openinference.span.kind": "TOOL"}, "lookup"), span_type({}, "chat gpt-4o")
         ('tool', 'llm')
+        >>> span_type({"openinference.span.kind": "CHAIN"}, "FunctionAgent.run")
+        'agent'
     """
+    kind = _declared_type(attrs, name)
+    if kind == "tool" and TOOL_NAME.first(attrs) in BOOKKEEPING_TOOLS:
+        return "other"
+    if kind == "llm" and name.endswith(NOT_MODEL_CALLS):
+        return "other"
+    if kind == "other" and FRAMEWORK_RUN_SPANS.match(name):
+        return "agent"
+    return kind
+
+
+def _declared_type(attrs: Mapping[str, str], name: str) -> SpanType:
+    declared = False
     for key, table in SPAN_TYPE_ATTRIBUTES:
         value = attrs.get(key)
         if value:
-            return table.get(value, "other")
+            kind = table.get(value)
+            if kind is not None:
+                return kind
+            declared = True  # a kind this table does not map (CHAIN, workflow): a later attribute may
+    if declared:
+        return "other"
     get = attrs.get
     for key in TOOL_NAME.keys:
         if get(key):
@@ -367,8 +420,10 @@ class Rule:
 
 RUN = Rule(
     "A run is an agent span with no agent span above it in its trace; its run_id is that span's id. "
-    "Every span under it belongs to the run (sub-agents included).",
-    "span_type = 'agent' AND \"SpanId\" = run_id",
+    "Every span under it belongs to the run (sub-agents included). A trace with no agent span that "
+    "holds model calls is one run too: its root. A trace without (a tool called outside any agent, "
+    "an agent being built) is no run.",
+    '"SpanId" = run_id',
 )
 STEP = Rule(
     "A step is one model turn: a model call and the tool calls it asked for. A model call inside a "
@@ -379,9 +434,107 @@ STEP = Rule(
 )
 RUN_OK_REASON = "completed"
 RUN_OK = Rule(
-    "A run is ok when it completed and its span is not an error; every other run is an error.",
+    "A run succeeded when it completed and did not fail; a run that stopped at a limit, in a loop or "
+    "on a timeout did not, whether or not it raised.",
     f"(termination_reason = '{RUN_OK_REASON}' AND \"StatusCode\" <> 'Error')",
 )
+RUN_STATUS = Rule(
+    "A run's status is 'error' exactly where it failed: its run span, or the span of the agent it "
+    "names, has status Error (the framework raised); else 'ok'. How it ended is its termination "
+    "reason.",
+    "(CASE WHEN status_code = 'Error' THEN 'error' ELSE 'ok' END)",
+)
+
+
+AGENT_NAME_KEYS_LAST = ("graph.node.id",)
+"""Read after the span's own name fails: OpenInference's graph node of an agent span (CrewAI's role)."""
+AGENT_METHOD_SUFFIXES = (".run", "._execute_core", ".execute_task", ".kickoff", ".invoke", ".ainvoke")
+"""An agent span named after the method that ran it (``support_agent.run``): the name is before."""
+GENERIC_AGENT_NAMES = frozenset(("Agent workflow", "agent run", "Agent", "Workflow"))
+"""Agent span names that name no agent (the OpenAI Agents SDK's root ``Agent workflow``)."""
+CAPTURE_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("gcp.vertex.agent", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (Google ADK)"),
+    ("openinference.", "OPENINFERENCE_HIDE_INPUTS unset or false (OpenInference)"),
+    ("opentelemetry.instrumentation.", "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry)"),
+    ("pydantic-ai", "InstrumentationSettings(include_content=True) (Pydantic AI)"),
+    ("strands.", "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental (Strands)"),
+    ("langfuse", "Langfuse(mask=None) and @observe(capture_input=True) (Langfuse)"),
+    ("loopsight", "a tool span records its arguments' hash always; check the tool is a @loopsight.tool"),
+)
+"""What turns tool-argument capture on, by the instrumentation scope that left it off (prefix match)."""
+
+
+def capture_setting(scopes: Iterable[str]) -> str | None:
+    """The setting that would have captured tool arguments, for the instrumentation scopes of a run.
+
+    Example:
+        >>> capture_setting(["gcp.vertex.agent"])
+        'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (Google ADK)'
+        >>> capture_setting(["my.own.tracer"]) is None
+        True
+    """
+    for scope in scopes:
+        for prefix, setting in CAPTURE_SETTINGS:
+            if scope.startswith(prefix):
+                return setting
+    return None
+
+
+AGENT_NAME_IN_TEXT = re.compile(r"""current_agent_name\s*[=:]\s*['"]([^'"]{1,128})['"]""")
+"""LlamaIndex names its agent only inside the workflow state it sends as the run's input."""
+
+
+def agent_name_of_span(name: str) -> str | None:
+    """The agent name a span's own name gives, or None when it names none.
+
+    Example:
+        >>> agent_name_of_span("invoke_agent helper"), agent_name_of_span("support_agent._execute_core")
+        ('helper', 'support_agent')
+        >>> agent_name_of_span("Agent workflow") is None
+        True
+    """
+    if name.startswith("invoke_agent "):
+        name = name[len("invoke_agent ") :]
+    for suffix in AGENT_METHOD_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return None if not name or name in GENERIC_AGENT_NAMES else name
+
+
+TERMINATION_SIGNALS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"tool_calls_limit|tool.?calls?.?limit", re.I), "max_tool_calls"),
+    (re.compile(r"total_tokens_limit|token.?(budget|limit)", re.I), "token_budget"),
+    (
+        re.compile(r"max.?turns?.?exceeded|limit_turns|turn.?limit.?exceeded", re.I),
+        "max_steps",
+    ),  # OpenAI Agents, Strands
+    (re.compile(r"GraphRecursionError|recursion.?limit|need more steps to process", re.I), "max_steps"),  # LangGraph
+    (re.compile(r"max(imum)?.?iterations?.{0,20}reached|max.?steps.{0,20}reached", re.I), "max_steps"),  # LlamaIndex
+    (re.compile(r"LlmCallsLimitExceeded|request_limit|UsageLimitExceeded", re.I), "max_steps"),  # ADK, Pydantic AI
+)
+"""A framework's own signal that its turn, step or call limit stopped a run (an error type or
+message, a finish reason, or the text it answers with), and the termination reason it means."""
+BUDGET_STEP_KEYS = ("loopsight.budget.max_steps", "smolagents.max_steps")
+"""Where a run's step budget is written (its input says ``"max_iter": N`` for CrewAI)."""
+MAX_ITER_IN_TEXT = re.compile(r"\"max_iter\"\s*:\s*(\d{1,6})")
+
+
+def termination_signal(*texts: str | None) -> str | None:
+    """The termination reason a framework's signal in ``texts`` means, or None.
+
+    Example:
+        >>> termination_signal("Max turns exceeded: {'max_turns': 5}"), termination_signal("ValueError")
+        ('max_steps', None)
+    """
+    for text in texts:
+        if not text:
+            continue
+        ends = text if len(text) <= 8192 else text[:4096] + "\n" + text[-4096:]  # a final answer is last
+        for pattern, reason in TERMINATION_SIGNALS:
+            if pattern.search(ends):
+                return reason
+    return None
 
 
 def run_ok(termination_reason: str | None, status_code: str | None) -> bool:
@@ -394,5 +547,5 @@ def default_termination(is_error: bool) -> str:
     return "error" if is_error else RUN_OK_REASON
 
 
-RULES: Mapping[str, Rule] = {"run": RUN, "step": STEP, "run_ok": RUN_OK}
+RULES: Mapping[str, Rule] = {"run": RUN, "step": STEP, "run_ok": RUN_OK, "run_status": RUN_STATUS}
 """The rules by the name SQL files use for them (``{{run_ok}}``)."""

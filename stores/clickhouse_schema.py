@@ -167,6 +167,10 @@ _ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id"} | {name: "
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
 
 
+def _nullable(kind: str, nullable: bool) -> bool:
+    return nullable and "[" not in kind and not kind.startswith(("MAP", "STRUCT"))
+
+
 def model_table_ddl(table: str) -> str:
     """``CREATE TABLE`` of one :data:`loopsight.model.TABLES` table on ClickHouse.
 
@@ -176,10 +180,7 @@ def model_table_ddl(table: str) -> str:
     """
     columns = []
     for column in TABLES[table]:
-        kind = clickhouse_type(
-            column.type,
-            nullable=column.nullable and "[" not in column.type and not column.type.startswith(("MAP", "STRUCT")),
-        )
+        kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
         default = ""
         if column.default == "current_timestamp":
             default = " DEFAULT now64(6)"
@@ -204,6 +205,20 @@ ALERT_VIEWS = (
 )
 """The alert state as DuckDB holds it (``alert_rules_current``, ``alert_events_current``): the
 questions read these, written once (``loopsight.analytics.alert_state``)."""
+
+
+def model_columns_ddl() -> list[str]:
+    """``ADD COLUMN IF NOT EXISTS`` every model column: brings tables made by an earlier model up to it."""
+    statements = []
+    for table in TABLES:
+        for column in TABLES[table]:
+            kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
+            statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
+    return statements
+
+
+REDERIVE = "INSERT INTO derive_pending SELECT TraceId, min(Timestamp) FROM spans GROUP BY TraceId"
+"""Queue every stored trace: the run rules changed, so every run is derived again."""
 
 IMPORT_STATE = """CREATE TABLE IF NOT EXISTS loopsight_import (
     watermark DateTime64(9),
@@ -285,6 +300,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_bounded_numbers", _superseded),
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
+    Migration("0014_sessions_and_frameworks", lambda o: [*model_columns_ddl(), REDERIVE]),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

@@ -47,11 +47,21 @@ LEFT JOIN run_facts f
 GROUP BY p.trace_id
 """
 
+# loopsight.vocabulary.RUN: the top-most agent span; in a trace without one that holds model or
+# tool calls, its root.
 RESOLVE_RUNS_SQL = """
-WITH RECURSIVE t AS (
-    SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, span_type = 'agent' AS is_agent
+WITH RECURSIVE scoped AS (
+    SELECT "TraceId" AS tid, "SpanId" AS sid, "ParentSpanId" AS pid, span_type
     FROM spans
     WHERE "Timestamp" >= $since AND "TraceId" IN (SELECT "TraceId" FROM touched)
+),
+t AS (
+    SELECT tid, sid, pid,
+           span_type = 'agent'
+           OR (pid = '' AND NOT bool_or(span_type = 'agent') OVER w AND bool_or(span_type = 'llm') OVER w)
+               AS is_agent
+    FROM scoped
+    WINDOW w AS (PARTITION BY tid)
 ),
 chain(tid, sid, cur, depth, run_id) AS (
     SELECT tid, sid, pid, 0, CASE WHEN is_agent THEN sid END FROM t
@@ -127,7 +137,9 @@ TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
 _COLUMNS = (
     '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, args_sketch, error_type, '
     'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
-    '"SpanName", "ParentSpanId", end_time, "Events"'
+    '"SpanName", "ParentSpanId", end_time, "Events", session_id, provider, model, cache_read_tokens, cache_write_tokens, '
+    # the attributes of agent spans only (few, and the run rules read their budget)
+    'result_hash, CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
 )
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}

@@ -17,8 +17,7 @@ fit_se AS (
     WHERE k IS NOT NULL
 ),
 tokens AS (
-    -- NULL (no termination reason) is neither a success nor a failure here
-    SELECT agent, termination_reason = 'completed' AND status_code <> 'Error' AS ok, input_tokens + output_tokens AS tokens
+    SELECT agent, ok, input_tokens + output_tokens AS tokens
     FROM run_facts
     WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
       AND ($service::VARCHAR IS NULL OR service = $service)

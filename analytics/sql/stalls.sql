@@ -51,9 +51,12 @@ in_flight AS (
     FROM spans s
     WHERE run_id IS NULL
       AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)
-      AND NOT EXISTS (SELECT 1 FROM spans r WHERE r."TraceId" = s."TraceId" AND r.span_type = 'agent' AND r."SpanId" = r.run_id)
+      AND NOT EXISTS (SELECT 1 FROM spans r WHERE r."TraceId" = s."TraceId" AND r."SpanId" = r.run_id)
     GROUP BY "TraceId"
-    HAVING ($agent::VARCHAR IS NULL OR bool_or(agent = $agent))
+    -- a trace with no model and no tool call is no run (an agent's construction, say), nor stuck;
+    -- nor is one whose root has arrived (it ended: a tool called outside any agent)
+    HAVING bool_or(span_type IN ('llm', 'tool')) AND NOT bool_or("ParentSpanId" = '')
+       AND ($agent::VARCHAR IS NULL OR bool_or(agent = $agent))
 ),
 stuck AS (
     SELECT trace_id, NULL::VARCHAR AS run_id, span_id, 'stuck' AS kind, tool,

@@ -11,9 +11,8 @@ WITH calls AS (
     FROM spans t
     LEFT JOIN (
         -- Read the runs only when the agent matters (filter or grouping).
-        SELECT "TraceId", "SpanId", agent FROM spans
-        WHERE ($by_agent OR $agent::VARCHAR IS NOT NULL) AND span_type = 'agent' AND "SpanId" = run_id
-    ) r ON r."TraceId" = t."TraceId" AND r."SpanId" = t.run_id
+        SELECT trace_id, run_id, agent FROM run_facts WHERE $by_agent OR $agent::VARCHAR IS NOT NULL
+    ) r ON r.trace_id = t."TraceId" AND r.run_id = t.run_id
     WHERE t.span_type = 'tool'
       AND ($since::TIMESTAMP IS NULL OR t."Timestamp" >= $since)
       AND ($until::TIMESTAMP IS NULL OR t."Timestamp" < $until)

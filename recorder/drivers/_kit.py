@@ -123,10 +123,14 @@ class Recorder:
         flush: Callable[[], Any],
         arguments_captured: bool = True,
         limit_reason: str = "max_steps",
+        limit_unexported: str | None = None,
         notes: str = "",
     ) -> None:
+        """``limit_unexported``: why the spans carry no sign of the step limit, where they do not
+        (an endless run then reads as an ``error``, and its fixture says so under ``as_read``)."""
         self.config, self.args, self.flush = config, args, flush
         self.arguments_captured, self.limit_reason, self.notes = arguments_captured, limit_reason, notes
+        self.limit_unexported = limit_unexported
         self.versions = {p: metadata.version(p) for p in packages}
         self.model_root = args.model_url.rstrip("/")
         _post(f"{self.model_root}/reset", {"prefix": f"{config}."})
@@ -208,7 +212,11 @@ class Recorder:
             termination = self.limit_reason
         else:
             termination = "error" if inv.raised else "completed"
+        as_read = {}
+        if sc.endless and not inv.termination and self.limit_unexported:
+            as_read = {"termination_reason": "error", "why": self.limit_unexported}
         return {
+            **({"as_read": as_read} if as_read else {}),
             "key": inv.key,
             "agent": AGENT_NAME,
             "session_id": inv.session_id,

@@ -100,6 +100,8 @@ rec = Recorder(
     ["langfuse", "openai"],
     flush=langfuse.flush,
     limit_reason="max_steps",
+    limit_unexported="a hand-written loop's own exception; Langfuse exports only its status message, "
+    "no step budget or limit signal",
     notes=f"hand-written loop; @observe agent/tool; langfuse.openai wrapper; raises TurnLimitExceeded after "
     f"{TURN_LIMIT} model turns",
 )

@@ -2,16 +2,19 @@
 
 Windows: previous day [T0, T0+1d), current day [T0+1d, T0+2d), and one run after both.
 
-| run | agent   | service | start       | termination  | span  | status | tokens | tools (error class, attempts)                 |
-|-----|---------|---------|-------------|--------------|-------|--------|--------|-----------------------------------------------|
-| P1  | orders  | svc-a   | T0+1h       | completed    | ok    | ok     | 55     | search                                        |
-| P2  | billing | svc-b   | T0+2h       | timeout      | error | error  | 77     | refund (transient)                            |
-| R1  | orders  | svc-a   | T0+25h      | completed    | ok    | ok     | 1100   | search, lookup (transient, 3), search (sub-agent) |
-| R2  | orders  | svc-a   | T0+26h      | loop_detected| ok    | error  | 495    | search x3, the third marked loop_kind=exact    |
-| R3  | billing | svc-b   | T0+27h      | completed    | error | error  | 550    | refund (permanent)                            |
-| R4  | billing | svc-b   | T0+30h      | max_steps    | ok    | error  | 33     | refund, refund (transient, 2)                 |
-| R5  | orders  | svc-a   | T0+47h59m   | completed    | ok    | ok     | 1200   | -                                             |
-| O1  | orders  | svc-a   | T0+49h      | completed    | ok    | ok     | 5500   | search                                        |
+Status is 'error' exactly where the run span failed; a run succeeded when it completed and did
+not fail.
+
+| run | agent   | service | start       | termination  | span  | status | succeeded | tokens | tools (error class, attempts)                 |
+|-----|---------|---------|-------------|--------------|-------|--------|-----------|--------|-----------------------------------------------|
+| P1  | orders  | svc-a   | T0+1h       | completed    | ok    | ok     | yes       | 55     | search                                        |
+| P2  | billing | svc-b   | T0+2h       | timeout      | error | error  | no        | 77     | refund (transient)                            |
+| R1  | orders  | svc-a   | T0+25h      | completed    | ok    | ok     | yes       | 1100   | search, lookup (transient, 3), search (sub-agent) |
+| R2  | orders  | svc-a   | T0+26h      | loop_detected| ok    | ok     | no        | 495    | search x3, the third marked loop_kind=exact    |
+| R3  | billing | svc-b   | T0+27h      | completed    | error | error  | no        | 550    | refund (permanent)                            |
+| R4  | billing | svc-b   | T0+30h      | max_steps    | ok    | ok     | no        | 33     | refund, refund (transient, 2)                 |
+| R5  | orders  | svc-a   | T0+47h59m   | completed    | ok    | ok     | yes       | 1200   | -                                             |
+| O1  | orders  | svc-a   | T0+49h      | completed    | ok    | ok     | yes       | 5500   | search                                        |
 """
 
 from __future__ import annotations

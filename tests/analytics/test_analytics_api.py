@@ -28,8 +28,10 @@ def test_runs_filters_tool_and_min_tokens(world: World, client: TestClient) -> N
     answer = client.get("/api/v1/runs", params={"tool": "search", "min_tokens": "496"})
     assert answer.status_code == 200
     assert names(world, answer.json()["runs"]) == ["O1", "R1"]
-    answer = client.get("/api/v1/runs", params={"status": "error", "termination_reason": "loop_detected"})
+    answer = client.get("/api/v1/runs", params={"status": "ok", "termination_reason": "loop_detected"})
     assert names(world, answer.json()["runs"]) == ["R2"]
+    answer = client.get("/api/v1/runs", params={"status": "error", "termination_reason": "loop_detected"})
+    assert answer.json()["runs"] == []
     answer = client.get("/api/v1/runs", params={"sort": "tokens", "limit": "2", **CURRENT})
     assert [
         (name, run["tokens"])
@@ -44,7 +46,8 @@ def test_run_detail(world: World, client: TestClient) -> None:
     info = world.runs["R2"]
     body = client.get(f"/api/v1/runs/{info.trace_id.upper()}").json()
     assert set(body) == {"runs", "spans", "steps"}
-    assert body["runs"][0]["run_id"] == info.run_id and body["runs"][0]["status"] == "error"
+    assert body["runs"][0]["run_id"] == info.run_id
+    assert (body["runs"][0]["status"], body["runs"][0]["termination_reason"]) == ("ok", "loop_detected")
     assert len(body["spans"]) == 7
 
 

@@ -110,10 +110,10 @@ def test_terminations_hourly_in_a_window(con: duckdb.DuckDBPyConnection) -> None
     assert terminations(con, **CURRENT)["bucket_seconds"] == 1800
 
 
-def test_status_rule_is_the_same_everywhere(world: World, con: duckdb.DuckDBPyConnection) -> None:
+def test_success_rule_is_the_same_everywhere(world: World, con: duckdb.DuckDBPyConnection) -> None:
     from loopsight.analytics import list_runs
 
-    ok_runs = len(list_runs(con, status="ok", **CURRENT))
+    ok_runs = sum(r["status"] == "ok" and r["termination_reason"] == "completed" for r in list_runs(con, **CURRENT))
     runs = overview(con, **CURRENT)["tiles"]
     terminated_ok = sum(t["ok"] for t in terminations(con, **CURRENT)["totals"])
     assert ok_runs == terminated_ok == round(runs["success_rate"]["value"] * runs["runs"]["value"]) == 2

@@ -41,6 +41,8 @@ def test_every_run_newest_first_with_its_rollups(world: World, con: duckdb.DuckD
         "input_tokens": 1000,
         "output_tokens": 100,
         "loops": 0,
+        "session_id": None,
+        "arguments_captured": True,
     }
     assert runs[NEWEST_FIRST.index("R2")]["loops"] == 1
 
@@ -55,8 +57,8 @@ def test_every_run_newest_first_with_its_rollups(world: World, con: duckdb.DuckD
         ({"min_tokens": 1100}, ["O1", "R5", "R1"]),
         ({"min_tokens": 1101}, ["O1", "R5"]),
         ({"agent": "orders", "tool": "search", "min_tokens": 496}, ["O1", "R1"]),
-        ({"status": "ok"}, ["O1", "R5", "R1", "P1"]),
-        ({"status": "error"}, ["R4", "R3", "R2", "P2"]),
+        ({"status": "ok"}, ["O1", "R5", "R4", "R2", "R1", "P1"]),
+        ({"status": "error"}, ["R3", "P2"]),
         ({"termination_reason": "loop_detected"}, ["R2"]),
         ({"agent": "billing"}, ["R4", "R3", "P2"]),
         ({"service": "svc-b", "since": T0 + timedelta(hours=27)}, ["R4", "R3"]),

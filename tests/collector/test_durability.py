@@ -71,17 +71,20 @@ def test_upgrade_from_0001_keeps_every_span_and_the_writer_keeps_working(tmp_pat
     spans = make_run(tools=3)
     table = prepare(request_of(spans)).table
     con.register("incoming", table)
-    con.execute("INSERT INTO spans BY NAME SELECT * FROM incoming")
+    old_columns = [r[0] for r in con.execute("SELECT name FROM pragma_table_info('spans')").fetchall()]
+    picked = ", ".join(f'"{c}"' for c in old_columns if c in table.column_names)
+    con.execute(f"INSERT INTO spans BY NAME SELECT {picked} FROM incoming")
     con.execute(
         "UPDATE spans SET run_id = (SELECT \"SpanId\" FROM spans WHERE span_type = 'agent')"
     )  # as 0001's writer did
-    before = con.execute('SELECT * EXCLUDE (ingested_at) FROM spans ORDER BY "SpanId"').fetchall()
+    kept = ", ".join(f'"{c}"' for c in old_columns if c != "ingested_at")
+    before = con.execute(f'SELECT {kept} FROM spans ORDER BY "SpanId"').fetchall()
     con.close()
 
     store = Store.open(path)
     try:
         assert store.reader().execute("SELECT version_num FROM alembic_version").fetchone()[0] >= "0003"
-        after = store.reader().execute('SELECT * EXCLUDE (ingested_at) FROM spans ORDER BY "SpanId"').fetchall()
+        after = store.reader().execute(f'SELECT {kept} FROM spans ORDER BY "SpanId"').fetchall()
         assert after == before
         # the same spans again are duplicates; a new run is stored and resolved
         store.submit(table).result(timeout=30)

@@ -127,7 +127,22 @@ def build(seed: int = 7, runs_per_agent: int = 3) -> list[ReadableSpan]:
         _langfuse_run(b, t0 + 180_000, i)
         _traceloop_and_http_root(b, t0 + 240_000, i)
         _paraphrasing_run(b, t0 + 300_000, i)
+    _stuck_run(b, runs_per_agent * 2_400_000.0)
     return b.finished()
+
+
+def _stuck_run(b: Builder, t0: float) -> None:
+    """A run whose agent span never ends (the process hung): its model and tool calls arrive, the
+    run span does not."""
+    s = "research"
+    agent = b.tracer(s).start_span(
+        "invoke_agent hung", attributes=_agent("hung", None), start_time=BASE_NS + int(t0 * MS)
+    )
+    with trace.use_span(agent, end_on_exit=False):
+        with b.span(s, "chat gpt-4o", t0 + 10, t0 + 400, _chat(0, "gpt-4o", 50, 5), kind=SpanKind.CLIENT):
+            pass
+        with b.span(s, "execute_tool web_search", t0 + 410, t0 + 900, _tool(0, "web_search", {"q": "status"})):
+            pass
 
 
 def _genai_run(b: Builder, t0: float, i: int) -> None:

@@ -46,7 +46,8 @@ def test_exporter_spans_get_their_runs_even_when_run_spans_come_late(
     agent = pc.is_in(rows.column("SpanId"), pc.cast(agent_ids, rows.column("SpanId").type))
     con.insert_arrow("otel_traces", rows.filter(pc.invert(agent)))
     assert sync(con) > 0
-    assert _count(con, "SELECT countIf(run_id IS NOT NULL) FROM spans") == 0
+    early = {r["run_id"] for r in list_runs(con, limit=100)}
+    assert early and not early & set(agent_ids)  # meanwhile a trace's root holding model calls is its run
     assert import_exported(con) == 0 and derive_pending(con) == 0  # nothing new: nothing re-read
 
     con.insert_arrow("otel_traces", rows.filter(agent))
@@ -75,3 +76,26 @@ def test_readers_never_write(new_clickhouse: Callable[[], Any], fixture_request:
     assert _count(con, "SELECT count() FROM spans") == 0
     sync(con)
     assert len(list_runs(con, limit=100)) == 18
+
+
+def test_older_exporters_spelling_of_status_and_kind_is_read(
+    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
+) -> None:
+    import pyarrow as pa
+
+    rows = request_to_otel_traces(fixture_request)
+    assert "Error" in rows.column("StatusCode").to_pylist()  # the fixture has failures to read
+    old_status = pc.binary_join_element_wise("STATUS_CODE_", pc.utf8_upper(rows.column("StatusCode")), "")
+    old_kind = pc.binary_join_element_wise("SPAN_KIND_", pc.utf8_upper(rows.column("SpanKind")), "")
+    old = rows.set_column(rows.schema.get_field_index("StatusCode"), "StatusCode", pa.array(old_status, pa.string()))
+    old = old.set_column(old.schema.get_field_index("SpanKind"), "SpanKind", pa.array(old_kind, pa.string()))
+    assert old.column("StatusCode").to_pylist()[0].startswith("STATUS_CODE_")
+    con = new_clickhouse()
+    con.insert_arrow("otel_traces", old)
+    assert sync(con) > 0
+    assert list_runs(con, limit=100) == list_runs(duck, limit=100)
+    kinds = con.execute('SELECT DISTINCT "SpanKind" FROM spans ORDER BY 1').fetchall()
+    assert {k for (k,) in kinds} <= {"Internal", "Server", "Client", "Producer", "Consumer", "Unspecified"}
+    assert _count(con, "SELECT countIf(\"StatusCode\" = 'Error') FROM spans") == _count(
+        duck, "SELECT count(*) FILTER (WHERE \"StatusCode\" = 'Error') FROM spans"
+    )
