@@ -19,11 +19,14 @@ from loopsight.analytics.loops import (
 )
 from loopsight.analytics.overview import overview
 from loopsight.analytics.runs import list_runs, top_runs_by_tokens, trace_detail
+from loopsight.analytics.sessions import MAX_LIMIT as SESSIONS_LIMIT
+from loopsight.analytics.sessions import sessions
 from loopsight.analytics.stalls import stalls, time_to_first_tool
 from loopsight.analytics.terminations import terminations
 from loopsight.analytics.tools import tool_stats
 
 __all__ = [
+    "SESSIONS_LIMIT",
     "burn",
     "burn_agents",
     "burn_curve",
@@ -34,6 +37,7 @@ __all__ = [
     "loops",
     "loops_over_time",
     "overview",
+    "sessions",
     "stalls",
     "terminations",
     "time_to_first_tool",

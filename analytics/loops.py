@@ -1,9 +1,10 @@
-"""Loops: exact repeats, oscillations, repeated errors and semantic repeats, per run and over time.
+"""Loops: exact repeats, oscillations, repeated errors, semantic repeats and answers that make no
+progress, per run, per session and over time.
 
 The definitions are the contract in ``docs/detection.md``; the detection is one SQL pass
-(``analytics/sql/loops_core.sql``, window functions over the tool calls of each run) that
-the writer runs for the runs each commit touches and keeps in ``run_loops``
-(:mod:`loopsight.analytics.derive`); the questions here read that table. Only runs whose run span has arrived are examined (a run in
+(``stores/sql/loops_core.sql``, window functions over the tool calls of each run and of each
+session's runs) that the deriver runs for the traces each commit touches and keeps in
+``run_loops``; the questions here read that table. Only runs whose run span has arrived are examined (a run in
 flight shows up in :func:`loopsight.analytics.stalls.stalls` as ``stuck`` instead).
 
 Example:
@@ -29,7 +30,7 @@ MAX_LIMIT = 100_000
 
 def _with_loops(name: str) -> str:
     # Each loop question reads the detected loops as the CTE ``loop_rows``: the rows of
-    # loops_core.sql the writer keeps per run in run_loops (loopsight.analytics.derive).
+    # loops_core.sql the deriver keeps in run_loops (loopsight.stores.derive).
     return compose(name, loop_rows="loops_derived")
 
 
@@ -54,9 +55,12 @@ def loops(
     """The loops of runs started in [since, until), newest run first (the ``/api/v1/loops`` list).
 
     Each item: ``trace_id``, ``run_id``, ``tool`` (for an oscillation, its tools joined by
-    ``,``), ``kind`` (``exact`` ``oscillation`` ``repeated_error`` ``semantic``), ``count``
-    (calls in the loop), ``first_step`` and ``wasted_tokens`` (model tokens spent after
-    the loop's first call began).
+    ``,``), ``kind`` (``exact`` ``oscillation`` ``repeated_error`` ``semantic``
+    ``no_progress``), ``count`` (calls in the loop), ``first_step``, ``wasted_tokens`` (model
+    tokens spent after the loop's first call began), ``scope`` (``run``, or ``session`` for a
+    loop across the runs of one session, reported on the run of its last call), ``session_id``
+    and ``no_progress`` (true when every call of the loop returned the same result, false when
+    the results changed, null when not known).
 
     Example:
         >>> loops(con, kind="oscillation", limit=5)  # doctest: +SKIP

@@ -37,11 +37,13 @@ def list_runs(
     tool: str | None = None,
     min_tokens: int | None = None,
     run_ids: list[str] | None = None,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Runs newest first, each with its rollups (steps, calls, errors, tokens, loops).
 
     ``tool`` keeps runs that called that tool at least once; ``min_tokens`` keeps runs whose
-    input + output tokens (over their model calls) reach it; ``run_ids`` keeps those runs.
+    input + output tokens (over their model calls) reach it; ``run_ids`` keeps those runs;
+    ``session`` the runs of that session.
     Times are naive UTC; ``since`` is inclusive, ``until`` exclusive, on the run's start.
 
     Example:
@@ -62,6 +64,7 @@ def list_runs(
         tool=tool,
         min_tokens=min_tokens,
         run_ids=run_ids,
+        session=session,
     )
 
 

@@ -2,9 +2,11 @@
 
 The rules are the contract in ``docs/detection.md``:
 
-* ``slow_call``: a tool call (or model call) longer than ``max(3 x p95, p95 + 2 s)`` of the
-  same tool's latency for that agent (or across agents when the agent has fewer than
-  ``min_samples`` calls of it; with fewer than that overall it is not judged).
+* ``slow_call``: a tool call (or model call) longer than ``max(exp(m + 4 max(1.4826 MAD, 0.3)),
+  exp(m) + 500 ms)``, ``m`` and ``MAD`` the median and median absolute deviation of the log of
+  that tool's latency for that agent (across agents when the agent has fewer than
+  ``min_samples`` calls of it; with fewer than that overall it is not judged); ``expected_ms``
+  is that threshold. Robust: the slow calls cannot lift it, however large their share.
 * ``backoff``: a tool call whose ``retry`` events add up to ``min_backoff_ms`` of backoff or more.
 * ``idle_gap``: a stretch inside a run covered by none of its spans, longer than ``min_gap_ms``.
 * ``stuck``: a trace whose run span has not arrived and whose last span ended more than
@@ -26,7 +28,7 @@ from loopsight.analytics.sql import QUESTIONS, Connection, run
 compose = QUESTIONS.compose
 
 STALL_KINDS = ("slow_call", "backoff", "idle_gap", "stuck")
-MIN_SAMPLES = 50
+MIN_SAMPLES = 20
 MIN_BACKOFF_MS = 1000.0
 MIN_GAP_MS = 2000.0
 STUCK_AFTER_SECONDS = 300.0

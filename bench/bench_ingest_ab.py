@@ -67,7 +67,7 @@ def baseline_tree(revision: str, files: list[str]) -> Path:
     return tree
 
 
-def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
+def one_round(runs: int, pythonpath: str | None, workers: list[int], load_tool: str | None = None) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -81,6 +81,7 @@ def one_round(runs: int, pythonpath: str | None, workers: list[int]) -> dict:
             str(runs),
             "--workers",
             *map(str, workers),
+            *(["--load-tool", load_tool] if load_tool else []),
         ],
         cwd=ROOT,
         env=env,
@@ -97,6 +98,7 @@ def main() -> None:
     parser.add_argument("--files", nargs="*", default=[], help="only these files from --baseline (default: all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--load-tool", help="another load module for bench_ingest.py (bench/load_with_content.py)")
     parser.add_argument(
         "--workers",
         type=int,
@@ -116,7 +118,7 @@ def main() -> None:
     try:
         for _ in range(args.rounds):
             for side, path in (("before", str(tree)), ("after", None)):
-                result = one_round(args.runs, path, args.workers)
+                result = one_round(args.runs, path, args.workers, args.load_tool)
                 figures[side]["in_process"].append(result["in_process_median"])
                 figures[side]["in_process_cpu_us"].append(result["in_process_cpu_us_per_span"])
                 for w in args.workers:
@@ -129,6 +131,7 @@ def main() -> None:
     summary: dict = {
         "baseline": args.baseline,
         "files": args.files,
+        "load_tool": args.load_tool,
         "rounds": args.rounds,
         "workers": args.workers,
         "figures": figures,

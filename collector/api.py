@@ -148,6 +148,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "termination_reason": parse_text("termination_reason", q.get("termination_reason"), 64),
             "tool": parse_text("tool", q.get("tool")),
             "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
+            "session": parse_text("session", q.get("session")),
         }
 
     def runs_work(con: Connection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
@@ -201,6 +202,10 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
         },
         lambda con, p: {"stalls": analytics.stalls(con, **p)},
+    )
+    sessions = endpoint(
+        lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, analytics.SESSIONS_LIMIT)},
+        lambda con, p: {"sessions": analytics.sessions(con, **p)},
     )
     burn = endpoint(
         lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, 100_000)},
@@ -261,6 +266,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         Route("/api/v1/terminations", terminations, methods=["GET"]),
         Route("/api/v1/loops", loops, methods=["GET"]),
         Route("/api/v1/stalls", stalls, methods=["GET"]),
+        Route("/api/v1/sessions", sessions, methods=["GET"]),
         Route("/api/v1/burn", burn, methods=["GET"]),
         Route("/api/v1/burn/curve", burn_curve, methods=["GET"]),
     ]

@@ -35,6 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
 from loopsight.ingest.otlp import JSON, BadRequest, decode_request
 from loopsight.ingest.pipeline import prepare
@@ -175,6 +176,7 @@ def ingest_files(
         store = open_writer(store_url)
     else:
         store = Store.open(db)
+    set_hash_key(store.secret_key())  # as the collector does: one key per store
     sizes = {p: Path(p).stat().st_size for p in paths}
     bar = Progress(
         TextColumn("[bold]{task.description}"),

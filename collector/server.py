@@ -31,6 +31,7 @@ from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.retention import Retention, parse_duration
 from loopsight.errors import LoopsightError
+from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
 from loopsight.stores import StoreError
 from loopsight.stores.duckdb_store import Store
@@ -126,6 +127,7 @@ def serve(
                 memory_limit=memory_limit or budget.duckdb_limit,
                 checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"),
             )
+        set_hash_key(store.secret_key())  # argument words hashed and vectors turned by the store's own key
     except StoreError as exc:
         raise StartupError(str(exc)) from None
 

@@ -53,7 +53,6 @@ SCHEMA = pa.schema(
         ("step", pa.int32()),
         ("tool", pa.string()),
         ("args_hash", pa.string()),
-        ("args_sketch", pa.uint64()),
         ("model", pa.string()),
         ("error_type", pa.string()),
         ("error_class", pa.string()),
@@ -69,6 +68,12 @@ SCHEMA = pa.schema(
         ("cache_read_tokens", pa.int64()),
         ("cache_write_tokens", pa.int64()),
         ("result_hash", pa.string()),
+        ("args_frame", pa.uint64()),
+        ("args_text_fp", pa.uint64()),
+        ("args_words", pa.list_(pa.uint64())),
+        ("args_ents", pa.list_(pa.uint64())),
+        ("args_vec", pa.list_(pa.int8())),
+        ("args_vec_norm", pa.float32()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)

@@ -29,8 +29,9 @@ from loopsight import config
 from loopsight import vocabulary as V
 from loopsight.hashing import args_hash
 from loopsight.ingest.arguments import call_arguments
-from loopsight.ingest.sketch import sketch
+from loopsight.ingest.features import call_features
 from loopsight.redaction import redact
+from loopsight.results import result_hash as hash_result
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
@@ -41,6 +42,8 @@ MAX_NANOS = 2**63 - 1  # OTLP times are uint64; stored times are signed 64-bit
 # The vocabulary's tables, bound once (read per span on the hot path).
 _TOOL_NAME_KEYS = V.TOOL_NAME.keys
 _TOOL_ARGS_KEYS = V.TOOL_ARGUMENTS.keys
+_TOOL_RESULT_KEYS = V.TOOL_RESULT.keys
+_NO_FEATURES = (None,) * 6
 _MODEL_KEYS = V.MODEL.keys
 _AGENT_KEYS = V.AGENT_NAME.keys
 _INPUT_TOKEN_KEYS = V.INPUT_TOKENS.keys
@@ -284,6 +287,21 @@ def _tokens(value: str | None) -> int | None:
     return number if number is not None and number >= 0 else None
 
 
+def _features(arguments: str) -> tuple[Any, ...]:
+    """The stored argument features (:mod:`loopsight.ingest.features`) of a call's argument text.
+
+    Judging a call is never worth losing its span: text the features cannot read has none.
+    """
+    try:
+        f = call_features(arguments)
+    except Exception:  # pragma: no cover - a defect in the feature rules; the span is kept without them
+        return _NO_FEATURES
+    t = f.text
+    if t is None:
+        return (f.frame, None, None, None, None, None)
+    return (f.frame, t.fp, t.words, t.ents, t.vec, t.norm if t.vec is not None else None)
+
+
 def args_hash_of_text(text: str) -> str:
     """The args hash of raw argument text: the instrumentation's hash of the parsed JSON (the
     same canonical form), or of the text itself when it is not JSON.
@@ -354,7 +372,6 @@ class SpanRow(NamedTuple):
     step: int | None
     tool: str | None
     args_hash: str | None
-    args_sketch: int | None
     model: str | None
     error_type: str | None
     error_class: str | None
@@ -370,6 +387,12 @@ class SpanRow(NamedTuple):
     cache_read_tokens: int | None
     cache_write_tokens: int | None
     result_hash: str | None
+    args_frame: int | None
+    args_text_fp: int | None
+    args_words: tuple[int, ...] | None
+    args_ents: tuple[int, ...] | None
+    args_vec: Any
+    args_vec_norm: float | None
 
 
 _new_row = tuple.__new__  # SpanRow(*values) without the Python-level __new__ (hot path)
@@ -525,7 +548,8 @@ def agent_row(
             event_args = event_attrs.get("content")  # Strands' default attributes: the arguments are here only
         guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
 
-    tool = args_hash = args_sketch = model = provider = None
+    tool = args_hash = model = provider = result = None
+    features: Any = _NO_FEATURES
     input_tokens = output_tokens = cache_read = cache_write = None
     if kind == "tool":
         tool = (
@@ -541,7 +565,8 @@ def agent_row(
             arguments = call_arguments(raw_args)
             if not args_hash:
                 args_hash = args_hash_of_text(arguments)
-            args_sketch = sketch(arguments)
+            features = _features(arguments)
+        result = get(A.TOOL_RESULT_HASH) or hash_result(_whole(raw_attributes, attrs, _TOOL_RESULT_KEYS) or None)
     elif kind == "llm":
         model = _first(attrs, _MODEL_KEYS)
         provider = _first(attrs, _PROVIDER_KEYS)
@@ -611,7 +636,6 @@ def agent_row(
             _int(step, 2**31) if step is not None else None,
             tool,
             args_hash,
-            args_sketch,
             model,
             error_type,
             error_class,
@@ -626,6 +650,7 @@ def agent_row(
             provider,
             cache_read,
             cache_write,
-            None,
+            result,
+            *features,
         ),
     )

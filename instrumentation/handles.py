@@ -17,6 +17,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from loopsight import attributes as A
+from loopsight.hashing import canonical_json
+from loopsight.results import result_hash
 
 from .content import SETTINGS as CONTENT
 from .content import redact, render
@@ -425,16 +427,26 @@ class ToolHandle(SpanHandle):
             internal_error("tool.mark", exc)
 
     def set_result(self, value: Any) -> None:
-        """Record the result (only with content capture on; redacted and truncated)."""
+        """Record the result's hash (``loopsight.tool.result_hash``: what ``no_progress`` loops
+        compare) and, only with content capture on, the result (redacted and truncated)."""
         try:
-            if CONTENT.enabled and not self._ended:
-                self.span.set_attribute(A.TOOL_CALL_RESULT, render(value))
+            if not self._ended:
+                self._record_result(value)
         except Exception as exc:
             internal_error("tool.set_result", exc)
 
-    def _on_result(self, result: Any) -> None:
+    def _record_result(self, value: Any) -> None:
+        digest = result_hash(value if isinstance(value, str) else canonical_json(value))
+        if digest is not None:
+            self.span.set_attribute(A.TOOL_RESULT_HASH, digest)
         if CONTENT.enabled:
-            self.span.set_attribute(A.TOOL_CALL_RESULT, render(result))
+            self.span.set_attribute(A.TOOL_CALL_RESULT, render(value))
+
+    def _on_result(self, result: Any) -> None:
+        try:
+            self._record_result(result)
+        except Exception as exc:
+            internal_error("tool.result", exc)
         if self._check is not None and not self._failed:
             verdict = self._check(result)
             if verdict:

@@ -41,6 +41,7 @@ OP_EXECUTE_TOOL = "execute_tool"
 # loopsight
 STEP = "loopsight.step"
 TOOL_ARGS_HASH = "loopsight.tool.args_hash"
+TOOL_RESULT_HASH = "loopsight.tool.result_hash"
 TOOL_ATTEMPTS = "loopsight.tool.attempts"
 TOOL_IDEMPOTENT = "loopsight.tool.idempotent"
 ERROR_CLASS = "loopsight.error.class"
@@ -76,7 +77,7 @@ TERMINATION_REASONS = (
     "cancelled",
     "error",
 )
-LOOP_KINDS = ("exact", "oscillation", "repeated_error", "semantic")
+LOOP_KINDS = ("exact", "oscillation", "repeated_error", "semantic", "no_progress")
 FALLBACKS = ("clarify", "retry_later", "permission", "partial_result")
 CONTEXT_MODES = ("normal", "compact", "compress")
 SPAN_TYPES = ("agent", "llm", "tool", "other")

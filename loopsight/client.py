@@ -154,6 +154,9 @@ class ApiSource:
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/stalls", params)["stalls"]
 
+    def sessions(self, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/sessions", params)["sessions"]
+
     def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/burn", params)
 
@@ -205,6 +208,9 @@ class _AnalyticsQuestions:
 
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.stalls, **params)
+
+    def sessions(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call(analytics.sessions, **params)
 
     def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
         return self._call(analytics.burn, **params)

@@ -64,7 +64,6 @@ SPANS = _cols(
     ("step", "INTEGER"),
     ("tool", "VARCHAR"),
     ("args_hash", "VARCHAR"),
-    ("args_sketch", "UBIGINT"),
     ("model", "VARCHAR"),
     ("error_type", "VARCHAR"),
     ("error_class", "VARCHAR"),
@@ -81,6 +80,12 @@ SPANS = _cols(
     ("cache_read_tokens", "BIGINT"),
     ("cache_write_tokens", "BIGINT"),
     ("result_hash", "VARCHAR"),
+    ("args_frame", "UBIGINT"),
+    ("args_text_fp", "UBIGINT"),
+    ("args_words", "UBIGINT[]"),
+    ("args_ents", "UBIGINT[]"),
+    ("args_vec", "TINYINT[]"),
+    ("args_vec_norm", "FLOAT"),
 )
 """Every span as received, plus its typed agent columns (``run_id`` and a missing ``step`` are derived)."""
 
@@ -119,6 +124,9 @@ RUN_LOOPS = _cols(
     ("first_step", "BIGINT"),
     ("first_at", "TIMESTAMP"),
     ("wasted_tokens", "BIGINT", NOT_NULL),
+    ("scope", "VARCHAR", True, "'run'"),
+    ("session_id", "VARCHAR"),
+    ("no_progress", "BOOLEAN"),
 )
 """One row per detected loop (``stores/sql/loops_core.sql``)."""
 
@@ -190,6 +198,8 @@ _CLICKHOUSE_SCALARS = {
     "UBIGINT": "UInt64",
     "DOUBLE": "Float64",
     "BOOLEAN": "Bool",
+    "TINYINT": "Int8",
+    "FLOAT": "Float32",
 }
 
 

@@ -220,6 +220,12 @@ def model_columns_ddl() -> list[str]:
 REDERIVE = "INSERT INTO derive_pending SELECT TraceId, min(Timestamp) FROM spans GROUP BY TraceId"
 """Queue every stored trace: the run rules changed, so every run is derived again."""
 
+SECRET_TABLE = """CREATE TABLE IF NOT EXISTS loopsight_secret (
+    key String,
+    created_at DateTime64(6) DEFAULT now64(6)
+) ENGINE = MergeTree ORDER BY created_at"""
+"""The store's secret key (:meth:`ClickHouseStore.secret_key`): the first row written."""
+
 IMPORT_STATE = """CREATE TABLE IF NOT EXISTS loopsight_import (
     watermark DateTime64(9),
     updated_at DateTime64(6) DEFAULT now64(6)
@@ -300,7 +306,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_bounded_numbers", _superseded),
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
-    Migration("0014_sessions_and_frameworks", lambda o: [*model_columns_ddl(), REDERIVE]),
+    Migration(
+        "0014_sessions_and_frameworks",
+        lambda o: [*model_columns_ddl(), "ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE, REDERIVE],
+    ),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -48,7 +49,8 @@ from loopsight.ingest.normalize import Limits
 from loopsight.model import DERIVED, TABLES, duckdb_ddl
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
 from loopsight.stores.clickhouse_schema import upgrade
-from loopsight.stores.derive import PENDING_SQL, derive_traces
+from loopsight.stores.derive import PENDING_SQL, derive_traces, session_loops
+from loopsight.stores.files import KEY_BYTES
 from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
 from loopsight.stores.url import StoreURL
 
@@ -142,8 +144,12 @@ def _derive(con: ClickHouseConnection, ids: list[str], since: datetime) -> None:
         scratch.execute("INSERT INTO spans BY NAME SELECT * FROM fetched")
         scratch.unregister("fetched")
         scratch.register("touched", pa.table({"TraceId": ids}))
-        derive_traces(scratch, since)
+        derive_traces(scratch, since, sessions=False)  # the scratch holds only these traces of a session
         rewritten = {table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in ("spans", *DERIVED)}
+        sessions = [
+            r[0]
+            for r in scratch.sql("SELECT DISTINCT session_id FROM run_facts WHERE session_id IS NOT NULL").fetchall()
+        ]
     finally:
         scratch.close()
     params = {"t": ids, "s": since}
@@ -154,7 +160,33 @@ def _derive(con: ClickHouseConnection, ids: list[str], since: datetime) -> None:
             f"DELETE FROM {table} WHERE trace_id IN {{t:Array(String)}} AND started_at >= {{s:DateTime64(6)}}", params
         )
         con.insert_arrow(table, rewritten[table])
+    if sessions:
+        _derive_sessions(con, sessions)
     con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", {"t": ids})
+
+
+def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:
+    """The session-scope loops of ``sessions``, over all their runs' calls (read back from the store)."""
+    params = {"s": sessions}
+    facts = con.execute("SELECT * FROM run_facts WHERE session_id IN {s:Array(String)}", params).arrow()
+    calls = con.execute(
+        "SELECT * FROM spans WHERE span_type IN ('llm', 'tool') AND (TraceId, run_id) IN "
+        "(SELECT trace_id, run_id FROM run_facts WHERE session_id IN {s:Array(String)})",
+        params,
+    ).arrow()
+    scratch = _scratch()
+    try:
+        for name, table in (("run_facts", facts), ("spans", calls)):
+            scratch.register("fetched", table)
+            scratch.execute(f"INSERT INTO {name} BY NAME SELECT * FROM fetched")
+            scratch.unregister("fetched")
+        scratch.register("derive_sessions", pa.table({"session_id": sessions}))
+        session_loops(scratch)
+        loops = scratch.sql("SELECT * FROM run_loops").to_arrow_table()
+    finally:
+        scratch.close()
+    con.execute("DELETE FROM run_loops WHERE scope = 'session' AND session_id IN {s:Array(String)}", params)
+    con.insert_arrow("run_loops", loops)
 
 
 def sync(con: ClickHouseConnection, *, limits: Limits | None = None, lookback: timedelta = timedelta(hours=6)) -> int:
@@ -269,6 +301,16 @@ class ClickHouseStore:
         except ClickHouseError:
             return 0
         return int(rows[0][0] or 0)
+
+    def secret_key(self) -> bytes:
+        """This store's secret key, kept in ``loopsight_secret`` (the first written wins)."""
+        found = self._con.execute("SELECT key FROM loopsight_secret ORDER BY created_at, key LIMIT 1").fetchall()
+        if not found:
+            self._con.execute(
+                "INSERT INTO loopsight_secret (key) VALUES ({k:String})", {"k": os.urandom(KEY_BYTES).hex()}
+            )
+            found = self._con.execute("SELECT key FROM loopsight_secret ORDER BY created_at, key LIMIT 1").fetchall()
+        return bytes.fromhex(found[0][0])
 
     def reader(self) -> ClickHouseConnection:
         """A connection whose derived tables cover every batch acknowledged so far (waits for a pass)."""

@@ -32,7 +32,7 @@ from datetime import datetime
 
 import duckdb
 
-from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
+from loopsight.ingest.features import NEAR_PARAMETERS
 from loopsight.stores.sqlfiles import DERIVE
 
 # Per pending trace, the earliest start a pass must read from: its new spans or its known
@@ -135,11 +135,12 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
 
 _COLUMNS = (
-    '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, args_sketch, error_type, '
+    '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, error_type, '
     'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
     '"SpanName", "ParentSpanId", end_time, "Events", session_id, provider, model, cache_read_tokens, cache_write_tokens, '
     # the attributes of agent spans only (few, and the run rules read their budget)
-    'result_hash, CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
+    "result_hash, args_frame, args_text_fp, args_words, args_ents, args_vec, args_vec_norm, "
+    'CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
 )
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}
@@ -157,14 +158,22 @@ def _shadowed(name: str) -> str:
     return DERIVE.compose(name, inline=True, spans="derive_scope")
 
 
-def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, tables: tuple[str, ...] = TABLES) -> None:
+def refresh(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None = None,
+    tables: tuple[str, ...] = TABLES,
+    sessions: bool = True,
+) -> None:
     """Recompute the derived rows of the runs in scope, in the caller's transaction (which
     the caller rolls back on an error).
 
     With ``since`` the scope is the traces of the registered relation ``touched`` (a
     ``TraceId`` column), reading spans that started at or after ``since``; without it every
     stored span (the backfill). ``tables`` limits the work to some of :data:`TABLES` (a
-    migration fills the tables it creates).
+    migration fills the tables it creates). With ``sessions`` the session-scope loops of the
+    sessions in scope are found again too (:func:`session_loops`; a store whose connection holds
+    only some of a session's traces does that itself).
     """
     # Every rule reads only spans that belong to a run: children whose run span has not
     # arrived yet are skipped until it does (then the whole trace is in scope again).
@@ -179,8 +188,15 @@ def refresh(con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, ta
             {"since": since},
         )
     _fill(con, since, tables)
+    if "run_loops" in tables and sessions:
+        chosen = "SELECT DISTINCT session_id FROM run_facts WHERE session_id IS NOT NULL"
+        if since is not None:
+            chosen += ' AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)'
+        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_sessions AS {chosen}")
+        session_loops(con)
     # Only after success: on an error the caller rolls back, which drops these temp tables
     # too, and a DROP in the aborted transaction would fail and hide what went wrong.
+    con.execute("DROP TABLE IF EXISTS derive_sessions")
     con.execute("DROP TABLE IF EXISTS derive_scope")
     con.execute("DROP TABLE IF EXISTS derive_steps")
 
@@ -201,8 +217,10 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
     if "run_facts" in tables:
         con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
     if "run_loops" in tables:
-        loops = {**_NO_FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-        con.execute(f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})", loops)
+        con.execute(
+            f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})",
+            {**_NO_FILTERS, **NEAR_PARAMETERS},
+        )
     if "run_steps" in tables or "run_growth" in tables:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE derive_steps AS SELECT * FROM ({_shadowed('burn_steps')})", _NO_FILTERS
@@ -219,6 +237,19 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
 
 
+def session_loops(con: duckdb.DuckDBPyConnection) -> None:
+    """Replace the session-scope loops of the sessions in the relation ``derive_sessions``
+    (``session_id``): the loop rules over each session's runs in start order, read from the
+    stored spans and ``run_facts`` of those runs (a loop no single run shows)."""
+    con.execute(
+        "DELETE FROM run_loops WHERE scope = 'session' AND session_id IN (SELECT session_id FROM derive_sessions)"
+    )
+    con.execute(
+        f"INSERT INTO run_loops BY NAME SELECT * FROM ({DERIVE.compose('loops_core', runs='loop_session_runs')})",
+        NEAR_PARAMETERS,
+    )
+
+
 def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
     """Delete the derived rows of runs that started before ``cutoff`` (retention).
 
@@ -229,10 +260,10 @@ def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
         con.execute(f"DELETE FROM {table} WHERE started_at < $cutoff", {"cutoff": cutoff})
 
 
-def derive_traces(con: duckdb.DuckDBPyConnection, since: datetime) -> None:
+def derive_traces(con: duckdb.DuckDBPyConnection, since: datetime, *, sessions: bool = True) -> None:
     """Derive the traces of the registered relation ``touched`` from ``since`` on, in the
-    caller's transaction: run ids, steps, then the per-run tables."""
+    caller's transaction: run ids, steps, then the per-run tables (see :func:`refresh`)."""
     con.execute(RESOLVE_RUNS_SQL, {"since": since})
     # Steps can be derived once a trace's run is known, which may be a later commit.
     con.execute(DERIVE_STEPS_SQL, {"since": since})
-    refresh(con, since=since)
+    refresh(con, since=since, sessions=sessions)

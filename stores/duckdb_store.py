@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 from loopsight.ingest.batch import unique_spans
 from loopsight.migrations import upgrade
 from loopsight.stores.duckdb_deriver import Deriver, rollback
-from loopsight.stores.files import check_path, explain_io_error
+from loopsight.stores.files import check_path, explain_io_error, secret_key
 from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
 from loopsight.stores.sqlfiles import jsonable
 
@@ -189,6 +189,10 @@ class Store:
         self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._thread.start()
         self.deriver.start()
+
+    def secret_key(self) -> bytes:
+        """This store's secret key (see :func:`loopsight.stores.files.secret_key`)."""
+        return secret_key(self.path)
 
     @classmethod
     def open(

@@ -44,3 +44,41 @@ def explain_io_error(path: str, exc: Exception) -> str:
     if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
         return f"{path} is not a DuckDB database (or is damaged): {text}"
     return f"cannot open {path}: {text}"
+
+
+KEY_BYTES = 32
+
+
+def secret_key(path: str) -> bytes:
+    """The store's secret key (``<path>.key``, made once, readable by its owner only): what keys
+    the hashes of argument words and turns their vectors (:func:`loopsight.ingest.features.set_hash_key`).
+    Without it a copy of the DuckDB file tells no argument word. An in-memory store gets a new key.
+
+    Example:
+        >>> import tempfile
+        >>> path = tempfile.mkdtemp() + "/x.duckdb"
+        >>> secret_key(path) == secret_key(path) and len(secret_key(path)) == KEY_BYTES
+        True
+    """
+    if path in ("", ":memory:"):
+        return os.urandom(KEY_BYTES)
+    key_path = f"{path}.key"
+    try:
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            key = Path(key_path).read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot read the store's key {key_path}: {exc.strerror or exc}") from None
+        if len(key) != KEY_BYTES:
+            raise StoreError(
+                f"{key_path} is not a loopsight key ({len(key)} bytes, not {KEY_BYTES}): "
+                "restore it, or delete it to start a new one (loops spanning the change are then missed)"
+            ) from None
+        return key
+    except OSError as exc:
+        raise StoreError(f"cannot create the store's key {key_path}: {exc.strerror or exc}") from None
+    key = os.urandom(KEY_BYTES)
+    with os.fdopen(fd, "wb") as file:
+        file.write(key)
+    return key

@@ -7,7 +7,7 @@ list. ``{{run_ok}}``, ``{{run}}`` and ``{{step}}`` are replaced by the rules of
 placeholders, never string formatting.
 
 Example:
-    >>> DERIVE.load("run_spans").startswith("-- The run spans in scope")
+    >>> DERIVE.load("run_spans").startswith("-- The runs in scope")
     True
     >>> with_ctes("WITH b AS (SELECT 2) SELECT * FROM a, b", {"a": "SELECT 1"})
     'WITH a AS (\\nSELECT 1\\n)\\n, b AS (SELECT 2) SELECT * FROM a, b'
@@ -37,26 +37,42 @@ class SqlFiles:
         self.package = package
         self.folder = folder
 
-    @cache  # noqa: B019 - a handful of module-level instances, each file read once
     def load(self, name: str) -> str:
         """The text of ``<folder>/<name>.sql``, preceded by the CTEs its first line names."""
-        path = resources.files(self.package).joinpath(self.folder, f"{name}.sql")
-        text = _rules(path.read_text(encoding="utf-8"))
-        first = text.split("\n", 1)[0]
+        return self._load(name, ())
+
+    def _text(self, name: str) -> str:
+        return _rules(resources.files(self.package).joinpath(self.folder, f"{name}.sql").read_text(encoding="utf-8"))
+
+    def _header(self, name: str) -> dict[str, str]:
+        """The CTEs a file's first line names (``-- ctes: runs=run_spans``), CTE: file."""
+        first = self._text(name).split("\n", 1)[0]
         if not first.startswith("-- ctes:"):
-            return text
+            return {}
         folder = name.rpartition("/")[0]
         pairs = (item.strip().split("=") for item in first[len("-- ctes:") :].split(","))
-        return with_ctes(text, {cte: self.load(f"{folder}/{file}" if folder else file) for cte, file in pairs})
+        return {cte: f"{folder}/{file}" if folder else file for cte, file in pairs}
+
+    @cache  # noqa: B019 - a handful of module-level instances, each file read once
+    def _load(self, name: str, instead: tuple[tuple[str, str], ...]) -> str:
+        ctes = {**self._header(name), **dict(instead)}
+        text = self._text(name)
+        return with_ctes(text, {cte: self.load(file) for cte, file in ctes.items()}) if ctes else text
 
     def compose(self, name: str, *, inline: bool = False, **ctes: str) -> str:
-        """``name``'s SQL preceded by the named CTEs, each another file of this folder.
+        """``name``'s SQL preceded by the named CTEs, each another file of this folder; a CTE the
+        file's first line names is taken from the file given here instead.
 
         Example:
             >>> DERIVE.compose("burn_growth", burn_steps="derive_steps").startswith("WITH burn_steps AS (")
             True
+            >>> "derive_sessions" in DERIVE.compose("loops_core", runs="loop_session_runs")
+            True
         """
-        return with_ctes(self.load(name), {cte: self.load(file) for cte, file in ctes.items()}, inline=inline)
+        header = self._header(name)
+        named = self._load(name, tuple(sorted((c, f) for c, f in ctes.items() if c in header)))
+        extra = {cte: self.load(file) for cte, file in ctes.items() if cte not in header}
+        return with_ctes(named, extra, inline=inline)
 
 
 def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
@@ -65,6 +81,8 @@ def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
     A body that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs are
     ``NOT MATERIALIZED`` (DuckDB): each use reads only the columns and rows it needs.
     """
+    if not ctes:
+        return body
     how = "AS NOT MATERIALIZED" if inline else "AS"
     head = ",\n".join(f"{name} {how} (\n{sql}\n)" for name, sql in ctes.items())
     lines = body.splitlines()

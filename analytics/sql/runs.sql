@@ -14,6 +14,7 @@ WITH page AS (
       AND ($run_ids::VARCHAR[] IS NULL OR list_contains($run_ids::VARCHAR[], run_id))
       AND ($agent::VARCHAR IS NULL OR agent = $agent)
       AND ($service::VARCHAR IS NULL OR service = $service)
+      AND ($session::VARCHAR IS NULL OR session_id = $session)
       AND ($termination_reason::VARCHAR IS NULL OR termination_reason = $termination_reason)
       AND ($status::VARCHAR IS NULL OR ({{run_status}}) = $status)
       AND ($since::TIMESTAMP IS NULL OR started_at >= $since)

@@ -4,34 +4,59 @@
 -- (stalls_derived.sql reading run_members, or stalls_members.sql over the spans: the same rows),
 -- not materialized: each use reads only its columns and rows (the ids of the slow calls only).
 WITH calls AS NOT MATERIALIZED (
-    SELECT trace_id, run_id, span_id, agent, span_type, what, call_ms AS duration_ms, started_at
+    SELECT trace_id, run_id, span_id, agent, span_type, what, call_ms AS duration_ms, started_at,
+           ln(greatest(call_ms, 1)) AS lx
     FROM members WHERE call_ms IS NOT NULL
 ),
+-- Robust thresholds (docs/detection.md): on log latency, the median and the median absolute
+-- deviation, which slow calls cannot lift however many there are; per (agent, call), or across
+-- agents for the calls some agent has too few of.
 per_agent AS (
-    SELECT agent, span_type, what, count(*) AS n_agent, quantile_cont(duration_ms, 0.95) AS p95_agent
+    SELECT agent, span_type, what, count(*) AS n_agent, quantile_cont(lx, 0.5) AS m_agent
     FROM calls GROUP BY agent, span_type, what
 ),
 per_tool AS (
-    -- the p95 across agents, only for the calls some agent has too few of
-    SELECT span_type, what, count(*) AS n_all, quantile_cont(duration_ms, 0.95) AS p95_all
+    SELECT span_type, what, count(*) AS n_all, quantile_cont(lx, 0.5) AS m_all
     FROM calls c
     SEMI JOIN (SELECT span_type, what FROM per_agent WHERE n_agent < $min_samples) f
         ON f.span_type = c.span_type AND f.what IS NOT DISTINCT FROM c.what
     GROUP BY span_type, what
 ),
-thresholds AS (
-    -- the p95 each (agent, call) is judged against (aggregates joined back: a windowed quantile per call costs far more)
-    SELECT a.agent, a.span_type, a.what,
-           CASE WHEN a.n_agent >= $min_samples THEN a.p95_agent WHEN t.n_all >= $min_samples THEN t.p95_all END AS p95
+centres AS (
+    SELECT a.agent, a.span_type, a.what, a.n_agent >= $min_samples AS own,
+           CASE WHEN a.n_agent >= $min_samples THEN a.m_agent WHEN t.n_all >= $min_samples THEN t.m_all END AS m
     FROM per_agent a
     LEFT JOIN per_tool t ON t.span_type = a.span_type AND t.what IS NOT DISTINCT FROM a.what
 ),
+spread_agent AS (
+    SELECT c.agent, c.span_type, c.what, quantile_cont(abs(c.lx - h.m), 0.5) AS mad
+    FROM calls c
+    JOIN centres h ON h.agent IS NOT DISTINCT FROM c.agent AND h.span_type = c.span_type AND h.what IS NOT DISTINCT FROM c.what
+    WHERE h.own
+    GROUP BY c.agent, c.span_type, c.what
+),
+spread_tool AS (
+    SELECT c.span_type, c.what, quantile_cont(abs(c.lx - t.m_all), 0.5) AS mad
+    FROM calls c
+    JOIN per_tool t ON t.span_type = c.span_type AND t.what IS NOT DISTINCT FROM c.what
+    WHERE t.n_all >= $min_samples
+    GROUP BY c.span_type, c.what
+),
+thresholds AS (
+    -- slow: above max(exp(m + 4 * max(1.4826 * MAD, 0.3)), exp(m) + 500 ms)
+    SELECT h.agent, h.span_type, h.what, exp(h.m) AS typical_ms,
+           greatest(exp(h.m + 4 * greatest(1.4826 * CASE WHEN h.own THEN a.mad ELSE t.mad END, 0.3)),
+                    exp(h.m) + 500) AS limit_ms
+    FROM centres h
+    LEFT JOIN spread_agent a ON a.agent IS NOT DISTINCT FROM h.agent AND a.span_type = h.span_type AND a.what IS NOT DISTINCT FROM h.what
+    LEFT JOIN spread_tool t ON t.span_type = h.span_type AND t.what IS NOT DISTINCT FROM h.what
+    WHERE h.m IS NOT NULL
+),
 slow AS (
-    -- above max(3 x p95, p95 + 2 s) implies above 2 s: only those calls are joined back
-    SELECT c.trace_id, c.run_id, c.span_id, 'slow_call' AS kind, c.what AS tool, c.duration_ms, h.p95 AS expected_ms, c.started_at
+    SELECT c.trace_id, c.run_id, c.span_id, 'slow_call' AS kind, c.what AS tool, c.duration_ms, h.limit_ms AS expected_ms, c.started_at
     FROM calls c
     JOIN thresholds h ON h.agent IS NOT DISTINCT FROM c.agent AND h.span_type = c.span_type AND h.what IS NOT DISTINCT FROM c.what
-    WHERE c.duration_ms > 2000 AND h.p95 IS NOT NULL AND c.duration_ms > greatest(3 * h.p95, h.p95 + 2000)
+    WHERE c.duration_ms > 500 AND c.duration_ms > h.limit_ms
 ),
 backoff AS (
     SELECT trace_id, run_id, span_id, 'backoff' AS kind, what AS tool, backoff_ms AS duration_ms,

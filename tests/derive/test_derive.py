@@ -35,8 +35,8 @@ from spans import make_run, request_of  # noqa: E402
 
 from loopsight import analytics  # noqa: E402
 from loopsight.analytics.sql import QUESTIONS, rows  # noqa: E402
+from loopsight.ingest.features import NEAR_PARAMETERS  # noqa: E402
 from loopsight.ingest.pipeline import spans_to_request  # noqa: E402
-from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE  # noqa: E402
 from loopsight.migrations.runner import head, upgrade  # noqa: E402
 from loopsight.stores import ingest_request  # noqa: E402
 from loopsight.stores.duckdb_store import DuckDBReader, Store  # noqa: E402
@@ -81,7 +81,7 @@ BURN_KEYS = [
     "growth_exponent_se",
     "fit_points",
 ]
-LOOP_PARAMS = {**FILTERS, "near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
+LOOP_PARAMS = {**FILTERS, **NEAR_PARAMETERS}
 
 
 def _sums(found: list[dict[str, Any]]) -> list[dict[str, Any]]:

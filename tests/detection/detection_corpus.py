@@ -41,6 +41,7 @@ from loopsight.analytics.loops import loop_run_ids
 from loopsight.analytics.stalls import MIN_BACKOFF_MS, stalls
 from loopsight.hashing import args_hash, canonical_json
 from loopsight.ingest.pipeline import spans_to_request
+from loopsight.results import result_hash
 from loopsight.stores import ingest_request
 from loopsight.stores.duckdb_store import DuckDBReader, Store
 
@@ -125,13 +126,14 @@ FILLER_STOP = ["the", "for", "please", "what is", "about"]
 @dataclass
 class Call:
     tool: str
-    args: dict[str, Any]
+    args: dict[str, Any] | str
     duration_ms: float
     error: str | None = None
     error_class: str | None = None
     backoffs_ms: list[float] = field(default_factory=list)
     guard: str | None = None
     slow: bool = False
+    result: str | None = None
 
 
 @dataclass
@@ -157,6 +159,7 @@ class RunSpec:
     in_flight: bool = False
     content: bool = True
     ok: bool = True
+    session: str | None = None
 
 
 @dataclass
@@ -480,7 +483,7 @@ def _llm_attrs(vocab: str, step: Step, n: int) -> tuple[str, dict[str, Any]]:
 
 
 def _tool_attrs(vocab: str, call: Call, n: int, content: bool) -> tuple[str, dict[str, Any]]:
-    text = json.dumps(call.args)
+    text = call.args if isinstance(call.args, str) else json.dumps(call.args)
     if vocab == "loopsight":
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -491,6 +494,8 @@ def _tool_attrs(vocab: str, call: Call, n: int, content: bool) -> tuple[str, dic
         }
         if content:
             attrs["gen_ai.tool.call.arguments"] = canonical_json(call.args)
+        if call.result is not None and result_hash(call.result):
+            attrs["loopsight.tool.result_hash"] = result_hash(call.result)
         if call.guard:
             attrs["loopsight.loop.kind"] = call.guard
             attrs["loopsight.loop.similarity"] = 0.93
@@ -499,14 +504,24 @@ def _tool_attrs(vocab: str, call: Call, n: int, content: bool) -> tuple[str, dic
             attrs["loopsight.error.class"] = call.error_class
         return f"execute_tool {call.tool}", attrs
     if vocab == "openinference":
-        return call.tool, {"openinference.span.kind": "TOOL", "tool.name": call.tool, "input.value": text}
+        attrs = {"openinference.span.kind": "TOOL", "tool.name": call.tool, "input.value": text}
+        if call.result is not None:
+            attrs["output.value"] = call.result
+        return call.tool, attrs
     if vocab == "traceloop":
-        return f"{call.tool}.tool", {
+        attrs = {
             "traceloop.span.kind": "tool",
             "traceloop.entity.name": call.tool,
-            "traceloop.entity.input": json.dumps({"args": [], "kwargs": call.args}),
+            "traceloop.entity.input": text
+            if isinstance(call.args, str)
+            else json.dumps({"args": [], "kwargs": call.args}),
         }
+        if call.result is not None:
+            attrs["traceloop.entity.output"] = json.dumps(call.result)  # Traceloop JSON-encodes what the tool returned
+        return f"{call.tool}.tool", attrs
     attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool, "gen_ai.tool.call.arguments": text}
+    if call.result is not None:
+        attrs["gen_ai.tool.call.result"] = call.result
     if call.error:
         attrs["error.type"] = call.error
     return f"execute_tool {call.tool}", attrs
@@ -525,6 +540,11 @@ def emit(specs: list[RunSpec]) -> tuple[list[Any], dict[int, tuple[str, dict[int
             providers[spec.vocab] = provider
         tracer = provider.get_tracer(f"corpus.{spec.vocab}")
         name, attrs = _run_attrs(spec.vocab, spec.agent)
+        if spec.session:
+            attrs = {
+                **attrs,
+                ("session.id" if spec.vocab == "openinference" else "gen_ai.conversation.id"): spec.session,
+            }
         run = tracer.start_span(
             name,
             kind=SpanKind.INTERNAL,

@@ -128,7 +128,40 @@ def build(seed: int = 7, runs_per_agent: int = 3) -> list[ReadableSpan]:
         _traceloop_and_http_root(b, t0 + 240_000, i)
         _paraphrasing_run(b, t0 + 300_000, i)
     _stuck_run(b, runs_per_agent * 2_400_000.0)
+    _session_runs(b, runs_per_agent * 2_400_000.0 + 60_000)
     return b.finished()
+
+
+def _session_runs(b: Builder, t0: float) -> None:
+    """Two runs of one conversation, each looking the order up and tracking it: a loop across the
+    session (an oscillation no single run shows), plus a no_progress run (the same page for three urls)."""
+    s = "support"
+    for n in range(2):
+        start = t0 + n * 30_000
+        attrs = _agent("concierge", "completed", **{"gen_ai.conversation.id": "sess-fixture"})
+        with b.span(s, "invoke_agent concierge", start, start + 5_000, attrs):
+            for step, tool in enumerate(("lookup_order", "track_package")):
+                at = start + 100 + step * 2_000
+                with b.span(
+                    s, "chat gpt-4o", at, at + 500, _chat(step, "gpt-4o", 200 + 50 * n, 10), kind=SpanKind.CLIENT
+                ):
+                    pass
+                with b.span(s, f"execute_tool {tool}", at + 600, at + 900, _tool(step, tool, {"order_id": "A-1001"})):
+                    pass
+    wall = "<html><body><h1>Sign in to continue</h1><p>Subscribers only: log in or create an account.</p></body></html>"
+    start = t0 + 90_000
+    with b.span(s, "invoke_agent reader", start, start + 8_000, _agent("reader", "completed")):
+        for step, url in enumerate(
+            ("https://news.example/a", "https://news.example/a?amp=1", "https://m.news.example/a")
+        ):
+            at = start + 100 + step * 2_000
+            with b.span(s, "chat gpt-4o", at, at + 500, _chat(step, "gpt-4o", 300, 10), kind=SpanKind.CLIENT):
+                pass
+            attrs = {"gen_ai.tool.call.arguments": json.dumps({"url": url}), "gen_ai.tool.call.result": wall}
+            with b.span(
+                s, "execute_tool fetch_page", at + 600, at + 900, _tool(step, "fetch_page", {"url": url}, **attrs)
+            ):
+                pass
 
 
 def _stuck_run(b: Builder, t0: float) -> None:
@@ -242,12 +275,12 @@ def _looping_run(b: Builder, t0: float, i: int) -> None:
 
 
 def _paraphrasing_run(b: Builder, t0: float, i: int) -> None:
-    """Raw arguments only, reworded each call: a semantic loop found by the argument sketch (no guard record)."""
+    """Raw arguments only, reworded each call: a semantic loop found by the argument features (no guard record)."""
     s = "research"
     queries = (
         "refund policy for 2024 orders",
         "orders 2024 refund policy",
-        "Refund polcy for 2024 orders?",
+        "Refund polciy for 2024 orders?",
         "shipping times to Berlin",
     )
     with b.span(s, "invoke_agent rephraser", t0, t0 + 9_000, _agent("rephraser", "completed")):

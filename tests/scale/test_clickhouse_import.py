@@ -75,7 +75,7 @@ def test_readers_never_write(new_clickhouse: Callable[[], Any], fixture_request:
     assert list_runs(con, limit=100) == []  # nothing derived yet: a reader does not import or derive
     assert _count(con, "SELECT count() FROM spans") == 0
     sync(con)
-    assert len(list_runs(con, limit=100)) == 18
+    assert len(list_runs(con, limit=100)) == 21
 
 
 def test_older_exporters_spelling_of_status_and_kind_is_read(

@@ -42,15 +42,17 @@ def test_overview_and_runs_pages_read_a_clickhouse_store(
     runs = _app(monkeypatch, url, "runs")
     assert not runs.exception and not runs.error, [e.value for e in [*runs.exception, *runs.error]]
     (table,) = [t.value for t in runs.dataframe][:1]
-    assert len(table) == len(list_runs(duck, limit=1000)) == 18
+    assert len(table) == len(list_runs(duck, limit=1000)) == 21
 
     looping = _app(monkeypatch, url, "loops")
     assert not looping.exception and not looping.error, [e.value for e in [*looping.exception, *looping.error]]
     (found,) = [t.value for t in looping.dataframe][:1]
     expected = loops(duck)
-    assert len(found) == len(expected) == 6 and set(found["tool"]) == {loop["tool"] for loop in expected} == {
+    assert len(found) == len(expected) == 8 and set(found["tool"]) == {loop["tool"] for loop in expected} == {
         "search",
         "web_search",
+        "fetch_page",
+        "lookup_order,track_package",
     }
     st.cache_data.clear()
 

@@ -66,8 +66,11 @@ def test_kind_limit_and_step_options_are_the_same(duck: Any, clickhouse: Any) ->
 
 def test_the_fixture_exercises_what_is_compared(duck: Any) -> None:
     """So parity is not parity of empty answers."""
-    assert {r["kind"] for r in loops(duck)} >= {"exact"}
-    # found by the argument sketch alone (the rephraser's spans carry raw arguments, no guard record)
+    assert {r["kind"] for r in loops(duck)} >= {"exact", "no_progress"}
+    assert {(r["kind"], r["scope"], r["session_id"]) for r in loops(duck, agent="concierge")} == {
+        ("oscillation", "session", "sess-fixture")
+    }
+    # found by the argument features alone (the rephraser's spans carry raw arguments, no guard record)
     assert {(r["tool"], r["kind"], r["count"]) for r in loops(duck, agent="rephraser")} == {
         ("web_search", "semantic", 3)
     }
