@@ -22,10 +22,7 @@ from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.client import SourceError, open_source
 from loopsight.config import DEFAULT_DB, env_str
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+from loopsight.format import count, text
 
 
 def _table(results: list[tuple[Rule, Verdict]], source: str, now: datetime) -> Table:
@@ -35,16 +32,16 @@ def _table(results: list[tuple[Rule, Verdict]], source: str, now: datetime) -> T
     for rule, verdict in results:
         state = "[bold red]FIRING[/]" if verdict.met else "[green]ok[/]"
         filters = ", ".join(f"{k}={v}" for k, v in rule.spec.filters().items())
-        condition = f"{rule.op} {rule.threshold:g}" + (
-            f", x{rule.factor:g} baseline {_fmt(verdict.baseline_value)}" if rule.spike else ""
+        condition = f"{rule.op} {text(rule.threshold)}" + (
+            f", x{rule.factor:g} baseline {text(verdict.baseline_value)}" if rule.spike else ""
         )
         table.add_row(
             rule.name,
             rule.metric + (f" ({filters})" if filters else ""),
             state,
-            _fmt(verdict.current.value),
+            text(verdict.current.value),
             condition,
-            str(verdict.current.samples),
+            count(verdict.current.samples),
             rule.describe()["window"],
             verdict.reason,
             "\n".join(verdict.current.examples[:3]),

@@ -56,16 +56,24 @@ class IngestSummary:
     rejected: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    collector: str | None = None
+    """Where the spans were sent (:func:`send_files`), or None for a store opened here."""
 
     @property
     def duplicates(self) -> int:
         return self.accepted - self.stored
 
     def __str__(self) -> str:
-        text = (
-            f"{self.accepted} spans read from {self.files} file(s) in {self.seconds:.1f} s: "
-            f"{self.stored} stored, {self.duplicates} already present"
-        )
+        if self.collector:
+            text = (
+                f"{self.accepted} spans read from {self.files} file(s) in {self.seconds:.1f} s: "
+                f"{self.stored} acknowledged by {self.collector}"
+            )
+        else:
+            text = (
+                f"{self.accepted} spans read from {self.files} file(s) in {self.seconds:.1f} s: "
+                f"{self.stored} stored, {self.duplicates} already present"
+            )
         if self.rejected:
             text += ", rejected: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.rejected.items()))
         if self.errors:
@@ -236,3 +244,64 @@ def _settle(pending: list[tuple[Future[int], int]], summary: IngestSummary, keep
     while len(pending) > keep:
         future, _ = pending.pop(0)
         future.result()
+
+
+RETRY_STATUSES = frozenset((429, 502, 503, 504))
+
+
+def send_files(
+    paths: list[str], url: str, token: str | None = None, progress: bool = True, timeout: float = 60.0
+) -> IngestSummary:
+    """Send every file's export requests to a running collector's ``/v1/traces`` (OTLP/HTTP
+    protobuf), as an SDK exporter would: the collector normalizes and stores them, so this
+    works while it holds its DuckDB file. Busy answers (429, 503, ...) are retried after their
+    ``Retry-After``; a request the collector refuses is reported with the file and the others go on.
+
+    Raises :class:`~loopsight.errors.LoopsightError` when the collector cannot be reached.
+
+    Example:
+        >>> send_files(["traces.jsonl"], "http://127.0.0.1:4318").stored  # doctest: +SKIP
+        1200
+    """
+    import httpx
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    from loopsight.errors import LoopsightError
+
+    endpoint = url.rstrip("/") + "/v1/traces"
+    headers = {"Content-Type": "application/x-protobuf"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    summary = IngestSummary(collector=url)
+    started = time.perf_counter()
+    with httpx.Client(timeout=timeout, headers=headers) as client:
+        for path in paths:
+            summary.files += 1
+            try:
+                for number, request in enumerate(iter_requests(path), 1):
+                    spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+                    summary.requests += 1
+                    summary.accepted += spans
+                    for attempt in range(20):
+                        try:
+                            answer = client.post(endpoint, content=request.SerializeToString())
+                        except httpx.HTTPError as exc:
+                            raise LoopsightError(f"cannot send to {endpoint}: {exc}") from None
+                        if answer.status_code not in RETRY_STATUSES:
+                            break
+                        time.sleep(min(float(answer.headers.get("Retry-After") or 0.2 * (attempt + 1)), 5.0))
+                    if answer.status_code != 200:
+                        detail = answer.text.strip()[:200]
+                        summary.errors.append(f"{path} (request {number}): {answer.status_code} {detail}")
+                        summary.rejected[f"http_{answer.status_code}"] += spans
+                        continue
+                    partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+                    summary.stored += spans - partial.rejected_spans
+                    if partial.rejected_spans:
+                        summary.rejected["rejected by the collector"] += partial.rejected_spans
+            except BadRequest as exc:
+                summary.errors.append(str(exc))
+            except OSError as exc:
+                summary.errors.append(f"{path}: {exc.strerror or exc}")
+    summary.seconds = time.perf_counter() - started
+    return summary

@@ -17,10 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
@@ -33,6 +35,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+_value_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_has_no_value(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    # Typer prints each option's type beside it; a flag takes no value, so "<bool>" only confuses.
+    return None if self.is_flag else _value_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_has_no_value  # type: ignore[method-assign]
+
 db_app = typer.Typer(help="Schema migrations of the DuckDB store.", no_args_is_help=True)
 alerts_app = typer.Typer(help="Alert rules.", no_args_is_help=True)
 
@@ -265,9 +277,19 @@ def ingest(
     max_attribute_length: MaxValueOpt = config.DEFAULT_MAX_ATTRIBUTE_LENGTH,
     max_attributes: MaxAttributesOpt = config.DEFAULT_MAX_ATTRIBUTES,
     max_events: MaxEventsOpt = config.DEFAULT_MAX_EVENTS,
+    collector: Annotated[
+        str | None,
+        typer.Option(
+            "--collector",
+            help="Send the files to this running collector (e.g. http://127.0.0.1:4318) instead of opening a store.",
+        ),
+    ] = None,
+    token: TokenOpt = None,
 ) -> None:
-    """Load OTLP files into the store (normalized as the collector does); exit 1 if any file was skipped."""
-    from loopsight.collector.ingest import ingest_files
+    """Load OTLP files into the store (normalized as the collector does), or send them to a running
+    collector with --collector; exit 1 if any file was skipped."""
+    from loopsight.collector.ingest import ingest_files, send_files
+    from loopsight.errors import LoopsightError
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
 
@@ -278,6 +300,20 @@ def ingest(
     ]
     if unreadable:
         raise fail("; ".join(unreadable))
+    if collector is not None:
+        given = [f"--{name}" for name in ("db", "store", "capture-content") if _from_flag(ctx, name.replace("-", "_"))]
+        if given:
+            raise fail(
+                f"--collector sends the files to the collector, which has its own store and limits: drop {', '.join(given)}"
+            )
+        try:
+            summary = send_files([str(f) for f in files], collector, token=token)
+        except LoopsightError as exc:
+            raise fail(str(exc)) from None
+        console.print(summary, soft_wrap=True)
+        if summary.errors:
+            raise fail(f"{len(summary.errors)} request(s) or file(s) not accepted", 1)
+        return
     try:
         summary = ingest_files(
             [str(f) for f in files],
@@ -292,15 +328,14 @@ def ingest(
         raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped or loaded only in part", 1)
 
 
-def _fetch_runs(
-    collector: str | None, db: str | None, token: str | None, limit: int, store: str | None = None
-) -> list[dict]:
-    from loopsight.client import SourceError, open_source
+def _since(name: str, value: str | None) -> datetime | None:
+    """A ``--since``/``--until`` value: ISO-8601 (UTC when no offset) or relative (``-15m``, ``-2h``, ``-7d``)."""
+    from loopsight.collector.api import BadParameter, parse_time
 
     try:
-        return open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token).runs(limit=limit)
-    except SourceError as exc:
-        raise fail(str(exc)) from None
+        return parse_time(name, value)
+    except BadParameter as exc:
+        raise fail(str(exc).replace(f"{name}=", f"--{name} ", 1)) from None
 
 
 @app.command("runs")
@@ -312,29 +347,82 @@ def runs_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many runs, newest first.")] = 20,
     store: StoreOpt = None,
+    agent: Annotated[str | None, typer.Option(help="Only this agent's runs.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="ok or error (error: the run failed; see also --termination).")
+    ] = None,
+    termination: Annotated[
+        str | None, typer.Option(help="Only runs that ended so: completed, max_steps, loop_detected, ...")
+    ] = None,
+    tool: Annotated[str | None, typer.Option(help="Only runs that called this tool.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only the runs of this session.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Runs started at or after: ISO-8601 (UTC) or relative, e.g. -2h, -7d.")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Runs started before (as --since).")] = None,
 ) -> None:
     """List runs, newest first."""
+    from loopsight.client import SourceError, open_source
+
     collector, db, store = _read_source(ctx, collector, db, store)
-    runs = _fetch_runs(collector, db, token, limit, store)
+    if status not in (None, "ok", "error"):
+        raise fail(f"--status must be ok or error, not {status!r}")
+    since_at, until_at = _since("since", since), _since("until", until)
+    if since_at and until_at and since_at >= until_at:
+        raise fail("--since must be before --until")
+    params: dict[str, Any] = {
+        "limit": limit,
+        "agent": agent,
+        "status": status,
+        "termination_reason": termination,
+        "tool": tool,
+        "session": session,
+        "since": since_at,
+        "until": until_at,
+    }
+    try:
+        source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
+        runs = source.runs(**{k: v for k, v in params.items() if v is not None})
+    except SourceError as exc:
+        raise fail(str(exc)) from None
     if as_json:
         for run in runs:
             typer.echo(json.dumps(run))
         return
-    table = Table("started", "agent", "status", "termination", "steps", "tools", "errors", "tokens", "ms", "trace")
+    from loopsight.format import count, duration
+
+    table = Table(
+        "started (UTC)",
+        "agent",
+        "status",
+        "termination",
+        "steps",
+        "tools",
+        "errors",
+        "retries",
+        "loops",
+        "tokens",
+        "duration",
+        "trace",
+    )
     for run in runs:
         table.add_row(
-            run["started_at"][:19],
-            run["agent"] or "",
-            run["status"],
-            run["termination_reason"] or "",
-            str(run["steps"]),
-            str(run["tool_calls"]),
-            str(run["tool_errors"]),
-            str(run["input_tokens"] + run["output_tokens"]),
-            f"{run['duration_ms']:.0f}",
+            run["started_at"][:19].replace("T", " "),
+            run["agent"] or "—",
+            f"[red]{run['status']}[/]" if run["status"] == "error" else f"[green]{run['status']}[/]",
+            run["termination_reason"] or "—",
+            count(run["steps"]),
+            count(run["tool_calls"]),
+            count(run["tool_errors"]),
+            count(run["retries"]),
+            count(run["loops"]),
+            count(run["input_tokens"] + run["output_tokens"]),
+            duration(run["duration_ms"]),
             run["trace_id"],
         )
     console.print(table)
+    if not runs:
+        err.print("no runs match", highlight=False)
 
 
 @alerts_app.command("check")

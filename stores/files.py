@@ -39,7 +39,7 @@ def explain_io_error(path: str, exc: Exception) -> str:
     if "lock" in lowered:
         return (
             f"{path} is locked by another process (only one collector may own a DuckDB file; "
-            f"read it through the collector's API): {text}"
+            f"read it through the collector: `loopsight runs --collector URL`, `loopsight ingest --collector URL`): {text}"
         )
     if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
         return f"{path} is not a DuckDB database (or is damaged): {text}"

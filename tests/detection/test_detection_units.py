@@ -139,6 +139,10 @@ def test_no_progress_is_the_same_answer_to_different_questions(store_with, vocab
         )
         assert found[(trace[3], "exact")]["no_progress"] is True  # the same call gave the same answer
         assert analytics.loops(con, kind="no_progress")[0]["trace_id"] == trace[0]
+        from loopsight.analytics.metrics import MetricSpec, measure
+
+        rate = measure(con, MetricSpec("loop_rate"), BASE - timedelta(days=1), BASE + timedelta(days=1))
+        assert (rate.value, rate.samples) == (2 / 4, 4)  # the loop_rate alert counts no_progress runs
     finally:
         con.close()
 

@@ -123,3 +123,43 @@ def test_dashboard_db_flag_beats_loopsight_store(tmp_path: Path, free_tcp_port) 
         assert healthy, log.read_text()
     finally:
         stop_process(process, timeout=20)
+
+
+def test_ingest_sends_files_to_a_running_collector(start_collector, tmp_path: Path) -> None:
+    running = start_collector(token="s3cret")
+    done = cli("ingest", *map(str, FIXTURES), "--collector", running.url, "--token", "s3cret")
+    assert done.returncode == 0, done.stderr
+    assert "acknowledged by" in done.stdout
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        runs = httpx.get(f"{running.url}/api/v1/runs", headers=running.headers, timeout=10).json()["runs"]
+        if runs:
+            break
+        time.sleep(0.2)
+    assert runs, "the collector stored what ingest sent"
+    refused = cli("ingest", *map(str, FIXTURES), "--collector", running.url)  # no token
+    assert refused.returncode == 1 and "401" in refused.stderr + refused.stdout
+    mixed = cli("ingest", str(FIXTURES[0]), "--collector", running.url, "--db", str(tmp_path / "x.duckdb"))
+    assert mixed.returncode == 2 and "--db" in mixed.stderr
+    down = cli("ingest", str(FIXTURES[0]), "--collector", "http://127.0.0.1:9")
+    assert down.returncode == 2 and "cannot send" in down.stderr
+
+
+def test_runs_filters_and_columns(tmp_path: Path) -> None:
+    db = ingested(tmp_path / "x.duckdb")
+    every = [json.loads(line) for line in cli("runs", "--db", str(db), "--json").stdout.splitlines()]
+    assert every
+    agent = every[0]["agent"]
+    mine = [json.loads(line) for line in cli("runs", "--db", str(db), "--json", "--agent", agent).stdout.splitlines()]
+    assert mine and {r["agent"] for r in mine} == {agent} and len(mine) <= len(every)
+    failed = cli("runs", "--db", str(db), "--json", "--status", "error").stdout.splitlines()
+    assert all(json.loads(line)["status"] == "error" for line in failed)
+    assert cli("runs", "--db", str(db), "--json", "--since", "2999-01-01").stdout == ""
+    table = cli("runs", "--db", str(db)).stdout
+    assert "retries" in table and "loops" in table and "started (UTC)" in table
+    bad = cli("runs", "--db", str(db), "--since", "yesterday")
+    assert bad.returncode == 2 and "--since" in bad.stderr
+    assert cli("runs", "--db", str(db), "--status", "broken").returncode == 2
+    help_text = cli("runs", "--help", env={"COLUMNS": "200"}).stdout
+    assert "<bool>" not in help_text and "--json" in help_text
+    assert cli("--version").stdout.startswith("loopsight ")
