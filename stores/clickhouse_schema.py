@@ -301,6 +301,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
     Migration("0014_sessions_and_frameworks", lambda o: [*model_columns_ddl(), REDERIVE]),
+    Migration("0015_run_step_totals", lambda o: [model_table_ddl("run_step_totals"), REDERIVE]),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

@@ -3,8 +3,8 @@
 Spans go through the real ingest path into a real DuckDB file, in scrambled order and
 split over many requests (children before their run span, run spans in later requests,
 re-delivered duplicates); after every acknowledged request the tables the writer keeps
-(run_facts, run_loops, run_steps, run_growth, run_members) must equal the same SQL run over
-every stored span, and the questions reading them must answer as the rules run over the spans.
+(run_facts, run_loops, run_steps, run_growth, run_members, run_step_totals) must equal the
+same SQL run over every stored span, and the questions reading them must answer as the rules run over the spans.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from loopsight.analytics.sql import QUESTIONS, rows  # noqa: E402
 from loopsight.ingest.pipeline import spans_to_request  # noqa: E402
 from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE  # noqa: E402
 from loopsight.migrations.runner import head, upgrade  # noqa: E402
+from loopsight.model import RUN_STEP_TOTALS  # noqa: E402
 from loopsight.stores import ingest_request  # noqa: E402
 from loopsight.stores.duckdb_store import DuckDBReader, Store  # noqa: E402
 from loopsight.stores.sqlfiles import DERIVE, with_ctes  # noqa: E402
@@ -58,6 +59,7 @@ MEMBERS = [
     "gap_ms",
     "at_ms",
 ]
+STEP_TOTALS = [c.name for c in RUN_STEP_TOTALS]
 STALL_PARAMS = {
     **FILTERS,
     "kind": None,
@@ -102,12 +104,14 @@ def expected_from_spans(con: duckdb.DuckDBPyConnection, questions: bool = True) 
     steps = rows(con, DERIVE.load("burn_steps"), FILTERS)
     growth = rows(con, DERIVE.compose("burn_growth", burn_steps="burn_steps"), FILTERS)
     members = rows(con, DERIVE.load("stalls_members"), FILTERS)
+    step_totals = rows(con, DERIVE.load("step_totals"), FILTERS)
     found = {
         "run_facts": _sorted(facts, list(facts[0]) if facts else []),
         "run_loops": _sorted(loops, ["trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"]),
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
         "run_growth": _sorted(_sums(growth), GROWTH),
         "run_members": _sorted(members, MEMBERS),
+        "run_step_totals": _sorted(step_totals, STEP_TOTALS),
     }
     if questions:
         stalls = with_ctes(QUESTIONS.load("stalls"), {"members": DERIVE.load("stalls_members")})
@@ -127,6 +131,7 @@ def derived(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str,
     steps = rows(con, "SELECT trace_id, run_id, agent, step, input_tokens FROM run_steps")
     growth = rows(con, "SELECT * FROM run_growth")
     members = rows(con, "SELECT * FROM run_members")
+    step_totals = rows(con, "SELECT * FROM run_step_totals")
     expected_keys = list(rows(con, DERIVE.load("derive_runs") + " LIMIT 1")[0]) if facts else []
     found = {
         "run_facts": _sorted(facts, expected_keys),
@@ -134,6 +139,7 @@ def derived(con: duckdb.DuckDBPyConnection, questions: bool = True) -> dict[str,
         "run_steps": _sorted(steps, ["trace_id", "run_id", "agent", "step", "input_tokens"]),
         "run_growth": _sorted(_sums(growth), GROWTH),
         "run_members": _sorted(members, MEMBERS),
+        "run_step_totals": _sorted(step_totals, STEP_TOTALS),
     }
     if questions:
         found["stalls"] = _sorted(analytics.stalls(con, now=STALL_PARAMS["now"], limit=1_000_000), STALL_KEYS)
