@@ -52,6 +52,7 @@ MIN_OK_RUNS = 20
 """Below this many successful runs in the window no value is recommended (the curve is still given)."""
 
 MAX_LIMIT = 100_000
+_COUNTS = ("ok_runs_cut", "bad_runs_cut", "tokens_saved", "looped_runs_cut", "looped_steps_avoided")
 
 
 def _filters(
@@ -178,10 +179,15 @@ def budgets(
     for group in groups.values():
         group["bad_runs"] = sum(group[f"{o}_runs"] for o in BAD)
     curves: dict[tuple[Any, Any, str], list[dict[str, Any]]] = {}
-    for row in curve_rows:
+    for row in curve_rows:  # in value order
         key = (row["agent"], row["service"])
-        if key in groups:
-            curves.setdefault((*key, row["kind"]), []).append(_point(row, row["kind"], groups[key]))
+        if key not in groups:
+            continue
+        curve = curves.setdefault((*key, row["kind"]), [])
+        point = _point(row, row["kind"], groups[key])
+        # a value answering as the one below it adds nothing (a figure of an ok run's step moved no count)
+        if not curve or any(curve[-1][name] != point[name] for name in _COUNTS):
+            curve.append(point)
     configured = {(r["agent"], r["service"]): r for r in configured_rows}
 
     agents = []

@@ -338,10 +338,11 @@ def runs_cmd(
 
 
 def _fmt(value: object) -> str:
+    """A figure for a table: thousands separated, fractions to 3 significant digits."""
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:g}"
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 

@@ -6,16 +6,19 @@
 -- tokens or ms spent before it for the others (the step that crosses c is the run's last).
 -- Every figure x (a run's total, a step's figure, both whole numbers: seconds as ms rounded up)
 -- is put on the grid G = 0..20, 25 30 40 50 60 80, then 100 120 150 200 250 300 400 500 600 800
--- times 10^k: b(x) = the smallest value of G >= x (u = 10^(digits of x - 2), x / u in [10, 100)).
+-- -- times 10^k: b(x) = the smallest value of G >= x (u = 10^(digits of x - 2), x / u in [10, 100);
+-- a figure is taken as at most 10^17, far past any run's).
 -- For c in G, x > c exactly when b(x) > c, so the answer at c is a sum over the buckets above c,
--- and the curve only changes at buckets that hold a figure: those are the candidates (and 1 for
--- steps and tool calls).
+-- and the curve only changes at buckets that hold a figure that counts (a run's total, a bad run's
+-- step): those are the candidates (and 1 for steps and tool calls).
 WITH stepped AS (
     SELECT r.agent, r.service, r.outcome, s.tokens, least(s.ordinal, r.steps) AS by_steps,
            least(s.calls_before, r.tool_calls) AS by_calls,
            least(CAST(ceil(s.start_ms) AS BIGINT), CAST(ceil(r.duration_ns / 1000000.0) AS BIGINT)) AS by_ms,
            least(s.tokens_before, r.tokens) AS by_tokens
     FROM step_rows s JOIN runs r ON r.trace_id = s.trace_id AND r.run_id = s.run_id
+    -- only bad runs' steps move a count (tokens saved, steps avoided); an ok run counts by its total
+    WHERE r.outcome IN ('looped', 'budget', 'failed')
 ),
 figures AS (
     SELECT agent, service, outcome, 'steps' AS kind, steps AS x, 1 AS runs, 0 AS tokens, 0 AS steps FROM runs
@@ -40,9 +43,19 @@ figures AS (
     SELECT DISTINCT agent, service, 'none', 'tool_calls', 1, 0, 0, 0 FROM runs
 ),
 scaled AS (
-    SELECT agent, service, outcome, kind, x, runs, tokens, steps,
-           CASE WHEN x <= 20 THEN 1 ELSE CAST(pow(10, length(CAST(x AS VARCHAR)) - 2) AS BIGINT) END AS u
+    SELECT agent, service, outcome, kind, least(x, CAST(100000000000000000 AS BIGINT)) AS x, runs, tokens, steps
     FROM figures
+),
+digits AS (
+    SELECT *,
+           CAST(CASE WHEN x < 100 THEN 1 WHEN x < 1000 THEN 10 WHEN x < 10000 THEN 100 WHEN x < 100000 THEN 1000
+                WHEN x < 1000000 THEN 10000 WHEN x < 10000000 THEN 100000 WHEN x < 100000000 THEN 1000000
+                WHEN x < 1000000000 THEN 10000000 WHEN x < 10000000000 THEN 100000000
+                WHEN x < 100000000000 THEN 1000000000 WHEN x < 1000000000000 THEN 10000000000
+                WHEN x < 10000000000000 THEN 100000000000 WHEN x < 100000000000000 THEN 1000000000000
+                WHEN x < 1000000000000000 THEN 10000000000000 WHEN x < 10000000000000000 THEN 100000000000000
+                ELSE 1000000000000000 END AS BIGINT) AS u
+    FROM scaled
 ),
 buckets AS (
     SELECT agent, service, kind,
@@ -57,7 +70,7 @@ buckets AS (
            sum(runs) FILTER (WHERE outcome = 'looped') AS looped_runs,
            sum(tokens) FILTER (WHERE outcome IN ('looped', 'budget', 'failed')) AS bad_tokens,
            sum(steps) FILTER (WHERE outcome = 'looped') AS looped_steps
-    FROM scaled
+    FROM digits
     GROUP BY agent, service, kind, b
 )
 SELECT agent, service, kind, b AS value,
