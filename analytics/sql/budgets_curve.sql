@@ -12,7 +12,7 @@
 -- and the curve only changes at buckets that hold a figure that counts (a run's total, a bad run's
 -- step): those are the candidates (and 1 for steps and tool calls).
 WITH stepped AS (
-    SELECT r.agent, r.service, r.outcome, s.tokens, least(s.ordinal, r.steps) AS by_steps,
+    SELECT r.agent, r.service, r.outcome = 'looped' AS looped, s.tokens, least(s.ordinal, r.steps) AS by_steps,
            least(s.calls_before, r.tool_calls) AS by_calls,
            least(CAST(ceil(s.start_ms) AS BIGINT), CAST(ceil(r.duration_ns / 1000000.0) AS BIGINT)) AS by_ms,
            least(s.tokens_before, r.tokens) AS by_tokens
@@ -20,30 +20,37 @@ WITH stepped AS (
     -- only bad runs' steps move a count (tokens saved, steps avoided); an ok run counts by its total
     WHERE r.outcome IN ('looped', 'budget', 'failed')
 ),
+totals AS (
+    SELECT agent, service, CAST(outcome = 'ok' AS BIGINT) AS ok, CAST(outcome IN ('looped', 'budget', 'failed') AS BIGINT) AS bad,
+           CAST(outcome = 'looped' AS BIGINT) AS looped, steps, tool_calls,
+           CAST(ceil(duration_ns / 1000000.0) AS BIGINT) AS ms, tokens
+    FROM runs
+),
+-- kind: 1 steps, 2 tool_calls, 3 seconds (in ms), 4 tokens; weights: runs cut (ok, bad, looped), tokens, looped steps
 figures AS (
-    SELECT agent, service, outcome, 'steps' AS kind, steps AS x, 1 AS runs, 0 AS tokens, 0 AS steps FROM runs
+    SELECT agent, service, 1 AS kind, steps AS x, ok, bad, looped, 0 AS tokens, 0 AS steps FROM totals
     UNION ALL
-    SELECT agent, service, outcome, 'tool_calls', tool_calls, 1, 0, 0 FROM runs
+    SELECT agent, service, 2, tool_calls, ok, bad, looped, 0, 0 FROM totals
     UNION ALL
-    SELECT agent, service, outcome, 'seconds', CAST(ceil(duration_ns / 1000000.0) AS BIGINT), 1, 0, 0 FROM runs
+    SELECT agent, service, 3, ms, ok, bad, looped, 0, 0 FROM totals
     UNION ALL
-    SELECT agent, service, outcome, 'tokens', tokens, 1, 0, 0 FROM runs
+    SELECT agent, service, 4, tokens, ok, bad, looped, 0, 0 FROM totals
     UNION ALL
-    SELECT agent, service, outcome, 'steps', by_steps, 0, tokens, 1 FROM stepped
+    SELECT agent, service, 1, by_steps, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
     UNION ALL
-    SELECT agent, service, outcome, 'tool_calls', by_calls, 0, tokens, 1 FROM stepped
+    SELECT agent, service, 2, by_calls, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
     UNION ALL
-    SELECT agent, service, outcome, 'seconds', by_ms, 0, tokens, 1 FROM stepped
+    SELECT agent, service, 3, by_ms, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
     UNION ALL
-    SELECT agent, service, outcome, 'tokens', by_tokens, 0, tokens, 1 FROM stepped
+    SELECT agent, service, 4, by_tokens, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
     UNION ALL
     -- a budget of 1 is always a candidate for the counted kinds (an agent that never calls a tool)
-    SELECT DISTINCT agent, service, 'none', 'steps', 1, 0, 0, 0 FROM runs
+    SELECT DISTINCT agent, service, 1, 1, 0, 0, 0, 0, 0 FROM totals
     UNION ALL
-    SELECT DISTINCT agent, service, 'none', 'tool_calls', 1, 0, 0, 0 FROM runs
+    SELECT DISTINCT agent, service, 2, 1, 0, 0, 0, 0, 0 FROM totals
 ),
 scaled AS (
-    SELECT agent, service, outcome, kind, least(x, CAST(100000000000000000 AS BIGINT)) AS x, runs, tokens, steps
+    SELECT agent, service, kind, least(x, CAST(100000000000000000 AS BIGINT)) AS x, ok, bad, looped, tokens, steps
     FROM figures
 ),
 digits AS (
@@ -65,15 +72,14 @@ buckets AS (
                 WHEN x <= 40 * u THEN 40 * u WHEN x <= 50 * u THEN 50 * u WHEN x <= 60 * u THEN 60 * u
                 WHEN x <= 80 * u THEN 80 * u ELSE 100 * u
            END AS b,
-           sum(runs) FILTER (WHERE outcome = 'ok') AS ok_runs,
-           sum(runs) FILTER (WHERE outcome IN ('looped', 'budget', 'failed')) AS bad_runs,
-           sum(runs) FILTER (WHERE outcome = 'looped') AS looped_runs,
-           sum(tokens) FILTER (WHERE outcome IN ('looped', 'budget', 'failed')) AS bad_tokens,
-           sum(steps) FILTER (WHERE outcome = 'looped') AS looped_steps
+           sum(ok) AS ok_runs, sum(bad) AS bad_runs, sum(looped) AS looped_runs,
+           sum(tokens) AS bad_tokens, sum(steps) AS looped_steps
     FROM digits
     GROUP BY agent, service, kind, b
 )
-SELECT agent, service, kind, b AS value,
+SELECT agent, service,
+       CASE kind WHEN 1 THEN 'steps' WHEN 2 THEN 'tool_calls' WHEN 3 THEN 'seconds' ELSE 'tokens' END AS kind,
+       b AS value,
        coalesce(sum(ok_runs) OVER above, 0) AS ok_runs_cut,
        coalesce(sum(bad_runs) OVER above, 0) AS bad_runs_cut,
        coalesce(sum(bad_tokens) OVER above, 0) AS tokens_saved,
