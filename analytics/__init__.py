@@ -8,6 +8,7 @@ Example:
     >>> analytics.overview(con, since=datetime(2026, 1, 2), until=datetime(2026, 1, 3))  # doctest: +SKIP
 """
 
+from loopsight.analytics.budgets import budget_replay, budgets
 from loopsight.analytics.burn import burn, burn_agents, burn_curve, burn_runs
 from loopsight.analytics.loops import (
     loop_rate,
@@ -27,6 +28,8 @@ from loopsight.analytics.tools import tool_stats
 
 __all__ = [
     "SESSIONS_LIMIT",
+    "budget_replay",
+    "budgets",
     "burn",
     "burn_agents",
     "burn_curve",

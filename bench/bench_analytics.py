@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from loopsight import analytics
 from loopsight.ingest.batch import ATTR_MAP, SCHEMA
-from loopsight.stores.duckdb_store import Store
+from loopsight.stores.duckdb_store import DuckDBReader, Store
 
 SPANS_PER_RUN = 10
 # Per run: the run span, then steps 0..3 each with a chat span and tool calls (two at step 0).
@@ -297,7 +297,27 @@ def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) 
         ),
     ]
     found += detection_queries(w)
+    found += budget_queries(w)
     return found
+
+
+def budget_queries(w: dict[str, datetime | None]) -> list[Query]:
+    """The budget advisor's page: every agent's curves, and one budget replayed run by run."""
+    try:
+        module = importlib.import_module("loopsight.analytics.budgets")
+    except ImportError:
+        return []
+    step_cols = ("trace_id", "run_id", "agent", "service", "started_at", "ordinal", "tokens", "cum_tool_calls")
+    return [
+        Query("Budgets", "budgets", lambda c: module.budgets(c, **w), step_cols, table="run_step_totals"),
+        Query(
+            "Budgets",
+            "budget_replay(agent, steps=3)",
+            lambda c: module.budget_replay(c, kind="steps", value=3, agent="agent-03", **w),
+            step_cols,
+            table="run_step_totals",
+        ),
+    ]
 
 
 def detection_queries(w: dict[str, datetime | None]) -> list[Query]:
@@ -367,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(path).unlink(missing_ok=True)
         seconds = fill(path, args.runs)
         print(f"filled {args.runs:,} runs / {args.runs * SPANS_PER_RUN:,} spans through Store in {seconds:.1f} s")
-    con = duckdb.connect(path, read_only=True)
+    # the questions take a store reader (the restructure); it passes execute() through for the scans
+    con = DuckDBReader(duckdb.connect(path, read_only=True))
     spans, runs = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE span_type = 'agent' AND \"SpanId\" = run_id) FROM spans"
     ).fetchone()

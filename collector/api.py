@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from loopsight import alerts, analytics
+from loopsight.analytics.budgets import KINDS as BUDGET_KINDS
 from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
@@ -79,6 +80,19 @@ def parse_text(name: str, value: str | None, max_length: int = 512) -> str | Non
     if "\x00" in value:
         raise BadParameter(f"{name} contains a NUL character")
     return value
+
+
+def parse_number(name: str, value: str | None, low: float, high: float) -> float | None:
+    """A finite number query parameter within [low, high] (``None`` when absent)."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise BadParameter(f"{name}={value[:64]!r} is not a number") from None
+    if not low <= number <= high:  # also NaN
+        raise BadParameter(f"{name}={value[:64]} is out of range [{low:g}, {high:g}]")
+    return number
 
 
 def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default: str | None = None) -> str | None:
@@ -215,6 +229,28 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         lambda r: {**_filters(r), "max_step": parse_int("max_step", q(r).get("max_step"), 50, 0, 10_000)},
         lambda con, p: {"curve": analytics.burn_curve(con, **p)},
     )
+    budgets = endpoint(
+        lambda r: {
+            **_filters(r),
+            "by_service": parse_choice("group_by", q(r).get("group_by"), ("service",)) is not None,
+        },
+        lambda con, p: analytics.budgets(con, **p),
+    )
+
+    def budget_runs_params(request: Request) -> dict[str, Any]:
+        kind = parse_choice("kind", q(request).get("kind"), BUDGET_KINDS)
+        value = parse_number("value", q(request).get("value"), 0, 1e15)
+        if kind is None or value is None:
+            raise BadParameter(f"kind ({', '.join(BUDGET_KINDS)}) and value are required")
+        return {
+            **_filters(request),
+            "kind": kind,
+            "value": value,
+            "only_cut": parse_choice("only_cut", q(request).get("only_cut"), ("true", "false"), "true") == "true",
+            "limit": parse_int("limit", q(request).get("limit"), 100, 0, 100_000),
+        }
+
+    budget_runs = endpoint(budget_runs_params, lambda con, p: {"runs": analytics.budget_replay(con, **p)})
     alert_list = endpoint(
         lambda r: {
             "limit": parse_int("limit", q(r).get("limit"), 100, 0, 10_000),
@@ -269,4 +305,6 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         Route("/api/v1/sessions", sessions, methods=["GET"]),
         Route("/api/v1/burn", burn, methods=["GET"]),
         Route("/api/v1/burn/curve", burn_curve, methods=["GET"]),
+        Route("/api/v1/budgets", budgets, methods=["GET"]),
+        Route("/api/v1/budgets/runs", budget_runs, methods=["GET"]),
     ]

@@ -425,6 +425,112 @@ def runs_cmd(
         err.print("no runs match", highlight=False)
 
 
+def _fmt(value: object) -> str:
+    """A figure for a table: thousands separated, fractions to 3 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _share(part: int, rate: float | None) -> str:
+    return f"{part:,}" if rate is None else f"{part:,} ({rate * 100:.3g} %)"
+
+
+@app.command("budgets")
+def budgets_cmd(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent (default: every agent).")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service.")] = None,
+    since: Annotated[str | None, typer.Option(help="Runs started at or after (ISO-8601 UTC, or -7d).")] = None,
+    until: Annotated[str | None, typer.Option(help="Runs started before (ISO-8601 UTC, or -1h).")] = None,
+    by_service: Annotated[bool, typer.Option("--by-service", help="One advice per agent and service.")] = False,
+    curve: Annotated[bool, typer.Option("--curve", help="Also print every candidate value of each budget.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the /api/v1/budgets answer as JSON.")] = False,
+    collector: CollectorOpt = None,
+    db: ReadDbOpt = None,
+    token: TokenOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Recommend step, tool-call, time and token budgets per agent by replaying its stored runs."""
+    collector, db, store = _read_source(ctx, collector, db, store)
+    from loopsight.client import SourceError, open_source
+    from loopsight.collector.api import BadParameter, parse_time
+
+    try:
+        window = {"since": parse_time("--since", since), "until": parse_time("--until", until)}
+    except BadParameter as exc:
+        raise fail(str(exc)) from None
+    source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
+    try:
+        answer = source.budgets(agent=agent, service=service, by_service=by_service, **window)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(answer))
+        return
+    if not answer["agents"]:
+        console.print(f"no runs{f' of agent {agent}' if agent else ''} in the window", highlight=False)
+        return
+    for entry in answer["agents"]:
+        name = entry["agent"] or "(unnamed)"
+        if by_service:
+            name += f" @ {entry['service'] or '-'}"
+        console.print(
+            f"[bold]{name}[/bold]: {entry['runs']:,} runs, {entry['ok_runs']:,} ok, {entry['bad_runs']:,} bad "
+            f"({entry['looped_runs']:,} looped, {entry['budget_runs']:,} stopped by a budget, "
+            f"{entry['failed_runs']:,} failed), {entry['other_runs']:,} other; {entry['bad_tokens']:,} tokens on bad runs",
+            highlight=False,
+        )
+        react = entry["reference_loop"]
+        table = Table(
+            "budget",
+            "now",
+            "recommended",
+            "ok runs cut",
+            "bad runs cut",
+            "looping stopped",
+            "steps earlier",
+            "tokens saved",
+            "ok p50 / p99 / max",
+        )
+        for budget in entry["budgets"]:
+            point = budget["at_recommended"] or {}
+            ok = budget["distribution"]["ok"]
+            table.add_row(
+                budget["react_field"] if react else budget["kind"],
+                _fmt(budget["configured"]),
+                _fmt(budget["recommended"]) if budget["recommended"] is not None else f"- ({budget['reason']})",
+                _share(point["ok_runs_cut"], point["ok_cut_rate"]) if point else "",
+                _share(point["bad_runs_cut"], point["bad_cut_rate"]) if point else "",
+                _share(point["looped_runs_cut"], point["looped_cut_rate"]) if point else "",
+                _fmt(point.get("looped_steps_avoided")) if point else "",
+                _share(point["tokens_saved"], point["tokens_saved_share"]) if point else "",
+                " / ".join(_fmt(ok[stat]) for stat in ("p50", "p99", "max")),
+            )
+        console.print(table)
+        chosen = {b["react_field"]: b["recommended"] for b in entry["budgets"] if b["recommended"] is not None}
+        if react and chosen:
+            args = ", ".join(f"{field}={value:g}" for field, value in chosen.items())
+            console.print(f"loopsight.react: ReactConfig({args})  (docs/react.md, 'Setting budgets')", highlight=False)
+        if curve:
+            for budget in entry["budgets"]:
+                points = Table(
+                    budget["kind"], "ok runs cut", "bad runs cut", "looping stopped", "steps earlier", "tokens saved"
+                )
+                for p in budget["curve"]:
+                    points.add_row(
+                        _fmt(p["value"]) + (" *" if p["value"] == budget["recommended"] else ""),
+                        _share(p["ok_runs_cut"], p["ok_cut_rate"]),
+                        _share(p["bad_runs_cut"], p["bad_cut_rate"]),
+                        _share(p["looped_runs_cut"], p["looped_cut_rate"]),
+                        _fmt(p["looped_steps_avoided"]),
+                        _share(p["tokens_saved"], p["tokens_saved_share"]),
+                    )
+                console.print(points)
+
+
 @alerts_app.command("check")
 def alerts_check(
     ctx: typer.Context,

@@ -163,6 +163,12 @@ class ApiSource:
     def burn_curve(self, **params: Any) -> Any:
         return self._get("/api/v1/burn/curve", params)
 
+    def budgets(self, by_service: bool = False, **params: Any) -> dict[str, list[dict[str, Any]]]:
+        return self._get("/api/v1/budgets", {"group_by": "service" if by_service else None, **params})
+
+    def budget_runs(self, only_cut: bool = True, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/budgets/runs", {"only_cut": str(only_cut).lower(), **params})["runs"]
+
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/alerts")
 
@@ -217,6 +223,12 @@ class _AnalyticsQuestions:
 
     def burn_curve(self, **params: Any) -> Any:
         return self._call(analytics.burn_curve, **params)
+
+    def budgets(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
+        return self._call(analytics.budgets, **params)
+
+    def budget_runs(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call(analytics.budget_replay, **params)
 
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._call(alerts_overview)

@@ -156,6 +156,21 @@ RUN_MEMBERS = _cols(
 )
 """Stall facts per member span of a run (``stores/sql/stalls_members.sql``)."""
 
+RUN_STEP_TOTALS = _cols(
+    *_RUN_KEY,
+    *_RUN_SCOPE,
+    ("step", "BIGINT", NOT_NULL),
+    ("ordinal", "BIGINT", NOT_NULL),
+    ("tool_calls", "BIGINT", NOT_NULL),
+    ("tokens", "BIGINT", NOT_NULL),
+    ("cum_tool_calls", "BIGINT", NOT_NULL),
+    ("cum_tokens", "BIGINT", NOT_NULL),
+    ("start_ms", "DOUBLE", NOT_NULL),
+    ("end_ms", "DOUBLE", NOT_NULL),
+)
+"""Per run and step: its tool calls and tokens, the run's totals by its end, when it began and ended
+(``stores/sql/step_totals.sql``; the budget advisor's replay, ``docs/budgets.md``)."""
+
 DERIVE_PENDING = _cols(("trace_id", "VARCHAR", NOT_NULL), ("since", "TIMESTAMP", NOT_NULL))
 """Traces whose derived rows are still to be recomputed, from ``since`` on."""
 
@@ -166,9 +181,10 @@ TABLES: Mapping[str, tuple[Column, ...]] = {
     "run_steps": RUN_STEPS,
     "run_growth": RUN_GROWTH,
     "run_members": RUN_MEMBERS,
+    "run_step_totals": RUN_STEP_TOTALS,
     "derive_pending": DERIVE_PENDING,
 }
-DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
+DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals")
 """The per-run tables the derivation fills, keyed by ``trace_id`` and ``started_at``."""
 
 

@@ -207,10 +207,11 @@ ALERT_VIEWS = (
 questions read these, written once (``loopsight.analytics.alert_state``)."""
 
 
-def model_columns_ddl() -> list[str]:
-    """``ADD COLUMN IF NOT EXISTS`` every model column: brings tables made by an earlier model up to it."""
+def model_columns_ddl(tables: tuple[str, ...]) -> list[str]:
+    """``ADD COLUMN IF NOT EXISTS`` every model column of ``tables`` (those a migration knows exist):
+    brings tables made by an earlier model up to it."""
     statements = []
-    for table in TABLES:
+    for table in tables:
         for column in TABLES[table]:
             kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
             statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
@@ -308,8 +309,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
     Migration(
         "0014_sessions_and_frameworks",
-        lambda o: [*model_columns_ddl(), "ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE, REDERIVE],
+        lambda o: [
+            *model_columns_ddl(("spans", "run_facts", "run_loops")),
+            "ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch",
+            SECRET_TABLE,
+            REDERIVE,
+        ],
     ),
+    Migration("0015_run_step_totals", lambda o: [model_table_ddl("run_step_totals"), REDERIVE]),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

@@ -14,8 +14,8 @@ at or after ``since``:
 - ``step`` where the producer gave none (:data:`loopsight.vocabulary.STEP`);
 - the per-run tables (:data:`TABLES`): ``run_facts`` (rollups, ``derive_runs.sql``), ``run_loops``
   (``loops_core.sql``), ``run_steps`` (input tokens per step, ``burn_steps.sql``), ``run_growth``
-  (growth-fit sums, ``burn_growth.sql``) and ``run_members`` (per-span stall facts,
-  ``stalls_members.sql``): each rule's SQL run with ``spans`` shadowed by the spans in scope.
+  (growth-fit sums, ``burn_growth.sql``), ``run_members`` (per-span stall facts,
+  ``stalls_members.sql``) and ``run_step_totals`` (per step what the run had spent, ``step_totals.sql``): each rule's SQL run with ``spans`` shadowed by the spans in scope.
 
 Only the derived rows of runs that started at or after ``since`` are replaced: a run longer than
 the look-back keeps its earlier facts.
@@ -132,7 +132,7 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 """
 
 
-TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members")
+TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals")
 
 _COLUMNS = (
     '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, error_type, '
@@ -235,6 +235,8 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         )
     if "run_members" in tables:
         con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
+    if "run_step_totals" in tables:
+        con.execute(f"INSERT INTO run_step_totals BY NAME SELECT * FROM ({_shadowed('step_totals')})", _NO_FILTERS)
 
 
 def session_loops(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loopsight.analytics import burn, loops, stalls
+from loopsight.analytics import budget_replay, budgets, burn, loops, stalls
 from loopsight.analytics.burn import burn_curve
 from loopsight.analytics.loops import loop_rate, loop_run_ids, loops_over_time, top_looping_args, top_looping_tools
 from loopsight.analytics.stalls import time_to_first_tool
@@ -37,6 +37,12 @@ QUESTIONS: dict[str, Callable[..., Any]] = {
     "time_to_first_tool": lambda con, **f: time_to_first_tool(con, **f),
     "burn": lambda con, **f: burn(con, **f),
     "burn_curve": lambda con, **f: burn_curve(con, **f),
+    "budgets": lambda con, **f: budgets(con, **f),
+    "budgets_by_service": lambda con, **f: budgets(con, by_service=True, **f),
+    "budget_replay": lambda con, **f: [
+        budget_replay(con, kind=k, value=v, only_cut=False, limit=1000, **f)
+        for k, v in (("steps", 2), ("tool_calls", 1), ("seconds", 0.5), ("tokens", 300))
+    ],
 }
 
 

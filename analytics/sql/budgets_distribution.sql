@@ -1,0 +1,15 @@
+-- ctes: loop_rows=loops_derived, runs=budget_runs
+-- Per group (agent[, service]) and outcome (budget_runs.sql): how many runs, their tokens, and the
+-- distribution of each budget figure (quantiles interpolated linearly, seconds from the run's duration).
+SELECT agent, service, outcome, count(*) AS runs, sum(tokens) AS tokens,
+       quantile_cont(steps, 0.5) AS steps_p50, quantile_cont(steps, 0.9) AS steps_p90,
+       quantile_cont(steps, 0.99) AS steps_p99, max(steps) AS steps_max,
+       quantile_cont(tool_calls, 0.5) AS tool_calls_p50, quantile_cont(tool_calls, 0.9) AS tool_calls_p90,
+       quantile_cont(tool_calls, 0.99) AS tool_calls_p99, max(tool_calls) AS tool_calls_max,
+       quantile_cont(duration_ns / 1e9, 0.5) AS seconds_p50, quantile_cont(duration_ns / 1e9, 0.9) AS seconds_p90,
+       quantile_cont(duration_ns / 1e9, 0.99) AS seconds_p99, max(duration_ns / 1e9) AS seconds_max,
+       quantile_cont(tokens, 0.5) AS tokens_p50, quantile_cont(tokens, 0.9) AS tokens_p90,
+       quantile_cont(tokens, 0.99) AS tokens_p99, max(tokens) AS tokens_max
+FROM runs
+GROUP BY agent, service, outcome
+ORDER BY agent, service, outcome

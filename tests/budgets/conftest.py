@@ -1,0 +1,42 @@
+"""The budget world (``budget_world``), built once through the real ingest into a DuckDB file."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))
+
+from analytics_fixture import Recorder, RunInfo
+from budget_world import record
+
+from loopsight.stores.duckdb_store import Store
+
+
+@dataclass
+class BudgetWorld:
+    store: Store
+    path: str
+    runs: dict[str, list[RunInfo]]
+
+
+@pytest.fixture(scope="package")
+def budget_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BudgetWorld]:
+    path = str(tmp_path_factory.mktemp("budgets") / "budgets.duckdb")
+    store = Store.open(path)
+    recorder = Recorder()
+    runs = record(recorder)
+    recorder.ingest(store)
+    yield BudgetWorld(store, path, runs)
+    store.close()
+
+
+@pytest.fixture
+def con(budget_world: BudgetWorld) -> Iterator[object]:
+    reader = budget_world.store.reader()
+    yield reader
+    reader.close()
