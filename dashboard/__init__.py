@@ -53,10 +53,9 @@ def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
         "false",
         "--global.developmentMode",
         "false",
+        # The viewer's menu stays (its settings switch light / dark / the system's theme); no theme is forced.
         "--client.toolbarMode",
-        "minimal",
-        "--theme.base",
-        "light",
+        "viewer",
     ]
 
 
