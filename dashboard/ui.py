@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
+from loopsight.dashboard import format as fmt
+from loopsight.dashboard import frames
 from loopsight.dashboard.data import (
     ApiSource,
     AuthRequired,
@@ -25,7 +30,7 @@ from loopsight.dashboard.data import (
     SourceUnreachable,
     source_from_env,
 )
-from loopsight.dashboard.filters import RANGE_LABELS, current
+from loopsight.dashboard.filters import Filters, bucket_seconds, current
 
 PAGES = Path(__file__).resolve().parent / "pages"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
@@ -71,7 +76,7 @@ def describe(filters: Any) -> str:
 
 
 def _filter_parts(filters: Any, with_all_time: bool) -> list[str]:
-    parts = [RANGE_LABELS.get(filters.range, escape(filters.range))] if with_all_time or filters.range != "all" else []
+    parts = [escape(filters.label())] if with_all_time or filters.range != "all" else []
     if filters.service:
         parts.append(f"service {literal(filters.service)}")
     if filters.agent:
@@ -195,5 +200,208 @@ def run_link(trace_id: str) -> str:
 
 
 def pct(value: Any) -> str:
-    """``0.123`` -> ``'12.3%'``; missing -> ``'–'``."""
-    return "–" if value is None else f"{100 * float(value):.1f}%"
+    """``0.123`` -> ``'12.3%'``; missing -> ``'—'`` (:func:`loopsight.dashboard.format.pct`)."""
+    return fmt.pct(value)
+
+
+def live(render: Callable[[], None]) -> None:
+    """Run a page's body as a fragment: its own widgets rerun only it, and with the sidebar's
+    auto-refresh on it reruns every few seconds (the sidebar and the other pages stay put)."""
+    every = current().refresh
+    st.fragment(render, run_every=every)()
+
+
+def refresh_caption() -> str:
+    """``refreshes every 30 s`` or ``auto-refresh off``, for a live panel's caption."""
+    every = current().refresh
+    return f"refreshes every {fmt.seconds(every)}" if every else "auto-refresh off"
+
+
+def open_run(trace_id: str) -> None:
+    """Open a run's timeline in this tab (the filters stay in the URL)."""
+    st.switch_page(page("run"), query_params={**_kept_params(), "run": trace_id})
+
+
+def _kept_params() -> dict[str, str]:
+    kept = {}
+    for name in ("range", "from", "to", "agent", "service", "refresh"):
+        value = st.query_params.get(name)
+        if value:
+            kept[name] = value
+    return kept
+
+
+ROW_PX = 35
+
+
+def rows_height(rows: int, max_rows: int = 25) -> int:
+    """The height of a dataframe showing ``rows`` rows (up to ``max_rows``) without an inner scroll bar."""
+    return ROW_PX * (min(max(rows, 1), max_rows) + 1) + 3
+
+
+def run_table(
+    frame: pd.DataFrame,
+    column_config: dict[str, Any],
+    *,
+    key: str,
+    max_rows: int = 25,
+    colored: dict[str, str] | None = None,
+    column_order: Sequence[str] | None = None,
+    pinned: bool = True,
+) -> None:
+    """A table of runs (a ``trace_id`` column): clicking a row, or any cell of it, opens that run here.
+
+    ``colored`` maps columns to their meaning in :mod:`loopsight.dashboard.colors` (``status``,
+    ``termination_reason``, ``loop_kind``...): their text takes that meaning's colour.
+    ``column_order`` picks the columns shown (the full ``trace_id`` may stay hidden behind a short id).
+    """
+    from loopsight.dashboard import colors
+
+    config = {
+        "trace_id": st.column_config.TextColumn(
+            "run (trace id)", width=255, pinned=pinned, help="Click a row to open its timeline."
+        ),
+        **column_config,
+    }
+    data: Any = frame
+    if colored:
+        data = frame.style
+        for column, meaning in colored.items():
+            if column in frame:
+                data = data.map(colors.cell_style(meaning), subset=[column])
+    event = st.dataframe(
+        data,
+        hide_index=True,
+        width="stretch",
+        height=rows_height(len(frame), max_rows),
+        column_config=config,
+        on_select="rerun",
+        selection_mode="single-cell",
+        key=key,
+        column_order=column_order,
+    )
+    selection = getattr(event, "selection", None)
+    if selection is None:
+        return
+    rows = [cell[0] for cell in selection.get("cells") or []]
+    if rows and 0 <= rows[0] < len(frame):
+        open_run(str(frame.iloc[rows[0]]["trace_id"]))
+
+
+def table(frame: pd.DataFrame, column_config: dict[str, Any] | None = None, max_rows: int = 25, **kwargs: Any) -> None:
+    """A read-only table as tall as its rows (up to ``max_rows``): no ten-row scroll box."""
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        height=rows_height(len(frame), max_rows),
+        column_config=column_config,
+        **kwargs,
+    )
+
+
+# Agents fetched one by one to put an agent on rows the API gives without one (loops, stalls):
+# past this many agents the column is left to the runs listed (see agents_of_traces).
+MAX_AGENT_FANOUT = 40
+
+
+def agent_names(shared: Filters | None = None) -> list[str]:
+    """The agents with runs in the window (the service filter kept, the agent filter not), from the burn
+    question's per-agent rows: a few rows, counted on the server, not a list of runs."""
+    shared = shared or current()
+    params = {**shared.params(), "agent": None}
+    answer = fetch_quiet("burn", limit=0, **params) or {}
+    return sorted({str(a["agent"]) for a in answer.get("agents") or [] if a.get("agent")})
+
+
+@st.cache_data(ttl=10, show_spinner=False, max_entries=256)
+def _agents_by_trace(
+    key: str, _source: Source, method: str, agents: tuple[str, ...], params: tuple[tuple[str, Any], ...]
+) -> dict[str, str]:
+    """trace id -> agent: ``method`` asked once per agent, a few at a time."""
+
+    def one(agent: str) -> tuple[str, list[dict[str, Any]]]:
+        return agent, getattr(_source, method)(**{**dict(params), "agent": agent})
+
+    found: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for agent, rows in pool.map(one, agents):
+            for row in rows:
+                found.setdefault(str(row.get("trace_id")), agent)
+    return found
+
+
+def with_agents(method: str, rows: list[dict[str, Any]], **params: Any) -> tuple[pd.DataFrame, bool]:
+    """``rows`` (loops or stalls, which the API lists without an agent) with an ``agent`` column.
+
+    With the agent filter set that is the agent; else each agent's rows are asked for (in
+    parallel, cached) and matched by trace id. Returns the frame and whether every row could
+    be given its agent (a stuck run's agent is unknown until its run span arrives: "—").
+    """
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame.assign(agent=pd.Series(dtype="object")), True
+    if params.get("agent"):
+        return frame.assign(agent=params["agent"]), True
+    names = agent_names()
+    mapping: dict[str, str] = {}
+    if 0 < len(names) <= MAX_AGENT_FANOUT:
+        src = source()
+        cleaned = tuple(sorted((k, v) for k, v in params.items() if k != "agent" and v is not None))
+        try:
+            mapping = _agents_by_trace(src.key, src, method, tuple(names), cleaned)
+        except SourceError:
+            mapping = {}
+    agents = [mapping.get(str(t), fmt.MISSING) for t in frame["trace_id"]]
+    return frame.assign(agent=agents), fmt.MISSING not in agents
+
+
+def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
+    """Tool statistics, per tool or per tool and agent (the API's ``group_by=agent``), shown in place on failure."""
+    if not by_agent:
+        return load("tools", what="Tool statistics", **params)
+    grouping = {"group_by": "agent"} if isinstance(source(), ApiSource) else {"by_agent": True}
+    return load("tools", what="Tool statistics", **grouping, **params)
+
+
+def run_timeline(
+    shared: Filters, status: str | None = None, reason: str | None = None, color: str = "status"
+) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
+    """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
+    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown)."""
+    start, end = shared.window()
+    bucket = shared.bucket_seconds
+    answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
+    if answer is None:
+        return None
+    rows = _termination_rows(answer)
+    if rows.empty:
+        return rows, bucket, (start or end, end)
+    low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
+    for _ in range(3):
+        narrower = bucket_seconds(max((high - low).total_seconds(), 60))
+        if narrower >= bucket:
+            break
+        # The data covers a small part of the window: count again in buckets that fit that part.
+        since = low.floor(f"{narrower}s").to_pydatetime()
+        finer = fetch_quiet("terminations", bucket_seconds=narrower, **{**shared.params(), "since": since})
+        finer_rows = _termination_rows(finer) if finer is not None else None
+        if finer_rows is None or finer_rows.empty:
+            break
+        rows, bucket = finer_rows, narrower
+        low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
+    counted = frames.runs_from_terminations(rows, bucket, color=color, status=status, reason=reason)
+    return counted, bucket, (low.to_pydatetime(), high.to_pydatetime())
+
+
+def _termination_rows(answer: Any) -> pd.DataFrame:
+    rows = pd.DataFrame(frames.records(answer, "terminations"))
+    if rows.empty:
+        return pd.DataFrame(columns=["bucket", "termination_reason", "runs", "ok"])
+    rows["bucket"] = frames.to_time(rows["bucket"])
+    return rows
+
+
+def window_total(answer_totals: Iterable[dict[str, Any]]) -> int:
+    """All runs of a terminations answer's ``totals``."""
+    return int(sum(int(t.get("runs") or 0) for t in answer_totals))

@@ -1,7 +1,8 @@
 """The Streamlit entry point: ``streamlit run app.py`` (see :func:`loopsight.dashboard.launch`).
 
 Checks the source, renders the shared filters in the sidebar and runs the selected page.
-``/?run=<trace_id>`` opens that run's timeline directly.
+``/?run=<trace_id>`` opens that run's timeline directly; ``/compare?a=<trace_id>&b=<trace_id>``
+two runs side by side.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from pathlib import Path
 import streamlit as st
 
 from loopsight.dashboard import filters, ui
-from loopsight.dashboard.data import SourceError
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
+# Services for the picker: the services of the newest runs (no route lists them yet).
+SERVICE_SAMPLE = 200
 
 st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")
 
@@ -23,6 +25,7 @@ pages = [
     st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", url_path="home", default=True),
     st.Page(PAGES / "runs.py", title="Runs", icon=":material/list:", url_path="runs"),
     st.Page(PAGES / "run.py", title="Run timeline", icon=":material/timeline:", url_path="run"),
+    st.Page(PAGES / "compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
     st.Page(PAGES / "stalls.py", title="Stalls", icon=":material/hourglass_bottom:", url_path="stalls"),
     st.Page(PAGES / "loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
     st.Page(PAGES / "burn.py", title="Token burn", icon=":material/local_fire_department:", url_path="burn"),
@@ -37,7 +40,7 @@ def _overview_alias() -> None:
 
 
 page = st.navigation([*pages, st.Page(_overview_alias, title="Overview", url_path="overview", visibility="hidden")])
-if st.query_params.get("run") and page.url_path != "run":
+if st.query_params.get("run") and page.url_path not in ("run", "compare"):
     # A shared link to the app's root with ?run=<trace_id> opens that run's timeline.
     st.switch_page(pages[2], query_params={"run": st.query_params["run"]})
 
@@ -46,12 +49,11 @@ agents: set[str] = set()
 services: set[str] = set()
 reachable = ui.check_source()
 if reachable:
-    try:
-        for run in ui.fetch("runs", limit=2000):
-            agents.update([run["agent"]] if run.get("agent") else [])
-            services.update([run["service"]] if run.get("service") else [])
-    except SourceError:
-        pass  # the page shows the error where it needs the data
+    # The pickers' values: the agents of the window (one row per agent, aggregated on the server)
+    # and the services of the newest runs; never thousands of runs.
+    agents.update(ui.agent_names(filters.current() if "filters" in st.session_state else filters.from_url()))
+    # (a failure is shown by the page, where it needs the data)
+    services.update(r["service"] for r in ui.fetch_quiet("runs", limit=SERVICE_SAMPLE) or [] if r.get("service"))
 filters.shared_filters(agents, services)
 if reachable:
     page.run()
