@@ -235,6 +235,20 @@ def from_url() -> Filters:
     return Filters(wanted or DEFAULT_RANGE, qp.get("service") or None, qp.get("agent") or None, start, end)
 
 
+def pending() -> Filters:
+    """The filters this run will render, read before the sidebar draws them (its widgets' state is
+    already the user's latest choice), else those of the link: what a page may ask for early."""
+    state = st.session_state
+    if "f_range" not in state:
+        return from_url()
+    start = end = None
+    if state["f_range"] == "custom" and "f_from_date" in state:
+        start = datetime.combine(state["f_from_date"], state.get("f_from_time") or time())
+        end = datetime.combine(state["f_to_date"], state.get("f_to_time") or time())
+        end = end if end > start else start + timedelta(hours=1)
+    return Filters(state["f_range"], _value(state.get("f_service")), _value(state.get("f_agent")), start, end)
+
+
 def current() -> Filters:
     """The filters the app rendered in this run (defaults if none yet)."""
     return st.session_state.get("filters", Filters())

@@ -6,8 +6,10 @@ as text (dataframes, ``st.text``/``st.code``) or markdown-escaped, never as HTML
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -16,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from loopsight.dashboard import format as fmt
 from loopsight.dashboard import frames
@@ -97,9 +100,120 @@ def _cached(key: str, _source: Source, method: str, args: tuple[Any, ...], param
 
 
 def fetch(method: str, *args: Any, **params: Any) -> Any:
-    """``source().<method>(*args, **params)``, cached for 10 s per source and parameters."""
+    """``source().<method>(*args, **params)``, cached for 10 s per source and parameters.
+
+    Parameters left at ``None`` are dropped first (the source drops them too), so two pages
+    asking the same question with differently spelt filters share one answer. Every run listed
+    teaches :func:`with_agents` its agent.
+    """
     src = source()
-    return _cached(src.key, src, method, args, tuple(sorted(params.items())))
+    given = tuple(sorted((k, v) for k, v in params.items() if v is not None and v != ""))
+    answer = _cached(src.key, src, method, args, given)
+    if method in ("runs", "run"):
+        _remember_agents(src.key, answer.get("runs") if isinstance(answer, dict) else answer)
+    return answer
+
+
+# trace id -> agent per source: a run's agent never changes, so what any list of runs showed is kept
+# (bounded), and loops and stalls, which the API lists without an agent, are matched against it.
+_KNOWN_AGENTS: dict[str, dict[str, str]] = {}
+KNOWN_AGENTS_MAX = 200_000
+
+
+def _remember_agents(key: str, runs: Any) -> None:
+    known = _KNOWN_AGENTS.setdefault(key, {})
+    for run in runs or []:
+        if isinstance(run, dict) and run.get("agent") and run.get("trace_id"):
+            known[str(run["trace_id"])] = str(run["agent"])
+    if len(known) > KNOWN_AGENTS_MAX:
+        for trace in list(known)[: len(known) - KNOWN_AGENTS_MAX]:
+            del known[trace]
+
+
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def ask(method: str, *args: Any, **params: Any) -> Call:
+    """One question for :func:`prefetch`: ``ask("loops", limit=1000, **window)``."""
+    return (method, args, params)
+
+
+def prefetch(calls: Iterable[Call]) -> None:
+    """Ask several questions at once (a few threads) so that the page's own :func:`fetch` calls, made
+    in order as it draws, find their answers cached. Failures are left for those calls to report."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+
+    def one(call: Call) -> None:
+        if ctx is not None:
+            add_script_run_ctx(threading.current_thread(), ctx)
+        method, args, params = call
+        with contextlib.suppress(SourceError):
+            fetch(method, *args, **params)
+
+    todo = list(calls)
+    if len(todo) < 2:
+        for call in todo:
+            one(call)
+        return
+    with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+        list(pool.map(one, todo))
+
+
+PREFETCH_THREADS = 4
+# "All time" for the overview's tiles: the overview question reads a missing start as the last 24 hours.
+ALL_TIME = datetime(1970, 1, 1)
+# The runs the run page's picker lists.
+PICK_LIMIT = 500
+
+
+def tools_question(by_agent: bool = False, **params: Any) -> Call:
+    """The tool statistics question, per tool and agent when asked (the API's ``group_by=agent``)."""
+    if not by_agent:
+        return ask("tools", **params)
+    grouping = {"group_by": "agent"} if isinstance(source(), ApiSource) else {"by_agent": True}
+    return ask("tools", **grouping, **params)
+
+
+def questions(url_path: str, shared: Filters) -> list[Call]:
+    """What the page at ``url_path`` will ask first with these filters: :func:`prefetch` asks it all at once."""
+    params = shared.params()
+    window = {k: params[k] for k in ("since", "until", "service")}
+    newest = [] if shared.agent else [ask("runs", limit=NEWEST_RUNS, **window)]
+    if url_path in ("", "home", "overview"):
+        return [
+            ask("overview", **{**params, "since": params["since"] or ALL_TIME}),
+            ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
+            ask("burn", limit=5, **params),
+            ask("loops", **params),
+            ask("stalls", **params),
+            tools_question(by_agent=True, **params),
+            *newest,
+        ]
+    if url_path == "runs":
+        return [
+            ask("tools", **params),
+            ask("runs", limit=1000, **params),
+            ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
+        ]
+    if url_path == "run":
+        trace = (st.query_params.get("run") or "").strip().lower()
+        picker = ask("runs", limit=PICK_LIMIT, **params)
+        return [ask("run", trace), ask("stalls", kind="stuck"), picker] if trace else [picker]
+    if url_path == "stalls":
+        return [
+            ask("stalls", kind="stuck", agent=shared.agent, service=shared.service),
+            ask("stalls", **params),
+            *newest,
+        ]
+    if url_path == "loops":
+        return [ask("loops", limit=1000, **params), ask("overview", **params), ask("runs", limit=1000, **params)]
+    if url_path == "burn":
+        return [ask("burn", limit=50, **params), ask("burn_curve", **params)]
+    if url_path == "tools":
+        return [tools_question(**params), tools_question(by_agent=True, **params)]
+    if url_path == "alerts":
+        return [ask("alerts")]
+    return []
 
 
 def fetch_quiet(method: str, *args: Any, **params: Any) -> Any:
@@ -154,10 +268,20 @@ def unreachable(exc: Exception) -> None:
         st.code("loopsight dashboard --collector http://127.0.0.1:4318", language="bash")
 
 
+@st.cache_data(ttl=60, show_spinner=False, max_entries=16)
+def _checked(key: str, _source: Source) -> bool:
+    _source.check()
+    return True
+
+
 def check_source() -> bool:
-    """Show the error state and return False when the source cannot be read at all."""
+    """Show the error state and return False when the source cannot be read at all.
+
+    A success is remembered for a minute (a page's own questions report an outage meanwhile);
+    a failure is asked again on the next run.
+    """
     try:
-        _cached(source().key, source(), "check", (), ())
+        _checked(source().key, source())
     except SourceError as exc:
         unreachable(exc)
         return False
@@ -208,7 +332,15 @@ def live(render: Callable[[], None]) -> None:
     """Run a page's body as a fragment: its own widgets rerun only it, and with the sidebar's
     auto-refresh on it reruns every few seconds (the sidebar and the other pages stay put)."""
     every = current().refresh
-    st.fragment(render, run_every=every)()
+
+    def run() -> None:
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is not None and ctx.fragment_ids_this_run:
+            # A rerun of this fragment alone (a refresh, a widget of the page): the app did not prefetch.
+            prefetch(questions(st.session_state.get("_page", ""), current()))
+        render()
+
+    st.fragment(run, run_every=every)()
 
 
 def refresh_caption() -> str:
@@ -300,9 +432,11 @@ def table(frame: pd.DataFrame, column_config: dict[str, Any] | None = None, max_
     )
 
 
-# Agents fetched one by one to put an agent on rows the API gives without one (loops, stalls):
-# past this many agents the column is left to the runs listed (see agents_of_traces).
+# Agents asked one by one to put an agent on rows the API gives without one (loops, stalls), when
+# the runs listed do not name them: past this many agents those rows keep a dash.
 MAX_AGENT_FANOUT = 40
+# The window's newest runs, listed once (cached) to name the agents of loops and stalls.
+NEWEST_RUNS = 1000
 
 
 def agent_names(shared: Filters | None = None) -> list[str]:
@@ -334,34 +468,41 @@ def _agents_by_trace(
 def with_agents(method: str, rows: list[dict[str, Any]], **params: Any) -> tuple[pd.DataFrame, bool]:
     """``rows`` (loops or stalls, which the API lists without an agent) with an ``agent`` column.
 
-    With the agent filter set that is the agent; else each agent's rows are asked for (in
-    parallel, cached) and matched by trace id. Returns the frame and whether every row could
-    be given its agent (a stuck run's agent is unknown until its run span arrives: "—").
+    With the agent filter set that is the agent. Else each row's trace is looked up among the
+    runs already listed (any page's lists, and the window's newest runs, one cached request);
+    only traces still unknown make the question be asked once per agent (in parallel, cached),
+    and what that finds is kept. Returns the frame and whether every row got its agent (a
+    stuck run's agent is unknown until its run span arrives: "—").
     """
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame.assign(agent=pd.Series(dtype="object")), True
     if params.get("agent"):
         return frame.assign(agent=params["agent"]), True
+    src = source()
+    known = _KNOWN_AGENTS.setdefault(src.key, {})
+    traces = [str(t) for t in frame["trace_id"]]
+    resolvable = frame["kind"] != "stuck" if "kind" in frame else pd.Series(True, index=frame.index)
+
+    def unknown() -> list[str]:
+        return [t for t, ok in zip(traces, resolvable, strict=False) if ok and t not in known]
+
+    window = {k: params.get(k) for k in ("since", "until", "service")}
+    if unknown():
+        fetch_quiet("runs", limit=NEWEST_RUNS, **window)
     names = agent_names()
-    mapping: dict[str, str] = {}
-    if 0 < len(names) <= MAX_AGENT_FANOUT:
-        src = source()
+    if unknown() and 0 < len(names) <= MAX_AGENT_FANOUT:
         cleaned = tuple(sorted((k, v) for k, v in params.items() if k != "agent" and v is not None))
-        try:
-            mapping = _agents_by_trace(src.key, src, method, tuple(names), cleaned)
-        except SourceError:
-            mapping = {}
-    agents = [mapping.get(str(t), fmt.MISSING) for t in frame["trace_id"]]
+        with contextlib.suppress(SourceError):  # the rows keep a dash for their agent
+            known.update(_agents_by_trace(src.key, src, method, tuple(names), cleaned))
+    agents = [known.get(t, fmt.MISSING) for t in traces]
     return frame.assign(agent=agents), fmt.MISSING not in agents
 
 
 def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
     """Tool statistics, per tool or per tool and agent (the API's ``group_by=agent``), shown in place on failure."""
-    if not by_agent:
-        return load("tools", what="Tool statistics", **params)
-    grouping = {"group_by": "agent"} if isinstance(source(), ApiSource) else {"by_agent": True}
-    return load("tools", what="Tool statistics", **grouping, **params)
+    method, _, asked = tools_question(by_agent, **params)
+    return load(method, what="Tool statistics", **asked)
 
 
 def run_timeline(
@@ -378,6 +519,13 @@ def run_timeline(
     if rows.empty:
         return rows, bucket, (start or end, end)
     low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
+    total = window_total((answer or {}).get("totals") or []) if isinstance(answer, dict) else None
+    listed = fetch_quiet("runs", limit=NEWEST_RUNS, **shared.params()) if total and total <= NEWEST_RUNS else None
+    if listed and len(listed) >= (total or 0):
+        # Every run of the window is listed: their start times give the extent without asking again.
+        started = frames.to_time([r.get("started_at") for r in listed]).dropna()
+        if len(started):
+            low, high = frames.fitted_window(started, started, (start, end))
     for _ in range(3):
         narrower = bucket_seconds(max((high - low).total_seconds(), 60))
         if narrower >= bucket:

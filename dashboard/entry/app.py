@@ -49,9 +49,20 @@ agents: set[str] = set()
 services: set[str] = set()
 reachable = ui.check_source()
 if reachable:
+    # Everything the sidebar and the page will ask first, asked at once; the page then draws from the cache.
+    pending = filters.pending()
+    st.session_state["_page"] = page.url_path
+    window = {"since": pending.since(), "until": pending.until(), "service": pending.service}
+    ui.prefetch(
+        [
+            ui.ask("burn", limit=0, **window),
+            ui.ask("runs", limit=SERVICE_SAMPLE),
+            *ui.questions(page.url_path, pending),
+        ]
+    )
     # The pickers' values: the agents of the window (one row per agent, aggregated on the server)
     # and the services of the newest runs; never thousands of runs.
-    agents.update(ui.agent_names(filters.current() if "filters" in st.session_state else filters.from_url()))
+    agents.update(ui.agent_names(pending))
     # (a failure is shown by the page, where it needs the data)
     services.update(r["service"] for r in ui.fetch_quiet("runs", limit=SERVICE_SAMPLE) or [] if r.get("service"))
 filters.shared_filters(agents, services)

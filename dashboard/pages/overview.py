@@ -3,7 +3,6 @@ top offenders of each kind (with their agent), refreshed live."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -26,8 +25,6 @@ HELP = {
     "tokens_per_success": "Input + output tokens per run that completed.",
     "p95_duration_ms": "95 % of the runs took at most this long.",
 }
-# "All time" for the tiles: the overview question reads a missing start as the last 24 hours.
-ALL_TIME = datetime(1970, 1, 1)
 
 
 def _format(value: float | int | None, kind: str) -> str:
@@ -49,7 +46,7 @@ def tiles(shared: filters.Filters) -> bool:
     params = shared.params()
     all_time = params["since"] is None
     if all_time:
-        params["since"] = ALL_TIME
+        params["since"] = ui.ALL_TIME
     answer = ui.load("overview", what="KPI tiles", **params)
     if answer is None:
         return True

@@ -16,7 +16,7 @@ from loopsight.dashboard import charts, filters, frames, ui
 from loopsight.dashboard import format as fmt
 
 HEX = re.compile(r"^[0-9a-fA-F]{32}$")
-PICK_LIMIT = 500
+PICK_LIMIT = ui.PICK_LIMIT
 
 
 def _open_picked() -> None:
