@@ -33,6 +33,8 @@ AXES_HEIGHT = 70
 SELECTED_STROKE = "#f5b700"
 SPAN_SELECTION = "span"
 TIME_TITLE = "time (UTC)"
+# Text beside a bar: a grey that reads on the light and the dark theme alike.
+LABEL_GREY = "#8c8c8c"
 
 
 def _iso(value: Any) -> str:
@@ -136,7 +138,7 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     text = base.encode(text="duration:N")
     after = (
         text.transform_filter("datum.label_at == 'after'")
-        .mark_text(align="left", dx=4, fontSize=11)
+        .mark_text(align="left", dx=4, fontSize=11, color=LABEL_GREY)
         .encode(x=alt.X("draw_end_ms:Q", scale=x_scale))
     )
     inside = (
@@ -146,7 +148,7 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     )
     before = (
         text.transform_filter("datum.label_at == 'before'")
-        .mark_text(align="right", dx=-4, fontSize=11)
+        .mark_text(align="right", dx=-4, fontSize=11, color=LABEL_GREY)
         .encode(x=alt.X("start_ms:Q", scale=x_scale))
     )
     layers: list[Any] = [spans, after, inside, before]

@@ -110,8 +110,8 @@ def child_counts(spans: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for span in spans:
         seen = {span["span_id"]}
-        parent = span.get("parent_span_id")
-        while parent in by_id and parent not in seen:  # a parent cycle stops the walk
+        parent: str | None = span.get("parent_span_id")
+        while parent is not None and parent in by_id and parent not in seen:  # a parent cycle stops the walk
             counts[parent] = counts.get(parent, 0) + 1
             seen.add(parent)
             parent = by_id[parent].get("parent_span_id")

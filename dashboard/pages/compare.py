@@ -145,7 +145,7 @@ def _number(run: dict[str, Any], key: str) -> float | None:
     if key == "tokens":
         return float((run.get("input_tokens") or 0) + (run.get("output_tokens") or 0))
     value = run.get(key)
-    return None if fmt.missing(value) else float(value)
+    return None if value is None or fmt.missing(value) else float(value)
 
 
 def steps(spans_a: list[dict[str, Any]], spans_b: list[dict[str, Any]]) -> None:

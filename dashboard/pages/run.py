@@ -238,7 +238,7 @@ def span_detail(trace_id: str, spans: list[dict[str, Any]], bars: Any, chosen: s
         args=(trace_id,),
     )
     span = by_id[chosen]
-    children = frames.child_counts(spans).get(chosen, 0)
+    children = frames.child_counts(spans).get(str(chosen), 0)
     folded: set[str] = st.session_state.get(f"fold_{trace_id}") or set()
     if children:
         is_folded = chosen in folded

@@ -76,7 +76,9 @@ def body() -> None:
     min_tokens = tokens_col.number_input(
         "At least this many tokens", min_value=0, value=0, step=1000, key="runs_min_tokens"
     )
-    color = color_col.selectbox("Colour by", list(COLOR_BY), format_func=COLOR_BY.get, key="runs_color")
+    color = str(
+        color_col.selectbox("Colour by", list(COLOR_BY), format_func=lambda c: COLOR_BY.get(c, c), key="runs_color")
+    )
     chosen_status = None if status == "any" else status
     chosen_reason = None if reason == "any" else reason
     params = {
