@@ -37,7 +37,7 @@ ERROR_CLASS = {
 LOOP_KIND = {
     "exact": "#4e79a7",
     "oscillation": "#76b7b2",
-    "repeated_error": "#ff9da7",
+    "repeated_error": "#ec7a91",
     "semantic": "#7a5195",
     "no_progress": "#9c755f",
 }
@@ -52,7 +52,7 @@ STALL_LABELS = {"slow_call": "slow call", "backoff": "retry backoff", "idle_gap"
 TERMINATION = {
     "completed": OK,
     "max_steps": "#f28e2b",
-    "max_tool_calls": "#ffbe7d",
+    "max_tool_calls": "#f0a860",
     "timeout": "#e0b000",
     "token_budget": "#7a5195",
     "loop_detected": LOOP_KIND["exact"],

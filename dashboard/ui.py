@@ -7,6 +7,7 @@ as text (dataframes, ``st.text``/``st.code``) or markdown-escaped, never as HTML
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import shlex
 import threading
@@ -36,6 +37,11 @@ from loopsight.dashboard.data import (
 from loopsight.dashboard.filters import Filters, bucket_seconds, current
 
 PAGES = Path(__file__).resolve().parent / "pages"
+
+# What is loaded by now (Streamlit, pandas, Altair's schema, pyarrow) lives as long as the server:
+# kept out of the collector's full passes, which otherwise walk it all again and again.
+gc.collect()
+gc.freeze()
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
 # Character references, not backslashes, for the characters GFM autolinks key on
 # ("http:", "www.", "a@b"): a backslash-escaped colon still autolinks a URL.
@@ -163,7 +169,23 @@ PREFETCH_THREADS = 4
 # "All time" for the overview's tiles: the overview question reads a missing start as the last 24 hours.
 ALL_TIME = datetime(1970, 1, 1)
 # The runs the run page's picker lists.
-PICK_LIMIT = 500
+PICK_LIMIT = 200
+# The window's newest runs the sidebar lists its services from (no route lists them yet); the same
+# request fills the run picker and names the agents of recent loops and stalls.
+SAMPLE_RUNS = 200
+# The runs the burn question lists with its per-agent rows: the overview's top spenders; the agents
+# of the sidebar's picker come from the same answer.
+TOP_SPENDERS = 5
+
+
+def sample_question(shared: Filters) -> Call:
+    """The window's newest runs, whatever the agent and service filters (the sidebar's services)."""
+    return ask("runs", limit=SAMPLE_RUNS, since=shared.since(), until=shared.until())
+
+
+def agents_question(shared: Filters) -> Call:
+    """The burn question the agent picker reads its agents from (the window's, service kept, agent not)."""
+    return ask("burn", limit=TOP_SPENDERS, since=shared.since(), until=shared.until(), service=shared.service)
 
 
 def tools_question(by_agent: bool = False, **params: Any) -> Call:
@@ -177,17 +199,14 @@ def tools_question(by_agent: bool = False, **params: Any) -> Call:
 def questions(url_path: str, shared: Filters) -> list[Call]:
     """What the page at ``url_path`` will ask first with these filters: :func:`prefetch` asks it all at once."""
     params = shared.params()
-    window = {k: params[k] for k in ("since", "until", "service")}
-    newest = [] if shared.agent else [ask("runs", limit=NEWEST_RUNS, **window)]
     if url_path in ("", "home", "overview"):
         return [
             ask("overview", **{**params, "since": params["since"] or ALL_TIME}),
             ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
-            ask("burn", limit=5, **params),
+            ask("burn", limit=TOP_SPENDERS, **params),
             ask("loops", **params),
             ask("stalls", **params),
             tools_question(by_agent=True, **params),
-            *newest,
         ]
     if url_path == "runs":
         return [
@@ -198,12 +217,11 @@ def questions(url_path: str, shared: Filters) -> list[Call]:
     if url_path == "run":
         trace = (st.query_params.get("run") or "").strip().lower()
         picker = ask("runs", limit=PICK_LIMIT, **params)
-        return [ask("run", trace), ask("stalls", kind="stuck"), picker] if trace else [picker]
+        return [ask("run", trace), picker] if trace else [picker]
     if url_path == "stalls":
         return [
             ask("stalls", kind="stuck", agent=shared.agent, service=shared.service),
             ask("stalls", **params),
-            *newest,
         ]
     if url_path == "loops":
         return [ask("loops", limit=1000, **params), ask("overview", **params), ask("runs", limit=1000, **params)]
@@ -384,23 +402,27 @@ def run_table(
     """A table of runs (a ``trace_id`` column): clicking a row, or any cell of it, opens that run here.
 
     ``colored`` maps columns to their meaning in :mod:`loopsight.dashboard.colors` (``status``,
-    ``termination_reason``, ``loop_kind``...): their text takes that meaning's colour.
-    ``column_order`` picks the columns shown (the full ``trace_id`` may stay hidden behind a short id).
+    ``termination_reason``, ``loop_kind``...): they are shown as labels in that meaning's colours
+    (the column itself stays as it is in the data). ``column_order`` picks the columns shown (the
+    full ``trace_id`` may stay hidden behind a short id).
     """
-    from loopsight.dashboard import colors
-
     config = {
         "trace_id": st.column_config.TextColumn(
             "run (trace id)", width=255, pinned=pinned, help="Click a row to open its timeline."
         ),
         **column_config,
     }
-    data: Any = frame
-    if colored:
-        data = frame.style
-        for column, meaning in colored.items():
-            if column in frame:
-                data = data.map(colors.cell_style(meaning), subset=[column])
+    order = list(column_order) if column_order is not None else list(frame.columns)
+    data = frame
+    for column, meaning in (colored or {}).items():
+        if column not in frame:
+            continue
+        # A label column in the meaning's fixed colours (no Styler: a styled 1,000-row table costs
+        # ~70 ms of CSS per run); the plain column stays in the data for whoever reads it.
+        shown = f"{column}_label"
+        data = data.assign(**{shown: [[] if fmt.missing(v) else [str(v)] for v in frame[column]]})
+        config[shown] = label_column(meaning, config.get(column))
+        order = [shown if c == column else c for c in order]
     event = st.dataframe(
         data,
         hide_index=True,
@@ -410,7 +432,7 @@ def run_table(
         on_select="rerun",
         selection_mode="single-cell",
         key=key,
-        column_order=column_order,
+        column_order=order,
     )
     selection = getattr(event, "selection", None)
     if selection is None:
@@ -418,6 +440,21 @@ def run_table(
     rows = [cell[0] for cell in selection.get("cells") or []]
     if rows and 0 <= rows[0] < len(frame):
         open_run(str(frame.iloc[rows[0]]["trace_id"]))
+
+
+def label_column(meaning: str, like: Any = None) -> Any:
+    """A column of coloured labels, one fixed colour per value of ``meaning``; label and width from ``like``."""
+    from loopsight.dashboard import colors
+
+    base = dict(like or {})
+    palette = colors.SCALES[meaning]
+    return st.column_config.MultiselectColumn(
+        base.get("label"),
+        width=base.get("width"),
+        help=base.get("help"),
+        options=list(palette),
+        color=list(palette.values()),
+    )
 
 
 def table(frame: pd.DataFrame, column_config: dict[str, Any] | None = None, max_rows: int = 25, **kwargs: Any) -> None:
@@ -443,8 +480,8 @@ def agent_names(shared: Filters | None = None) -> list[str]:
     """The agents with runs in the window (the service filter kept, the agent filter not), from the burn
     question's per-agent rows: a few rows, counted on the server, not a list of runs."""
     shared = shared or current()
-    params = {**shared.params(), "agent": None}
-    answer = fetch_quiet("burn", limit=0, **params) or {}
+    method, _, params = agents_question(shared)
+    answer = fetch_quiet(method, **params) or {}
     return sorted({str(a["agent"]) for a in answer.get("agents") or [] if a.get("agent")})
 
 
@@ -487,7 +524,9 @@ def with_agents(method: str, rows: list[dict[str, Any]], **params: Any) -> tuple
     def unknown() -> list[str]:
         return [t for t, ok in zip(traces, resolvable, strict=False) if ok and t not in known]
 
-    window = {k: params.get(k) for k in ("since", "until", "service")}
+    window = {k: params.get(k) for k in ("since", "until")}
+    if unknown():  # the window's newest runs: the sidebar's sample, then more
+        fetch_quiet("runs", limit=SAMPLE_RUNS, **window)
     if unknown():
         fetch_quiet("runs", limit=NEWEST_RUNS, **window)
     names = agent_names()
@@ -506,10 +545,15 @@ def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
 
 
 def run_timeline(
-    shared: Filters, status: str | None = None, reason: str | None = None, color: str = "status"
+    shared: Filters,
+    status: str | None = None,
+    reason: str | None = None,
+    color: str = "status",
+    listed: int = SAMPLE_RUNS,
 ) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
     """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
-    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown)."""
+    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown).
+    ``listed``: the number of the window's runs the page lists anyway (their times give the extent)."""
     start, end = shared.window()
     bucket = shared.bucket_seconds
     answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
@@ -520,10 +564,11 @@ def run_timeline(
         return rows, bucket, (start or end, end)
     low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
     total = window_total((answer or {}).get("totals") or []) if isinstance(answer, dict) else None
-    listed = fetch_quiet("runs", limit=NEWEST_RUNS, **shared.params()) if total and total <= NEWEST_RUNS else None
-    if listed and len(listed) >= (total or 0):
+    # ``listed``: how many of the window's runs the page lists anyway (the sidebar's sample, the Runs table).
+    runs = fetch_quiet("runs", limit=listed, **shared.params()) if total and total <= listed else None
+    if runs and len(runs) >= (total or 0):
         # Every run of the window is listed: their start times give the extent without asking again.
-        started = frames.to_time([r.get("started_at") for r in listed]).dropna()
+        started = frames.to_time([r.get("started_at") for r in runs]).dropna()
         if len(started):
             low, high = frames.fitted_window(started, started, (start, end))
     for _ in range(3):

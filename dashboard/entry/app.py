@@ -15,7 +15,6 @@ from loopsight.dashboard import filters, ui
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 # Services for the picker: the services of the newest runs (no route lists them yet).
-SERVICE_SAMPLE = 200
 
 st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")
 
@@ -52,19 +51,19 @@ if reachable:
     # Everything the sidebar and the page will ask first, asked at once; the page then draws from the cache.
     pending = filters.pending()
     st.session_state["_page"] = page.url_path
-    window = {"since": pending.since(), "until": pending.until(), "service": pending.service}
     ui.prefetch(
         [
-            ui.ask("burn", limit=0, **window),
-            ui.ask("runs", limit=SERVICE_SAMPLE),
+            ui.agents_question(pending),
+            ui.sample_question(pending),
             *ui.questions(page.url_path, pending),
         ]
     )
     # The pickers' values: the agents of the window (one row per agent, aggregated on the server)
     # and the services of the newest runs; never thousands of runs.
     agents.update(ui.agent_names(pending))
+    method, _, sample = ui.sample_question(pending)
     # (a failure is shown by the page, where it needs the data)
-    services.update(r["service"] for r in ui.fetch_quiet("runs", limit=SERVICE_SAMPLE) or [] if r.get("service"))
+    services.update(r["service"] for r in ui.fetch_quiet(method, **sample) or [] if r.get("service"))
 filters.shared_filters(agents, services)
 if reachable:
     page.run()

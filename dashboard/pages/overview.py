@@ -97,7 +97,7 @@ def offenders(shared: filters.Filters) -> None:
     (col_tokens, col_loops), (col_stalls, col_tools) = st.columns(2), st.columns(2)
     with col_tokens:
         st.markdown("**Runs burning the most tokens**")
-        burn = ui.load("burn", what="Token burn", limit=5, **params)
+        burn = ui.load("burn", what="Token burn", limit=ui.TOP_SPENDERS, **params)
         if burn is not None:
             top = pd.DataFrame(burn.get("runs") or [], columns=["trace_id", "agent", "input_tokens", "output_tokens"])
             if top.empty:
@@ -173,8 +173,8 @@ def _small_table(frame: pd.DataFrame, key: str, colored: dict[str, str] | None =
         "count": st.column_config.NumberColumn("repeats", width=65, format="%,d"),
         "tokens": st.column_config.NumberColumn("tokens", width=80, format="%,d"),
         "duration_ms": st.column_config.TextColumn("duration", width=80),
-        "kind": st.column_config.TextColumn("kind", width=105),
-        "agent": st.column_config.TextColumn("agent", width=135),
+        "kind": st.column_config.TextColumn("kind", width=122),
+        "agent": st.column_config.TextColumn("agent", width=125),
         "run": st.column_config.TextColumn("run", width=85),
         "tool": st.column_config.TextColumn("tool"),
     }

@@ -97,14 +97,11 @@ def run_picker() -> None:
 
 def header(trace_id: str, run: dict[str, Any] | None, runs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> None:
     """The run's agent, tiles, whether it is stuck, and the link to compare it."""
-    stuck = next(
-        (
-            s
-            for s in ui.fetch_quiet("stalls", kind="stuck") or []
-            if s.get("trace_id") == trace_id and s.get("kind") == "stuck"
-        ),
-        None,
-    )
+    # Only a trace whose run span has not arrived can be stuck: the question is asked for those alone.
+    stuck = None
+    if not run:
+        stalls = ui.fetch_quiet("stalls", kind="stuck") or []
+        stuck = next((s for s in stalls if s.get("trace_id") == trace_id and s.get("kind") == "stuck"), None)
     if run:
         st.subheader(
             f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False

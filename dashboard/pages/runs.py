@@ -135,7 +135,7 @@ def _chart(
     color: str,
 ) -> None:
     if server_side:
-        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color)
+        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, listed=LIMIT)
         if timeline is not None and not timeline[0].empty:
             counted, _bucket, window = timeline
             st.altair_chart(charts.runs_over_time(counted, window, color=color), width="stretch", key="runs_chart")
