@@ -103,24 +103,31 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
     x_scale = alt.Scale(domain=[0, max(extent, 1e-3)], nice=False)
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelExpr="substring(datum.label, 4)", labelLimit=320))
     pick = alt.selection_point(name=SPAN_SELECTION, fields=["span_id"], on="click", clear=False)
-    base = alt.Chart(bars).encode(y=y)
+    # The chosen span's outline as data (no conditional encodings: Altair validates each one it builds).
+    drawn = bars.assign(
+        outline=[SELECTED_STROKE if c else "transparent" for c in bars["chosen"]],
+        outline_width=[3 if c else 0 for c in bars["chosen"]],
+    )
     spans = (
-        base.mark_bar(height=ROW_HEIGHT - 6, cornerRadius=2, cursor="pointer")
+        alt.Chart(drawn)
+        .mark_bar(height=ROW_HEIGHT - 6, cornerRadius=2, cursor="pointer")
+        .add_params(pick)
         .encode(
+            y=y,
             x=alt.X(
                 "start_ms:Q",
                 title=f"time since the run started ({unit})",
                 scale=x_scale,
                 axis=alt.Axis(labelExpr=label),
             ),
-            x2="draw_end_ms:Q",
+            x2=alt.X2("draw_end_ms:Q"),
             color=alt.Color(
                 "paint:N",
                 scale=colors.scale("span_kind"),
                 legend=colors.legend("span", _present(bars, "paint"), orient="top"),
             ),
-            stroke=alt.condition("datum.chosen", alt.value(SELECTED_STROKE), alt.value(None)),
-            strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
+            stroke=alt.Stroke("outline:N", scale=None),
+            strokeWidth=alt.StrokeWidth("outline_width:Q", scale=None),
             tooltip=[
                 alt.Tooltip("name:N", title="span"),
                 alt.Tooltip("kind:N"),
@@ -133,24 +140,20 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
                 alt.Tooltip("tip_tokens:N", title="tokens in / out"),
             ],
         )
-        .add_params(pick)
     )
-    text = base.encode(text="duration:N")
-    after = (
-        text.transform_filter("datum.label_at == 'after'")
-        .mark_text(align="left", dx=4, fontSize=11, color=LABEL_GREY)
-        .encode(x=alt.X("draw_end_ms:Q", scale=x_scale))
-    )
-    inside = (
-        text.transform_filter("datum.label_at == 'inside'")
-        .mark_text(align="right", dx=-4, fontSize=11, color="white")
-        .encode(x=alt.X("draw_end_ms:Q", scale=x_scale))
-    )
-    before = (
-        text.transform_filter("datum.label_at == 'before'")
-        .mark_text(align="right", dx=-4, fontSize=11, color=LABEL_GREY)
-        .encode(x=alt.X("start_ms:Q", scale=x_scale))
-    )
+    text = alt.Text("duration:N")
+
+    def durations(where: str, x: str, align: str, dx: int, color: str) -> alt.Chart:
+        return (
+            alt.Chart(drawn)
+            .transform_filter(f"datum.label_at == '{where}'")
+            .mark_text(align=align, dx=dx, fontSize=11, color=color)  # type: ignore[arg-type]
+            .encode(y=y, x=alt.X(f"{x}:Q", scale=x_scale), text=text)
+        )
+
+    after = durations("after", "draw_end_ms", "left", 4, LABEL_GREY)
+    inside = durations("inside", "draw_end_ms", "right", -4, "white")
+    before = durations("before", "start_ms", "right", -4, LABEL_GREY)
     layers: list[Any] = [spans, after, inside, before]
     if len(markers):
         marks = markers.assign(
@@ -175,11 +178,12 @@ def waterfall(bars: pd.DataFrame, markers: pd.DataFrame) -> alt.LayerChart:
             )
         )
     # A step per row, not a total height: Streamlit fits legends and axes into a total height,
-    # which left a short run's rows too thin for their labels.
-    return (
-        alt.layer(*layers)
-        .resolve_scale(color="independent", shape="independent")
-        .properties(height=alt.Step(ROW_HEIGHT))
+    # which left a short run's rows too thin for their labels. The layer's properties are given at
+    # once: each chained call (resolve_scale, properties) copies the whole chart and its parameters.
+    return alt.LayerChart(
+        layer=layers,
+        resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent", shape="independent")),
+        height=alt.Step(ROW_HEIGHT),
     )
 
 

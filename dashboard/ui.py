@@ -346,6 +346,34 @@ def pct(value: Any) -> str:
     return fmt.pct(value)
 
 
+_UNVALIDATED: dict[type, type] = {}
+
+
+def _to_dict_unvalidated(self: Any, *args: Any, validate: bool = False, **kwargs: Any) -> Any:
+    return super(type(self), self).to_dict(*args, validate=validate, **kwargs)
+
+
+def unvalidated(chart: Any) -> Any:
+    """The same chart, turned into its Vega-Lite spec without Altair's JSON-schema validation.
+
+    Streamlit converts a chart with ``to_dict()``, which validates the whole spec against the
+    Vega-Lite schema: a third of the run page's script time for its waterfall. The chart
+    functions' specs are validated by their tests (``charts.*(...).to_dict()``) instead.
+    """
+    kind = type(chart)
+    fast = _UNVALIDATED.get(kind)
+    if fast is None:
+        fast = _UNVALIDATED[kind] = type(f"Unvalidated{kind.__name__}", (kind,), {"to_dict": _to_dict_unvalidated})
+    clone = chart.copy(deep=False)
+    object.__setattr__(clone, "__class__", fast)  # Altair keeps attributes set the usual way as chart properties
+    return clone
+
+
+def chart(figure: Any, **kwargs: Any) -> Any:
+    """``st.altair_chart`` of a chart function's chart, as wide as its column (see :func:`unvalidated`)."""
+    return st.altair_chart(unvalidated(figure), **{"width": "stretch", **kwargs})
+
+
 def live(render: Callable[[], None]) -> None:
     """Run a page's body as a fragment: its own widgets rerun only it, and with the sidebar's
     auto-refresh on it reruns every few seconds (the sidebar and the other pages stay put)."""

@@ -61,7 +61,6 @@ def body() -> None:
         st.dataframe(
             frames.as_text(table[[c for c in RULE_COLUMNS if c in table]], times=["state_since"]),
             hide_index=True,
-            width="stretch",
             column_config={
                 "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
                 "baseline_value": "baseline",
@@ -98,7 +97,6 @@ def body() -> None:
         st.dataframe(
             frames.as_text(events[shown], times=[time] if time else []),
             hide_index=True,
-            width="stretch",
             column_config={
                 "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
                 **({time: f"{time} (UTC)"} if time else {}),
@@ -123,7 +121,7 @@ def body() -> None:
                 frame["at"] = frames.to_time(frame["at"])
                 threshold = rule.get("threshold")
                 threshold = None if threshold is None or pd.isna(threshold) else float(threshold)
-                st.altair_chart(charts.metric_with_threshold(frame, threshold), width="stretch")
+                ui.chart(charts.metric_with_threshold(frame, threshold))
 
 
 st.title("Alerts")

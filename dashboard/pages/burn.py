@@ -63,9 +63,8 @@ def body() -> None:
         else:
             if "agent" not in curve_frame:
                 curve_frame["agent"] = "all"
-            st.altair_chart(
+            ui.chart(
                 charts.burn_curve(curve_frame.rename(columns={value: "input_tokens"}), ui.agent_names(shared)),
-                width="stretch",
             )
             st.caption("The mean input tokens of each step over the window's runs, per agent.")
     if not runs.empty:

@@ -166,7 +166,7 @@ def steps(spans_a: list[dict[str, Any]], spans_b: list[dict[str, Any]]) -> None:
             merged[["step", "tokens B"]].rename(columns={"tokens B": "tokens"}).assign(run="B"),
         ]
     )
-    st.altair_chart(charts.compare_steps(long, diverged), width="stretch")
+    ui.chart(charts.compare_steps(long, diverged))
     shown = merged.assign(same=["=" if s else "≠" for s in merged["same"]])
     ui.table(
         shown[["step", "same", "calls A", "tokens A", "errors A", "calls B", "tokens B", "errors B"]],

@@ -62,9 +62,7 @@ def body() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Tools that loop most")
-        st.altair_chart(
-            charts.bar_by(frame, "tool", "count", color="kind", meaning="loop_kind", title="repeats"), width="stretch"
-        )
+        ui.chart(charts.bar_by(frame, "tool", "count", color="kind", meaning="loop_kind", title="repeats"))
     with right:
         st.subheader("Loops over time")
         _over_time(shared, frame)
@@ -104,7 +102,7 @@ def _over_time(shared: filters.Filters, frame: pd.DataFrame) -> None:
     bucket = filters.bucket_seconds(max((high - low).total_seconds(), 60))
     counted = frames.count_per_bucket(timed, "started_at", "kind", bucket)
     window = frames.fitted_window(counted["bucket"], counted["bucket_end"], (start, end))
-    st.altair_chart(charts.events_over_time(counted, window, title="loops"), width="stretch")
+    ui.chart(charts.events_over_time(counted, window, title="loops"))
     caption = f"Loops by the start of their run, in {fmt.seconds(bucket)} buckets ({ui.describe(shared)})"
     if len(timed) < len(frame):
         caption += f"; {fmt.count(len(timed))} of {fmt.count(len(frame))} placed (the newest runs' loops)"

@@ -79,9 +79,7 @@ def terminations(shared: filters.Filters) -> None:
     if frame.empty:
         st.caption("No runs in this window.")
         return
-    st.altair_chart(
-        charts.terminations_over_time(frame, end="bucket_end", window=window), width="stretch", key="terminations"
-    )
+    ui.chart(charts.terminations_over_time(frame, end="bucket_end", window=window), key="terminations")
     st.caption(
         f"Runs in {fmt.seconds(bucket)} buckets, counted over the whole window; the axis spans the part of the "
         f"window that holds runs ({fmt.timestamp(window[0], label=False, seconds=False)} – "

@@ -181,7 +181,6 @@ def waterfall(trace_id: str, spans: list[dict[str, Any]]) -> tuple[Any, Any]:
         disabled=not counts or set(counts) <= folded,
         on_click=_fold,
         args=(trace_id, set(counts)),
-        width="stretch",
     )
     controls[1].button(
         "Expand all",
@@ -189,7 +188,6 @@ def waterfall(trace_id: str, spans: list[dict[str, Any]]) -> tuple[Any, Any]:
         disabled=not folded,
         on_click=_fold,
         args=(trace_id, None),
-        width="stretch",
     )
     hidden = len(spans) - len(bars)
     controls[2].caption(
@@ -201,9 +199,8 @@ def waterfall(trace_id: str, spans: list[dict[str, Any]]) -> tuple[Any, Any]:
             else ""
         )
     )
-    st.altair_chart(
+    ui.chart(
         charts.waterfall(bars, markers),
-        width="stretch",
         key=f"waterfall_{trace_id}",
         on_select=lambda: _clicked(trace_id),
         selection_mode=charts.SPAN_SELECTION,
@@ -314,7 +311,7 @@ def body() -> None:
         if tokens.empty:
             st.caption("No model calls in this run.")
         else:
-            st.altair_chart(charts.tokens_per_step(tokens), width="stretch")
+            ui.chart(charts.tokens_per_step(tokens))
     with right:
         st.subheader("Span detail")
         span_detail(trace_id, spans, bars, chosen)

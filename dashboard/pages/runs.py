@@ -138,7 +138,7 @@ def _chart(
         timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, listed=LIMIT)
         if timeline is not None and not timeline[0].empty:
             counted, _bucket, window = timeline
-            st.altair_chart(charts.runs_over_time(counted, window, color=color), width="stretch", key="runs_chart")
+            ui.chart(charts.runs_over_time(counted, window, color=color), key="runs_chart")
             return
     # Filters the server cannot count by (a tool, a token floor): the runs listed.
     start, end = shared.window()
@@ -146,7 +146,7 @@ def _chart(
     bucket = filters.bucket_seconds(max((high - low).total_seconds(), 60))
     counted = frames.runs_per_bucket(frame, bucket, color=color)
     low, high = frames.fitted_window(counted["bucket"], counted["bucket_end"], (start, end))
-    st.altair_chart(charts.runs_over_time(counted, (low, high), color=color), width="stretch", key="runs_chart")
+    ui.chart(charts.runs_over_time(counted, (low, high), color=color), key="runs_chart")
     if len(frame) >= LIMIT:
         st.caption(f"The chart counts the {fmt.count(LIMIT)} runs listed (no server count for these filters yet).")
 

@@ -83,7 +83,7 @@ def body() -> None:
     left, right = st.columns(2)
     with left:
         st.caption("Time lost by kind and tool")
-        st.altair_chart(
+        ui.chart(
             charts.bar_by(
                 past.assign(seconds=past["duration_ms"] / 1000),
                 "tool",
@@ -93,13 +93,11 @@ def body() -> None:
                 title="seconds stalled",
                 value_format=",.1f",
             ),
-            width="stretch",
         )
     with right:
         st.caption("Count by kind")
-        st.altair_chart(
+        ui.chart(
             charts.bar_by(past.assign(n=1), "kind", "n", color="kind", meaning="stall_label", title="stalls"),
-            width="stretch",
         )
     _table(past.sort_values("duration_ms", ascending=False), "stalls_table")
 

@@ -38,12 +38,10 @@ def body() -> None:
         if by_class.empty:
             st.caption("No failed tool calls.")
         else:
-            st.altair_chart(
-                charts.bar_by(by_class, "tool", "errors", color="error_class", meaning="error_class"), width="stretch"
-            )
+            ui.chart(charts.bar_by(by_class, "tool", "errors", color="error_class", meaning="error_class"))
     with right:
         st.subheader("Latency")
-        st.altair_chart(charts.latency(frame), width="stretch")
+        ui.chart(charts.latency(frame))
     st.subheader("Per tool and agent")
     table = table.assign(
         fail_bound=[frames.wilson_lower(e or 0, c or 0) for e, c in zip(table["errors"], table["calls"], strict=False)],
