@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import altair as alt
 import streamlit as st
 
 from loopsight.dashboard import filters, ui
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
+
+# Altair validates every schema object as it is built ("debug mode"), a third of the run page's
+# script time; the chart functions' specs are validated whole by their tests instead.
+alt.utils.schemapi.disable_debug_mode()
 # Services for the picker: the services of the newest runs (no route lists them yet).
 
 st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")

@@ -168,12 +168,13 @@ def waterfall(trace_id: str, spans: list[dict[str, Any]]) -> tuple[Any, Any]:
     state = st.session_state
     chosen_key, fold_key = f"span_{trace_id}", f"fold_{trace_id}"
     folded: set[str] = state.get(fold_key) or set()
-    counts = frames.child_counts(spans)
-    if chosen_key not in state:
-        everything, _ = frames.waterfall_frames(spans)
-        if len(everything):
-            state[chosen_key] = everything["span_id"].iloc[frames.default_span(everything)]
     bars, markers = frames.waterfall_frames(spans, collapsed=folded, chosen=state.get(chosen_key))
+    if chosen_key not in state and len(bars):
+        # The first view of this run (nothing folded yet): open on its first flagged span.
+        state[chosen_key] = bars["span_id"].iloc[frames.default_span(bars)]
+        bars["chosen"] = bars["span_id"] == state[chosen_key]
+    counts = dict(zip(bars["span_id"], bars["children"], strict=False))
+    counts = {span_id: n for span_id, n in counts.items() if n}
     controls = st.columns([1.2, 1.2, 5], vertical_alignment="center")
     controls[0].button(
         "Collapse all",
@@ -232,7 +233,7 @@ def span_detail(trace_id: str, spans: list[dict[str, Any]], bars: Any, chosen: s
         args=(trace_id,),
     )
     span = by_id[chosen]
-    children = frames.child_counts(spans).get(str(chosen), 0)
+    children = int(bars.loc[bars["span_id"] == chosen, "children"].max() or 0)
     folded: set[str] = st.session_state.get(f"fold_{trace_id}") or set()
     if children:
         is_folded = chosen in folded
