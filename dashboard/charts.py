@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, TypeAlias
 
 import altair as alt
@@ -451,14 +450,3 @@ def compare_steps(frame: pd.DataFrame, diverged: int | None = None) -> Chart:
             .encode(x="step:Q", tooltip=[alt.Tooltip("label:N", title="")])
         )
     return alt.layer(*layers).properties(height=220)
-
-
-def window_of(
-    times: Sequence[Any] | pd.Series, ends: Sequence[Any] | pd.Series | None = None
-) -> tuple[datetime, datetime] | None:
-    """The (first, last) time of ``times`` (through ``ends`` when given): a chart's extent."""
-    found = pd.to_datetime(pd.Series(list(times)), errors="coerce").dropna()
-    if found.empty:
-        return None
-    last = pd.to_datetime(pd.Series(list(ends)), errors="coerce").dropna().max() if ends is not None else found.max()
-    return found.min().to_pydatetime(), max(found.max(), last).to_pydatetime()

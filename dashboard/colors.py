@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import altair as alt
@@ -82,11 +82,6 @@ SCALES: dict[str, dict[str, str]] = {
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#e15759"]
 
 
-def color_of(meaning: str, value: Any) -> str:
-    """The colour of ``value`` under ``meaning`` (grey for a value the vocabulary does not know)."""
-    return SCALES[meaning].get(str(value), NEUTRAL)
-
-
 def scale(meaning: str, present: Iterable[Any] = ()) -> alt.Scale:
     """The fixed scale of ``meaning``; unknown ``present`` values are added in grey, at the end."""
     colors = dict(SCALES[meaning])
@@ -118,13 +113,3 @@ def legend(title: str, present: Iterable[Any], symbol: str = "square", **kwargs:
     """A legend listing only the values drawn (the scale keeps its whole domain), with the marks' symbol."""
     values = sorted({str(v) for v in present})
     return alt.Legend(title=title, values=values, symbolType=symbol, **kwargs)
-
-
-def cell_style(meaning: str) -> Callable[[Any], str]:
-    """A pandas ``Styler.map`` function colouring a cell's text by its value (status, kind, reason)."""
-
-    def style(value: Any) -> str:
-        found = SCALES[meaning].get(str(value))
-        return f"color: {found}; font-weight: 600" if found else ""
-
-    return style
