@@ -32,6 +32,8 @@ def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
     Example:
         >>> streamlit_command(8600)[3], streamlit_command(8600)[8]
         ('run', '8600')
+        >>> "--runner.postScriptGC" in streamlit_command()
+        True
     """
     return [
         sys.executable,
@@ -53,10 +55,14 @@ def streamlit_command(port: int = 8501, host: str = "127.0.0.1") -> list[str]:
         "false",
         "--global.developmentMode",
         "false",
+        # Streamlit collects garbage (all generations) after every script run, holding the lock the
+        # websocket's thread needs while the page's last messages wait: ~0.1-0.3 s a run with
+        # pandas and Altair loaded. Python's own collector still runs.
+        "--runner.postScriptGC",
+        "false",
+        # The viewer's menu stays (its settings switch light / dark / the system's theme); no theme is forced.
         "--client.toolbarMode",
-        "minimal",
-        "--theme.base",
-        "light",
+        "viewer",
     ]
 
 

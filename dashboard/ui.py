@@ -6,14 +6,24 @@ as text (dataframes, ``st.text``/``st.code``) or markdown-escaped, never as HTML
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 import shlex
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
+from loopsight.dashboard import format as fmt
+from loopsight.dashboard import frames
 from loopsight.dashboard.data import (
     ApiSource,
     AuthRequired,
@@ -25,9 +35,14 @@ from loopsight.dashboard.data import (
     SourceUnreachable,
     source_from_env,
 )
-from loopsight.dashboard.filters import RANGE_LABELS, current
+from loopsight.dashboard.filters import Filters, bucket_seconds, current
 
 PAGES = Path(__file__).resolve().parent / "pages"
+
+# What is loaded by now (Streamlit, pandas, Altair's schema, pyarrow) lives as long as the server:
+# kept out of the collector's full passes, which otherwise walk it all again and again.
+gc.collect()
+gc.freeze()
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-!|<>~$=&\"'^/])")
 # Character references, not backslashes, for the characters GFM autolinks key on
 # ("http:", "www.", "a@b"): a backslash-escaped colon still autolinks a URL.
@@ -71,7 +86,7 @@ def describe(filters: Any) -> str:
 
 
 def _filter_parts(filters: Any, with_all_time: bool) -> list[str]:
-    parts = [RANGE_LABELS.get(filters.range, escape(filters.range))] if with_all_time or filters.range != "all" else []
+    parts = [escape(filters.label())] if with_all_time or filters.range != "all" else []
     if filters.service:
         parts.append(f"service {literal(filters.service)}")
     if filters.agent:
@@ -92,9 +107,139 @@ def _cached(key: str, _source: Source, method: str, args: tuple[Any, ...], param
 
 
 def fetch(method: str, *args: Any, **params: Any) -> Any:
-    """``source().<method>(*args, **params)``, cached for 10 s per source and parameters."""
+    """``source().<method>(*args, **params)``, cached for 10 s per source and parameters.
+
+    Parameters left at ``None`` are dropped first (the source drops them too), so two pages
+    asking the same question with differently spelt filters share one answer. Every run listed
+    teaches :func:`with_agents` its agent.
+    """
     src = source()
-    return _cached(src.key, src, method, args, tuple(sorted(params.items())))
+    given = tuple(sorted((k, v) for k, v in params.items() if v is not None and v != ""))
+    answer = _cached(src.key, src, method, args, given)
+    if method in ("runs", "run"):
+        _remember_agents(src.key, answer.get("runs") if isinstance(answer, dict) else answer)
+    return answer
+
+
+# trace id -> agent per source: a run's agent never changes, so what any list of runs showed is kept
+# (bounded), and loops and stalls, which the API lists without an agent, are matched against it.
+_KNOWN_AGENTS: dict[str, dict[str, str]] = {}
+KNOWN_AGENTS_MAX = 200_000
+
+
+def _remember_agents(key: str, runs: Any) -> None:
+    known = _KNOWN_AGENTS.setdefault(key, {})
+    for run in runs or []:
+        if isinstance(run, dict) and run.get("agent") and run.get("trace_id"):
+            known[str(run["trace_id"])] = str(run["agent"])
+    if len(known) > KNOWN_AGENTS_MAX:
+        for trace in list(known)[: len(known) - KNOWN_AGENTS_MAX]:
+            del known[trace]
+
+
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def ask(method: str, *args: Any, **params: Any) -> Call:
+    """One question for :func:`prefetch`: ``ask("loops", limit=1000, **window)``."""
+    return (method, args, params)
+
+
+def prefetch(calls: Iterable[Call]) -> None:
+    """Ask several questions at once (a few threads) so that the page's own :func:`fetch` calls, made
+    in order as it draws, find their answers cached. Failures are left for those calls to report."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+
+    def one(call: Call) -> None:
+        if ctx is not None:
+            add_script_run_ctx(threading.current_thread(), ctx)
+        method, args, params = call
+        with contextlib.suppress(SourceError):
+            fetch(method, *args, **params)
+
+    todo = list(calls)
+    if not todo:
+        return
+    started = time.perf_counter()
+    one(todo[0])
+    if time.perf_counter() - started < CACHED_SECONDS or len(todo) < 2:
+        # The first answer came from the cache: so (nearly always) do the others; no threads for them.
+        for call in todo[1:]:
+            one(call)
+        return
+    with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+        list(pool.map(one, todo[1:]))
+
+
+PREFETCH_THREADS = 4
+# An answer faster than this came from the cache.
+CACHED_SECONDS = 0.005
+# "All time" for the overview's tiles: the overview question reads a missing start as the last 24 hours.
+ALL_TIME = datetime(1970, 1, 1)
+# The runs the run page's picker lists.
+PICK_LIMIT = 200
+# The window's newest runs the sidebar lists its services from (no route lists them yet); the same
+# request fills the run picker and names the agents of recent loops and stalls.
+SAMPLE_RUNS = 200
+# The runs the burn question lists with its per-agent rows: the overview's top spenders; the agents
+# of the sidebar's picker come from the same answer.
+TOP_SPENDERS = 5
+
+
+def sample_question(shared: Filters) -> Call:
+    """The window's newest runs, whatever the agent and service filters (the sidebar's services)."""
+    return ask("runs", limit=SAMPLE_RUNS, since=shared.since(), until=shared.until())
+
+
+def agents_question(shared: Filters) -> Call:
+    """The burn question the agent picker reads its agents from (the window's, service kept, agent not)."""
+    return ask("burn", limit=TOP_SPENDERS, since=shared.since(), until=shared.until(), service=shared.service)
+
+
+def tools_question(by_agent: bool = False, **params: Any) -> Call:
+    """The tool statistics question, per tool and agent when asked (the API's ``group_by=agent``)."""
+    if not by_agent:
+        return ask("tools", **params)
+    grouping = {"group_by": "agent"} if isinstance(source(), ApiSource) else {"by_agent": True}
+    return ask("tools", **grouping, **params)
+
+
+def questions(url_path: str, shared: Filters) -> list[Call]:
+    """What the page at ``url_path`` will ask first with these filters: :func:`prefetch` asks it all at once."""
+    params = shared.params()
+    if url_path in ("", "home", "overview"):
+        return [
+            ask("overview", **{**params, "since": params["since"] or ALL_TIME}),
+            ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
+            ask("burn", limit=TOP_SPENDERS, **params),
+            ask("loops", **params),
+            ask("stalls", **params),
+            tools_question(by_agent=True, **params),
+        ]
+    if url_path == "runs":
+        return [
+            ask("tools", **params),
+            ask("runs", limit=1000, **params),
+            ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
+        ]
+    if url_path == "run":
+        trace = (st.query_params.get("run") or "").strip().lower()
+        picker = ask("runs", limit=PICK_LIMIT, **params)
+        return [ask("run", trace), picker] if trace else [picker]
+    if url_path == "stalls":
+        return [
+            ask("stalls", kind="stuck", agent=shared.agent, service=shared.service),
+            ask("stalls", **params),
+        ]
+    if url_path == "loops":
+        return [ask("loops", limit=1000, **params), ask("overview", **params), ask("runs", limit=1000, **params)]
+    if url_path == "burn":
+        return [ask("burn", limit=50, **params), ask("burn_curve", **params)]
+    if url_path == "tools":
+        return [tools_question(**params), tools_question(by_agent=True, **params)]
+    if url_path == "alerts":
+        return [ask("alerts")]
+    return []
 
 
 def fetch_quiet(method: str, *args: Any, **params: Any) -> Any:
@@ -149,10 +294,20 @@ def unreachable(exc: Exception) -> None:
         st.code("loopsight dashboard --collector http://127.0.0.1:4318", language="bash")
 
 
+@st.cache_data(ttl=60, show_spinner=False, max_entries=16)
+def _checked(key: str, _source: Source) -> bool:
+    _source.check()
+    return True
+
+
 def check_source() -> bool:
-    """Show the error state and return False when the source cannot be read at all."""
+    """Show the error state and return False when the source cannot be read at all.
+
+    A success is remembered for a minute (a page's own questions report an outage meanwhile);
+    a failure is asked again on the next run.
+    """
     try:
-        _cached(source().key, source(), "check", (), ())
+        _checked(source().key, source())
     except SourceError as exc:
         unreachable(exc)
         return False
@@ -195,5 +350,287 @@ def run_link(trace_id: str) -> str:
 
 
 def pct(value: Any) -> str:
-    """``0.123`` -> ``'12.3%'``; missing -> ``'–'``."""
-    return "–" if value is None else f"{100 * float(value):.1f}%"
+    """``0.123`` -> ``'12.3%'``; missing -> ``'—'`` (:func:`loopsight.dashboard.format.pct`)."""
+    return fmt.pct(value)
+
+
+_UNVALIDATED: dict[type, type] = {}
+
+
+def _to_dict_unvalidated(self: Any, *args: Any, validate: bool = False, **kwargs: Any) -> Any:
+    return super(type(self), self).to_dict(*args, validate=validate, **kwargs)
+
+
+def unvalidated(chart: Any) -> Any:
+    """The same chart, turned into its Vega-Lite spec without Altair's JSON-schema validation.
+
+    Streamlit converts a chart with ``to_dict()``, which validates the whole spec against the
+    Vega-Lite schema: a third of the run page's script time for its waterfall. The chart
+    functions' specs are validated by their tests (``charts.*(...).to_dict()``) instead.
+    """
+    kind = type(chart)
+    fast = _UNVALIDATED.get(kind)
+    if fast is None:
+        fast = _UNVALIDATED[kind] = type(f"Unvalidated{kind.__name__}", (kind,), {"to_dict": _to_dict_unvalidated})
+    clone = chart.copy(deep=False)
+    object.__setattr__(clone, "__class__", fast)  # Altair keeps attributes set the usual way as chart properties
+    return clone
+
+
+def chart(figure: Any, **kwargs: Any) -> Any:
+    """``st.altair_chart`` of a chart function's chart, as wide as its column (see :func:`unvalidated`)."""
+    return st.altair_chart(unvalidated(figure), **{"width": "stretch", **kwargs})
+
+
+def live(render: Callable[[], None]) -> None:
+    """Run a page's body as a fragment: its own widgets rerun only it, and with the sidebar's
+    auto-refresh on it reruns every few seconds (the sidebar and the other pages stay put)."""
+    every = current().refresh
+
+    def run() -> None:
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is not None and ctx.fragment_ids_this_run:
+            # A rerun of this fragment alone (a refresh, a widget of the page): the app did not prefetch.
+            prefetch(questions(st.session_state.get("_page", ""), current()))
+        render()
+
+    st.fragment(run, run_every=every)()
+
+
+def refresh_caption() -> str:
+    """``refreshes every 30 s`` or ``auto-refresh off``, for a live panel's caption."""
+    every = current().refresh
+    return f"refreshes every {fmt.seconds(every)}" if every else "auto-refresh off"
+
+
+def open_run(trace_id: str) -> None:
+    """Open a run's timeline in this tab (the filters stay in the URL)."""
+    st.switch_page(page("run"), query_params={**_kept_params(), "run": trace_id})
+
+
+def _kept_params() -> dict[str, str]:
+    kept = {}
+    for name in ("range", "from", "to", "agent", "service", "refresh"):
+        value = st.query_params.get(name)
+        if value:
+            kept[name] = value
+    return kept
+
+
+ROW_PX = 35
+
+
+def rows_height(rows: int, max_rows: int = 25) -> int:
+    """The height of a dataframe showing ``rows`` rows (up to ``max_rows``) without an inner scroll bar."""
+    return ROW_PX * (min(max(rows, 1), max_rows) + 1) + 3
+
+
+def run_table(
+    frame: pd.DataFrame,
+    column_config: dict[str, Any],
+    *,
+    key: str,
+    max_rows: int = 25,
+    colored: dict[str, str] | None = None,
+    column_order: Sequence[str] | None = None,
+    pinned: bool = True,
+) -> None:
+    """A table of runs (a ``trace_id`` column): clicking a row, or any cell of it, opens that run here.
+
+    ``colored`` maps columns to their meaning in :mod:`loopsight.dashboard.colors` (``status``,
+    ``termination_reason``, ``loop_kind``...): they are shown as labels in that meaning's colours
+    (the column itself stays as it is in the data). ``column_order`` picks the columns shown (the
+    full ``trace_id`` may stay hidden behind a short id).
+    """
+    config = {
+        "trace_id": st.column_config.TextColumn(
+            "run (trace id)", width=255, pinned=pinned, help="Click a row to open its timeline."
+        ),
+        **column_config,
+    }
+    order = list(column_order) if column_order is not None else list(frame.columns)
+    data = frame
+    for column, meaning in (colored or {}).items():
+        if column not in frame:
+            continue
+        # A label column in the meaning's fixed colours (no Styler: a styled 1,000-row table costs
+        # ~70 ms of CSS per run); the plain column stays in the data for whoever reads it.
+        shown = f"{column}_label"
+        data = data.assign(**{shown: [[] if fmt.missing(v) else [str(v)] for v in frame[column]]})
+        config[shown] = label_column(meaning, config.get(column))
+        order = [shown if c == column else c for c in order]
+    event = st.dataframe(
+        data,
+        hide_index=True,
+        width="stretch",
+        height=rows_height(len(frame), max_rows),
+        column_config=config,
+        on_select="rerun",
+        selection_mode="single-cell",
+        key=key,
+        column_order=order,
+    )
+    selection = getattr(event, "selection", None)
+    if selection is None:
+        return
+    rows = [cell[0] for cell in selection.get("cells") or []]
+    if rows and 0 <= rows[0] < len(frame):
+        open_run(str(frame.iloc[rows[0]]["trace_id"]))
+
+
+def label_column(meaning: str, like: Any = None) -> Any:
+    """A column of coloured labels, one fixed colour per value of ``meaning``; label and width from ``like``."""
+    from loopsight.dashboard import colors
+
+    base = dict(like or {})
+    palette = colors.SCALES[meaning]
+    return st.column_config.MultiselectColumn(
+        base.get("label"),
+        width=base.get("width"),
+        help=base.get("help"),
+        options=list(palette),
+        color=list(palette.values()),
+    )
+
+
+def table(frame: pd.DataFrame, column_config: dict[str, Any] | None = None, max_rows: int = 25, **kwargs: Any) -> None:
+    """A read-only table as tall as its rows (up to ``max_rows``): no ten-row scroll box."""
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        height=rows_height(len(frame), max_rows),
+        column_config=column_config,
+        **kwargs,
+    )
+
+
+# Agents asked one by one to put an agent on rows the API gives without one (loops, stalls), when
+# the runs listed do not name them: past this many agents those rows keep a dash.
+MAX_AGENT_FANOUT = 40
+# The window's newest runs, listed once (cached) to name the agents of loops and stalls.
+NEWEST_RUNS = 1000
+
+
+def agent_names(shared: Filters | None = None) -> list[str]:
+    """The agents with runs in the window (the service filter kept, the agent filter not), from the burn
+    question's per-agent rows: a few rows, counted on the server, not a list of runs."""
+    shared = shared or current()
+    method, _, params = agents_question(shared)
+    answer = fetch_quiet(method, **params) or {}
+    return sorted({str(a["agent"]) for a in answer.get("agents") or [] if a.get("agent")})
+
+
+@st.cache_data(ttl=10, show_spinner=False, max_entries=256)
+def _agents_by_trace(
+    key: str, _source: Source, method: str, agents: tuple[str, ...], params: tuple[tuple[str, Any], ...]
+) -> dict[str, str]:
+    """trace id -> agent: ``method`` asked once per agent, a few at a time."""
+
+    def one(agent: str) -> tuple[str, list[dict[str, Any]]]:
+        return agent, getattr(_source, method)(**{**dict(params), "agent": agent})
+
+    found: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for agent, rows in pool.map(one, agents):
+            for row in rows:
+                found.setdefault(str(row.get("trace_id")), agent)
+    return found
+
+
+def with_agents(method: str, rows: list[dict[str, Any]], **params: Any) -> tuple[pd.DataFrame, bool]:
+    """``rows`` (loops or stalls, which the API lists without an agent) with an ``agent`` column.
+
+    With the agent filter set that is the agent. Else each row's trace is looked up among the
+    runs already listed (any page's lists, and the window's newest runs, one cached request);
+    only traces still unknown make the question be asked once per agent (in parallel, cached),
+    and what that finds is kept. Returns the frame and whether every row got its agent (a
+    stuck run's agent is unknown until its run span arrives: "—").
+    """
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame.assign(agent=pd.Series(dtype="object")), True
+    if params.get("agent"):
+        return frame.assign(agent=params["agent"]), True
+    src = source()
+    known = _KNOWN_AGENTS.setdefault(src.key, {})
+    traces = [str(t) for t in frame["trace_id"]]
+    resolvable = frame["kind"] != "stuck" if "kind" in frame else pd.Series(True, index=frame.index)
+
+    def unknown() -> list[str]:
+        return [t for t, ok in zip(traces, resolvable, strict=False) if ok and t not in known]
+
+    window = {k: params.get(k) for k in ("since", "until")}
+    if unknown():  # the window's newest runs: the sidebar's sample, then more
+        fetch_quiet("runs", limit=SAMPLE_RUNS, **window)
+    if unknown():
+        fetch_quiet("runs", limit=NEWEST_RUNS, **window)
+    names = agent_names()
+    if unknown() and 0 < len(names) <= MAX_AGENT_FANOUT:
+        cleaned = tuple(sorted((k, v) for k, v in params.items() if k != "agent" and v is not None))
+        with contextlib.suppress(SourceError):  # the rows keep a dash for their agent
+            known.update(_agents_by_trace(src.key, src, method, tuple(names), cleaned))
+    agents = [known.get(t, fmt.MISSING) for t in traces]
+    return frame.assign(agent=agents), fmt.MISSING not in agents
+
+
+def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
+    """Tool statistics, per tool or per tool and agent (the API's ``group_by=agent``), shown in place on failure."""
+    method, _, asked = tools_question(by_agent, **params)
+    return load(method, what="Tool statistics", **asked)
+
+
+def run_timeline(
+    shared: Filters,
+    status: str | None = None,
+    reason: str | None = None,
+    color: str = "status",
+    listed: int = SAMPLE_RUNS,
+) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
+    """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
+    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown).
+    ``listed``: the number of the window's runs the page lists anyway (their times give the extent)."""
+    start, end = shared.window()
+    bucket = shared.bucket_seconds
+    answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
+    if answer is None:
+        return None
+    rows = _termination_rows(answer)
+    if rows.empty:
+        return rows, bucket, (start or end, end)
+    low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
+    total = window_total((answer or {}).get("totals") or []) if isinstance(answer, dict) else None
+    # ``listed``: how many of the window's runs the page lists anyway (the sidebar's sample, the Runs table).
+    runs = fetch_quiet("runs", limit=listed, **shared.params()) if total and total <= listed else None
+    if runs and len(runs) >= (total or 0):
+        # Every run of the window is listed: their start times give the extent without asking again.
+        started = frames.to_time([r.get("started_at") for r in runs]).dropna()
+        if len(started):
+            low, high = frames.fitted_window(started, started, (start, end))
+    for _ in range(3):
+        narrower = bucket_seconds(max((high - low).total_seconds(), 60))
+        if narrower >= bucket:
+            break
+        # The data covers a small part of the window: count again in buckets that fit that part.
+        since = low.floor(f"{narrower}s").to_pydatetime()
+        finer = fetch_quiet("terminations", bucket_seconds=narrower, **{**shared.params(), "since": since})
+        finer_rows = _termination_rows(finer) if finer is not None else None
+        if finer_rows is None or finer_rows.empty:
+            break
+        rows, bucket = finer_rows, narrower
+        low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
+    counted = frames.runs_from_terminations(rows, bucket, color=color, status=status, reason=reason)
+    return counted, bucket, (low.to_pydatetime(), high.to_pydatetime())
+
+
+def _termination_rows(answer: Any) -> pd.DataFrame:
+    rows = pd.DataFrame(frames.records(answer, "terminations"))
+    if rows.empty:
+        return pd.DataFrame(columns=["bucket", "termination_reason", "runs", "ok"])
+    rows["bucket"] = frames.to_time(rows["bucket"])
+    return rows
+
+
+def window_total(answer_totals: Iterable[dict[str, Any]]) -> int:
+    """All runs of a terminations answer's ``totals``."""
+    return int(sum(int(t.get("runs") or 0) for t in answer_totals))

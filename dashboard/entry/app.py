@@ -1,19 +1,25 @@
 """The Streamlit entry point: ``streamlit run app.py`` (see :func:`loopsight.dashboard.launch`).
 
 Checks the source, renders the shared filters in the sidebar and runs the selected page.
-``/?run=<trace_id>`` opens that run's timeline directly.
+``/?run=<trace_id>`` opens that run's timeline directly; ``/compare?a=<trace_id>&b=<trace_id>``
+two runs side by side.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import altair as alt
 import streamlit as st
 
 from loopsight.dashboard import filters, ui
-from loopsight.dashboard.data import SourceError
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
+
+# Altair validates every schema object as it is built ("debug mode"), a third of the run page's
+# script time; the chart functions' specs are validated whole by their tests instead.
+alt.utils.schemapi.disable_debug_mode()
+# Services for the picker: the services of the newest runs (no route lists them yet).
 
 st.set_page_config(page_title="loopsight", page_icon=":material/repeat:", layout="wide")
 
@@ -23,6 +29,7 @@ pages = [
     st.Page(PAGES / "overview.py", title="Overview", icon=":material/dashboard:", url_path="home", default=True),
     st.Page(PAGES / "runs.py", title="Runs", icon=":material/list:", url_path="runs"),
     st.Page(PAGES / "run.py", title="Run timeline", icon=":material/timeline:", url_path="run"),
+    st.Page(PAGES / "compare.py", title="Compare runs", icon=":material/compare_arrows:", url_path="compare"),
     st.Page(PAGES / "stalls.py", title="Stalls", icon=":material/hourglass_bottom:", url_path="stalls"),
     st.Page(PAGES / "loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
     st.Page(PAGES / "burn.py", title="Token burn", icon=":material/local_fire_department:", url_path="burn"),
@@ -37,7 +44,7 @@ def _overview_alias() -> None:
 
 
 page = st.navigation([*pages, st.Page(_overview_alias, title="Overview", url_path="overview", visibility="hidden")])
-if st.query_params.get("run") and page.url_path != "run":
+if st.query_params.get("run") and page.url_path not in ("run", "compare"):
     # A shared link to the app's root with ?run=<trace_id> opens that run's timeline.
     st.switch_page(pages[2], query_params={"run": st.query_params["run"]})
 
@@ -46,12 +53,22 @@ agents: set[str] = set()
 services: set[str] = set()
 reachable = ui.check_source()
 if reachable:
-    try:
-        for run in ui.fetch("runs", limit=2000):
-            agents.update([run["agent"]] if run.get("agent") else [])
-            services.update([run["service"]] if run.get("service") else [])
-    except SourceError:
-        pass  # the page shows the error where it needs the data
+    # Everything the sidebar and the page will ask first, asked at once; the page then draws from the cache.
+    pending = filters.pending()
+    st.session_state["_page"] = page.url_path
+    ui.prefetch(
+        [
+            ui.agents_question(pending),
+            ui.sample_question(pending),
+            *ui.questions(page.url_path, pending),
+        ]
+    )
+    # The pickers' values: the agents of the window (one row per agent, aggregated on the server)
+    # and the services of the newest runs; never thousands of runs.
+    agents.update(ui.agent_names(pending))
+    method, _, sample = ui.sample_question(pending)
+    # (a failure is shown by the page, where it needs the data)
+    services.update(r["service"] for r in ui.fetch_quiet(method, **sample) or [] if r.get("service"))
 filters.shared_filters(agents, services)
 if reachable:
     page.run()

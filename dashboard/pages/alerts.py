@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from loopsight.dashboard import charts, frames, ui
+from loopsight.dashboard import format as fmt
 
 STATE_ICONS = {"firing": "●", "pending": "◐", "resolved": "○", "ok": "○", "inactive": "–"}
 RULE_COLUMNS = [
@@ -28,9 +29,10 @@ def _first_example(examples: object) -> str | None:
     return ui.run_link(examples[0]) if isinstance(examples, list) and examples else None
 
 
-st.title("Alerts")
-answer = ui.load("alerts", what="Alerts")
-if answer is not None:
+def body() -> None:
+    answer = ui.load("alerts", what="Alerts")
+    if answer is None:
+        return
     rules = pd.DataFrame(answer.get("rules") or [])
     events = pd.DataFrame(answer.get("events") or [])
     if rules.empty:
@@ -43,9 +45,9 @@ if answer is not None:
         firing = int((rules.get("state") == "firing").sum()) if "state" in rules else 0
         failures = int(rules.get("notify_failures", pd.Series(dtype="int64")).fillna(0).sum())
         cols = st.columns(3)
-        cols[0].metric("Rules", len(rules))
-        cols[1].metric("Firing", firing)
-        cols[2].metric("Failed notifications", failures)
+        cols[0].metric("Rules", fmt.count(len(rules)))
+        cols[1].metric("Firing", fmt.count(firing))
+        cols[2].metric("Failed notifications", fmt.count(failures))
         if failures:
             st.warning(
                 "Some notifications could not be delivered: check the webhook targets (the history shows the errors).",
@@ -59,7 +61,6 @@ if answer is not None:
         st.dataframe(
             frames.as_text(table[[c for c in RULE_COLUMNS if c in table]], times=["state_since"]),
             hide_index=True,
-            width="stretch",
             column_config={
                 "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
                 "baseline_value": "baseline",
@@ -96,7 +97,6 @@ if answer is not None:
         st.dataframe(
             frames.as_text(events[shown], times=[time] if time else []),
             hide_index=True,
-            width="stretch",
             column_config={
                 "example": st.column_config.LinkColumn("example run", display_text=r"run\?run=(.{12})"),
                 **({time: f"{time} (UTC)"} if time else {}),
@@ -121,4 +121,8 @@ if answer is not None:
                 frame["at"] = frames.to_time(frame["at"])
                 threshold = rule.get("threshold")
                 threshold = None if threshold is None or pd.isna(threshold) else float(threshold)
-                st.altair_chart(charts.metric_with_threshold(frame, threshold), width="stretch")
+                ui.chart(charts.metric_with_threshold(frame, threshold))
+
+
+st.title("Alerts")
+ui.live(body)

@@ -7,72 +7,91 @@ import pandas as pd
 import streamlit as st
 
 from loopsight.dashboard import charts, filters, frames, ui
+from loopsight.dashboard import format as fmt
 
 AGENT_COLUMNS = ["agent", "runs", "growth_exponent", "superlinear", "tokens_per_success", "tokens_on_failures"]
+TOP_RUNS = 50
 
-st.title("Token burn")
-shared = filters.current()
-params = shared.params()
-burn = ui.load("burn", what="Token burn", **params)
-if burn is not None:
+
+def body() -> None:
+    shared = filters.current()
+    params = shared.params()
+    burn = ui.load("burn", what="Token burn", limit=TOP_RUNS, **params)
+    if burn is None:
+        return
     agents = pd.DataFrame(burn.get("agents") or [])
     runs = pd.DataFrame(burn.get("runs") or [])
     if agents.empty and runs.empty:
         ui.empty_state()
-    else:
-        if not agents.empty:
-            st.subheader("Per agent")
-            superlinear = agents[
-                agents.get("superlinear", pd.Series(False, index=agents.index)).fillna(False).astype(bool)
-            ]
-            for name in superlinear.get("agent", []):
-                st.warning(
-                    f"{ui.literal(name)}: input tokens grow superlinearly with the step (replayed history).",
-                    icon=":material/local_fire_department:",
-                )
-            st.dataframe(
-                agents[[c for c in AGENT_COLUMNS if c in agents]],
-                hide_index=True,
-                width="stretch",
-                column_config={
-                    "superlinear": st.column_config.CheckboxColumn(
-                        "superlinear", help="input tokens grow faster than linearly with the step"
-                    ),
-                    "growth_exponent": st.column_config.NumberColumn("growth exponent", format="%.2f"),
-                    "tokens_per_success": st.column_config.NumberColumn("tokens per successful run", format="%.0f"),
-                    "tokens_on_failures": st.column_config.NumberColumn("tokens on failed runs", format="%d"),
-                },
+        return
+    if not agents.empty:
+        st.subheader("Per agent")
+        superlinear = agents[agents.get("superlinear", pd.Series(False, index=agents.index)).fillna(False).astype(bool)]
+        for name in superlinear.get("agent", []):
+            st.warning(
+                f"{ui.literal(name)}: input tokens grow superlinearly with the step (replayed history).",
+                icon=":material/local_fire_department:",
             )
-        st.subheader("Input tokens per step")
-        curve = ui.load("burn_curve", what="Burn curve", **params)
-        if curve is not None:
-            curve_frame = pd.DataFrame(frames.records(curve, "curve", "points", "steps"))
-            value = frames.first_column(curve_frame, "input_tokens", "avg_input_tokens", "mean_input_tokens", "tokens")
-            if curve_frame.empty or value is None or "step" not in curve_frame:
-                st.caption("No model calls with a step number in this window.")
-            else:
-                if "agent" not in curve_frame:
-                    curve_frame["agent"] = "all"
-                st.altair_chart(charts.burn_curve(curve_frame.rename(columns={value: "input_tokens"})), width="stretch")
-        if not runs.empty:
-            st.subheader("Top runs by tokens")
-            runs["tokens"] = runs.get("input_tokens", 0) + runs.get("output_tokens", 0)
-            top = runs.sort_values("tokens", ascending=False).head(50)
-            top = top.assign(link=[ui.run_link(t) for t in top["trace_id"]])
-            st.dataframe(
-                top[
-                    [
-                        c
-                        for c in ["link", "agent", "tokens", "input_tokens", "output_tokens", "wasted_tokens"]
-                        if c in top
-                    ]
-                ],
-                hide_index=True,
-                width="stretch",
-                column_config={
-                    "link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})"),
-                    "input_tokens": "input",
-                    "output_tokens": "output",
-                    "wasted_tokens": "tokens after a loop began",
-                },
+        shown = agents[[c for c in AGENT_COLUMNS if c in agents]].copy()
+        for column in ("tokens_per_success", "tokens_on_failures"):
+            if column in shown:
+                shown[column] = [fmt.tokens(v) for v in shown[column]]
+        if "growth_exponent" in shown:
+            shown["growth_exponent"] = [fmt.number(v, 2) for v in shown["growth_exponent"]]
+        ui.table(
+            shown,
+            {
+                "agent": st.column_config.TextColumn("agent", width=200),
+                "runs": st.column_config.NumberColumn("runs", format="%,d"),
+                "superlinear": st.column_config.CheckboxColumn(
+                    "superlinear", help="input tokens grow faster than linearly with the step"
+                ),
+                "growth_exponent": st.column_config.TextColumn(
+                    "growth exponent", help="input tokens ∝ step^exponent; above 1 is superlinear"
+                ),
+                "tokens_per_success": st.column_config.TextColumn("tokens per successful run"),
+                "tokens_on_failures": st.column_config.TextColumn("tokens on failed runs"),
+            },
+        )
+    st.subheader("Input tokens per step")
+    curve = ui.load("burn_curve", what="Burn curve", **params)
+    if curve is not None:
+        curve_frame = pd.DataFrame(frames.records(curve, "curve", "points", "steps"))
+        value = frames.first_column(curve_frame, "input_tokens", "avg_input_tokens", "mean_input_tokens", "tokens")
+        if curve_frame.empty or value is None or "step" not in curve_frame:
+            st.caption("No model calls with a step number in this window.")
+        else:
+            if "agent" not in curve_frame:
+                curve_frame["agent"] = "all"
+            ui.chart(
+                charts.burn_curve(curve_frame.rename(columns={value: "input_tokens"}), ui.agent_names(shared)),
             )
+            st.caption("The mean input tokens of each step over the window's runs, per agent.")
+    if not runs.empty:
+        st.subheader("Top runs by tokens")
+        runs["tokens"] = runs.get("input_tokens", 0) + runs.get("output_tokens", 0)
+        top = runs.sort_values("tokens", ascending=False).head(TOP_RUNS)
+        top = top.assign(run=[fmt.short_id(t) for t in top["trace_id"]])
+        columns = [
+            c
+            for c in ["trace_id", "run", "agent", "tokens", "input_tokens", "output_tokens", "wasted_tokens"]
+            if c in top
+        ]
+        ui.run_table(
+            top[columns],
+            {
+                "run": st.column_config.TextColumn("run", width=105, help="Click a row to open the run."),
+                "agent": st.column_config.TextColumn("agent", width=200),
+                "tokens": st.column_config.NumberColumn("tokens", format="%,d"),
+                "input_tokens": st.column_config.NumberColumn("input", format="%,d"),
+                "output_tokens": st.column_config.NumberColumn("output", format="%,d"),
+                "wasted_tokens": st.column_config.NumberColumn("tokens after a loop began", format="%,d"),
+            },
+            key="burn_table",
+            column_order=[c for c in columns if c != "trace_id"],
+            pinned=False,
+        )
+
+
+st.title("Token burn")
+ui.live(body)

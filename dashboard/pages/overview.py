@@ -1,5 +1,5 @@
 """Overview: KPI tiles against the previous window, termination reasons over time, and the
-top offenders of each kind, refreshed live."""
+top offenders of each kind (with their agent), refreshed live."""
 
 from __future__ import annotations
 
@@ -9,192 +9,193 @@ import pandas as pd
 import streamlit as st
 
 from loopsight.dashboard import charts, filters, frames, ui
+from loopsight.dashboard import format as fmt
+from loopsight.dashboard.colors import STALL_LABELS
 
-REFRESH_SECONDS = 30
 # (key, label, format, lower is better)
 TILES = [
     ("runs", "Runs", "count", False),
     ("success_rate", "Success rate", "rate", False),
     ("loop_rate", "Loop rate", "rate", True),
     ("tool_fail_rate", "Tool fail rate", "rate", True),
-    ("tokens_per_success", "Tokens per successful run", "count", True),
+    ("tokens_per_success", "Tokens per success", "tokens", True),
     ("p95_duration_ms", "p95 run duration", "ms", True),
 ]
+HELP = {
+    "tokens_per_success": "Input + output tokens per run that completed.",
+    "p95_duration_ms": "95 % of the runs took at most this long.",
+}
 
 
 def _format(value: float | int | None, kind: str) -> str:
-    if value is None:
-        return "–"
     if kind == "rate":
-        return f"{100 * value:.1f}%"
+        return fmt.pct(value)
     if kind == "ms":
-        return f"{value / 1000:,.1f} s"
-    return f"{value:,.0f}"
+        return fmt.duration(value)
+    if kind == "tokens":
+        return fmt.tokens(value, compact=True)
+    return fmt.count(value)
 
 
-def _delta(tile: dict, kind: str) -> str | None:
-    change = tile.get("change")
-    if change is None:
-        return None
-    if kind == "rate":
-        return f"{100 * change:+.1f} pts"
-    if kind == "ms":
-        return f"{change / 1000:+,.1f} s"
-    pct = tile.get("change_pct")
-    return f"{change:+,.0f}" + (f" ({100 * pct:+.0f}%)" if pct is not None else "")
+def _exact(value: float | int | None, kind: str) -> str:
+    return fmt.tokens(value) if kind == "tokens" else _format(value, kind)
 
 
 def tiles(shared: filters.Filters) -> bool:
     """The KPI row; returns False when there are no runs at all in either window."""
-    answer = ui.load("overview", what="KPI tiles", **shared.params())
+    params = shared.params()
+    all_time = params["since"] is None
+    if all_time:
+        params["since"] = ui.ALL_TIME
+    answer = ui.load("overview", what="KPI tiles", **params)
     if answer is None:
         return True
     values = answer.get("tiles", answer)
     runs = values.get("runs") or {}
-    compared = bool(runs.get("value") or runs.get("previous"))  # no runs in either window: nothing to compare
+    # No runs in either window: nothing to compare; all time has no previous window.
+    compared = bool(runs.get("value") or runs.get("previous")) and not all_time
     columns = st.columns(len(TILES))
     for column, (key, label, kind, lower_better) in zip(columns, TILES, strict=False):
         tile = values.get(key) or {}
+        previous = "" if all_time else f"previous window: {_exact(tile.get('previous'), kind)}"
         column.metric(
             label,
             _format(tile.get("value"), kind),
-            _delta(tile, kind) if compared else None,
+            fmt.delta(tile.get("change"), "count" if kind == "tokens" else kind) if compared else None,
             delta_color="inverse" if lower_better else "normal",
-            help=f"previous window: {_format(tile.get('previous'), kind)}",
+            help=" ".join(
+                t for t in (HELP.get(key, ""), f"This window: {_exact(tile.get('value'), kind)}.", previous) if t
+            ),
         )
-    return compared
+    return bool(runs.get("value") or runs.get("previous"))
 
 
 def terminations(shared: filters.Filters) -> None:
     st.subheader("Termination reasons over time")
-    answer = ui.load(
-        "terminations", what="Termination reasons", bucket_seconds=shared.bucket_seconds, **shared.params()
-    )
-    if answer is None:
+    timeline = ui.run_timeline(shared, color="termination_reason")
+    if timeline is None:
         return
-    frame = pd.DataFrame(frames.records(answer, "terminations"))
+    frame, bucket, window = timeline
     if frame.empty:
         st.caption("No runs in this window.")
         return
-    time = frames.first_column(frame, "bucket", "time", "start") or "bucket"
-    value = frames.first_column(frame, "runs", "count") or "runs"
-    frame[time] = frames.to_time(frame[time])
-    bucket = answer.get("bucket_seconds") if isinstance(answer, dict) else None
-    end = None
-    if bucket:
-        end = "bucket_end"
-        frame[end] = frame[time] + pd.to_timedelta(int(bucket), unit="s")
-    since = shared.since()
-    window = (since, filters.utcnow()) if since else None
-    st.altair_chart(
-        charts.terminations_over_time(frame, time=time, value=value, end=end, window=window), width="stretch"
+    ui.chart(charts.terminations_over_time(frame, end="bucket_end", window=window), key="terminations")
+    st.caption(
+        f"Runs in {fmt.seconds(bucket)} buckets, counted over the whole window; the axis spans the part of the "
+        f"window that holds runs ({fmt.timestamp(window[0], label=False, seconds=False)} – "
+        f"{fmt.timestamp(window[1], seconds=False)})."
     )
-
-
-def _top(
-    method: str,
-    what: str,
-    params: dict,
-    sort: str,
-    columns: list[str],
-    none: str,
-    shown: dict[str, object] | None = None,
-) -> None:
-    """The five worst rows of one question, each linking to its run."""
-    answer = ui.load(method, what=what, **params)
-    if answer is None:
-        return
-    frame = pd.DataFrame(answer)
-    if frame.empty:
-        st.caption(none)
-    else:
-        _small_table(frame.sort_values(sort, ascending=False).head(5)[columns], shown)
 
 
 def offenders(shared: filters.Filters) -> None:
     """Four tables, two a row (four in a row cut their last columns at 1440 px), each ranked by its first column."""
     st.subheader("Top offenders")
+    st.caption("Click a row to open its run.")
     params = shared.params()
     (col_tokens, col_loops), (col_stalls, col_tools) = st.columns(2), st.columns(2)
     with col_tokens:
         st.markdown("**Runs burning the most tokens**")
-        runs = ui.load("runs", what="Runs", limit=1000, **params)
-        if runs is not None:
-            _small_table(
-                frames.runs_frame(runs).nlargest(5, "tokens")[["tokens", "trace_id", "agent"]],
-                {"tokens": st.column_config.NumberColumn("tokens", format="localized", width="small")},
-            )
+        burn = ui.load("burn", what="Token burn", limit=ui.TOP_SPENDERS, **params)
+        if burn is not None:
+            top = pd.DataFrame(burn.get("runs") or [], columns=["trace_id", "agent", "input_tokens", "output_tokens"])
+            if top.empty:
+                st.caption("No runs.")
+            else:
+                top["tokens"] = top["input_tokens"].fillna(0) + top["output_tokens"].fillna(0)
+                top = top.nlargest(5, "tokens")
+                _small_table(top[["tokens", "trace_id", "agent"]], "top_tokens")
         st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
-        _top(
-            "loops",
-            "Loops",
-            params,
-            "count",
-            ["count", "kind", "trace_id", "tool"],
-            "No loops.",
-            {
-                "count": st.column_config.NumberColumn("repeats", width="small"),
-                "kind": st.column_config.TextColumn("kind", width="medium"),
-            },
-        )
+        loops = ui.load("loops", what="Loops", **params)
+        if loops is not None:
+            if not loops:
+                st.caption("No loops.")
+            else:
+                frame, _ = ui.with_agents("loops", loops, **params)
+                frame = frame.sort_values("count", ascending=False).head(5)
+                _small_table(frame[["count", "kind", "agent", "trace_id", "tool"]], "top_loops", {"kind": "loop_kind"})
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        _top(
-            "stalls",
-            "Stalls",
-            params,
-            "duration_ms",
-            ["duration_ms", "kind", "trace_id", "tool"],
-            "No stalls.",
-            {
-                "duration_ms": st.column_config.TextColumn("duration", width="small"),
-                "kind": st.column_config.TextColumn("kind", width="medium"),
-            },
-        )
+        stalls = ui.load("stalls", what="Stalls", **params)
+        if stalls is not None:
+            if not stalls:
+                st.caption("No stalls.")
+            else:
+                frame, _ = ui.with_agents("stalls", stalls, **params)
+                frame = frame.sort_values("duration_ms", ascending=False).head(5)
+                frame = frame.assign(kind=[STALL_LABELS.get(k, k) for k in frame["kind"]])
+                _small_table(
+                    frame[["duration_ms", "kind", "agent", "trace_id", "tool"]], "top_stalls", {"kind": "stall_label"}
+                )
         st.page_link(ui.page("stalls"), label="Stalls →")
     with col_tools:
         st.markdown("**Failing tools**")
-        tools = ui.load("tools", what="Tools", **params)
+        tools = ui.tools(by_agent=True, **params)
         if tools is not None:
-            frame = pd.DataFrame(tools)
-            if frame.empty or not frame["errors"].any():
+            frame = pd.DataFrame(tools, columns=["tool", "agent", "calls", "errors"] if not tools else None)
+            ranked = frames.rank_failing(frame) if not frame.empty else frame
+            if ranked.empty:
                 st.caption("No failed tool calls.")
             else:
-                frame = frame[frame["errors"] > 0].sort_values("fail_rate", ascending=False).head(5)
-                _small_table(
-                    frame.assign(fail_rate=[ui.pct(v) for v in frame["fail_rate"]])[["fail_rate", "tool", "calls"]],
+                top = ranked.head(5)
+                shown = top.assign(
+                    fail_rate=[fmt.pct(v) for v in top["fail_rate"]],
+                    fail_bound=[fmt.pct(v) for v in top["fail_bound"]],
+                )
+                ui.table(
+                    shown[["fail_rate", "tool", "agent", "calls", "fail_bound"]],
                     {
-                        "fail_rate": st.column_config.TextColumn("fail rate", width="small"),
-                        "calls": st.column_config.NumberColumn("calls", width="small"),
+                        "fail_rate": st.column_config.TextColumn("fail rate", width=70),
+                        "tool": st.column_config.TextColumn("tool", width=120),
+                        "calls": st.column_config.NumberColumn("calls", width=60, format="%,d"),
+                        "fail_bound": st.column_config.TextColumn(
+                            "at least",
+                            width=70,
+                            help="The lower end of the 95 % confidence interval of the fail rate (Wilson).",
+                        ),
+                        "agent": st.column_config.TextColumn("agent", width=130),
                     },
+                )
+                st.caption(
+                    "Ranked by the fail rate the calls show at least (the 95 % Wilson lower bound), "
+                    "so a tool that failed its only call does not outrank one failing often over many calls."
                 )
         st.page_link(ui.page("tools"), label="Tools →")
 
 
-def _small_table(frame: pd.DataFrame, shown: dict[str, Any] | None = None) -> None:
-    """A five-row table: durations as text, a ``trace_id`` column as a link to the run's timeline."""
-    config: dict[str, Any] = dict(shown or {})
-    if "duration_ms" in frame:
-        frame = frame.assign(duration_ms=[frames.duration_text(v) for v in frame["duration_ms"]])
-    if "trace_id" in frame:
-        frame = frame.assign(trace_id=[ui.run_link(t) for t in frame["trace_id"]])
-        config["trace_id"] = st.column_config.LinkColumn("run", display_text=r"run\?run=(.{8})", width="small")
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+def _small_table(frame: pd.DataFrame, key: str, colored: dict[str, str] | None = None) -> None:
+    """A five-row table linking each row to its run: durations as text, tokens with separators, a short run id."""
+    config: dict[str, Any] = {
+        "count": st.column_config.NumberColumn("repeats", width=65, format="%,d"),
+        "tokens": st.column_config.NumberColumn("tokens", width=80, format="%,d"),
+        "duration_ms": st.column_config.TextColumn("duration", width=80),
+        "kind": st.column_config.TextColumn("kind", width=122),
+        "agent": st.column_config.TextColumn("agent", width=125),
+        "run": st.column_config.TextColumn("run", width=85),
+        "tool": st.column_config.TextColumn("tool"),
+    }
+    shown = frame.assign(run=[fmt.short_id(t, 8) for t in frame["trace_id"]])
+    if "duration_ms" in shown:
+        shown["duration_ms"] = [fmt.duration(v) for v in shown["duration_ms"]]
+    for column in ("agent", "tool"):
+        if column in shown:
+            shown[column] = [fmt.text(v) for v in shown[column]]
+    # The run's id only where the row has room for it; the whole row opens the run either way.
+    order = [c if c != "trace_id" else "run" for c in frame.columns if c != "trace_id" or "tool" not in frame]
+    ui.run_table(shown, config, key=key, colored=colored, column_order=order, pinned=False)
 
 
-@st.fragment(run_every=REFRESH_SECONDS)
-def live() -> None:
+def body() -> None:
     shared = filters.current()
     if not tiles(shared):
         ui.empty_state()
         return
     terminations(shared)
     offenders(shared)
-    st.caption(f"{ui.describe(shared)} · refreshes every {REFRESH_SECONDS} s")
+    st.caption(f"{ui.describe(shared)} · {ui.refresh_caption()}")
 
 
 st.title("Overview")
-live()
+ui.live(body)

@@ -1,17 +1,22 @@
-"""Run timeline: one run's spans as a waterfall with error/retry/loop markers, tokens per step
-and a span detail panel. Deep link: ``?run=<trace_id>``; the picker opens any other run."""
+"""Run timeline: one run's spans as a waterfall with error/retry/loop markers (click a bar to
+select its span; fold a span's sub-tree), tokens per step and the span's detail, with the
+messages and tool inputs/outputs when content capture is on. Deep link: ``?run=<trace_id>``;
+the picker opens any other run, "Compare" puts it beside another.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import streamlit as st
 
 from loopsight.attributes import TERMINATION_REASONS
 from loopsight.dashboard import charts, filters, frames, ui
+from loopsight.dashboard import format as fmt
 
 HEX = re.compile(r"^[0-9a-fA-F]{32}$")
-PICK_LIMIT = 500
+PICK_LIMIT = ui.PICK_LIMIT
 
 
 def _open_picked() -> None:
@@ -28,6 +33,14 @@ def _open_typed() -> None:
     if HEX.match(typed):
         st.query_params["run"] = typed
         st.session_state["run_trace_id"] = ""
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """A run as the pickers show it: start (UTC), agent, status and reason, trace id (all searchable)."""
+    return (
+        f"{fmt.timestamp(run.get('started_at'), label=False)} · {run.get('agent') or '?'} · "
+        f"{run.get('status') or ''} {run.get('termination_reason') or ''} · {run['trace_id']}"
+    )
 
 
 def run_picker() -> None:
@@ -61,11 +74,7 @@ def run_picker() -> None:
             ]
         )
         return
-    labels = {
-        r["trace_id"]: f"{(r.get('started_at') or '')[:19].replace('T', ' ')} · {r.get('agent') or '?'} · "
-        f"{r.get('status') or ''} {r.get('termination_reason') or ''} · {r['trace_id']}"
-        for r in runs
-    }
+    labels = {r["trace_id"]: run_label(r) for r in runs}
     st.selectbox(
         "Run",
         [None, *labels],
@@ -75,9 +84,9 @@ def run_picker() -> None:
         placeholder="type to search by time, agent, reason or trace id",
     )
     st.caption(
-        f"{len(labels)} runs ({ui.describe(shared)}), newest first"
+        f"{fmt.count(len(labels))} runs ({ui.describe(shared)}), newest first"
         + (
-            f"; only the newest {PICK_LIMIT}: narrow the filters or the sidebar's time range and agent, "
+            f"; only the newest {fmt.count(PICK_LIMIT)}: narrow the filters or the sidebar's time range and agent, "
             "or paste a trace id"
             if len(runs) >= PICK_LIMIT
             else ""
@@ -86,87 +95,227 @@ def run_picker() -> None:
     )
 
 
-st.title("Run timeline")
-trace_id = (st.query_params.get("run") or "").strip().lower()
-
-if not trace_id:
-    st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
-    run_picker()
-    st.stop()
-
-with st.expander("Open another run"):
-    run_picker()
-
-if not HEX.match(trace_id):
-    st.error(f"{ui.literal(trace_id[:80])} is not a trace id (32 hex characters).", icon=":material/warning:")
-    st.page_link(ui.page("runs"), label="Back to the runs")
-    st.stop()
-
-detail = ui.load("run", trace_id, what="This run")
-if detail is None:
-    st.stop()
-spans = detail.get("spans") or []
-runs = detail.get("runs") or []
-if not spans:
-    st.warning(
-        f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.",
-        icon=":material/search:",
+def header(trace_id: str, run: dict[str, Any] | None, runs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> None:
+    """The run's agent, tiles, whether it is stuck, and the link to compare it."""
+    # Only a trace whose run span has not arrived can be stuck: the question is asked for those alone.
+    stuck = None
+    if not run:
+        stalls = ui.fetch_quiet("stalls", kind="stuck") or []
+        stuck = next((s for s in stalls if s.get("trace_id") == trace_id and s.get("kind") == "stuck"), None)
+    if run:
+        st.subheader(
+            f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False
+        )
+        cols = st.columns([0.9, 2.6, 0.7, 1, 1.1, 1, 0.8, 0.7])
+        cols[0].metric("status", str(run.get("status") or fmt.MISSING))
+        cols[1].metric("termination", str(run.get("termination_reason") or fmt.MISSING))
+        cols[2].metric("steps", fmt.count(run.get("steps")))
+        tokens = (run.get("input_tokens") or 0) + (run.get("output_tokens") or 0)
+        cols[3].metric(
+            "tokens",
+            fmt.tokens(tokens, compact=True),
+            help=f"{fmt.tokens(run.get('input_tokens'))} in, {fmt.tokens(run.get('output_tokens'))} out",
+        )
+        cols[4].metric("duration", fmt.duration(run.get("duration_ms")))
+        cols[5].metric("tool errors", fmt.count(run.get("tool_errors")))
+        cols[6].metric("retries", fmt.count(run.get("retries")))
+        cols[7].metric("loops", fmt.count(run.get("loops")))
+        if len(runs) > 1:
+            st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
+    if stuck:
+        st.warning(
+            f"This run is stuck: it is in flight and nothing has happened for {fmt.duration(stuck.get('duration_ms'))} "
+            f"(its last span, {ui.literal(stuck.get('tool') or 'a span')}, ended that long ago; "
+            f"runs count as stuck after {fmt.duration(stuck.get('expected_ms'))} of silence).",
+            icon=":material/hourglass_top:",
+        )
+    elif not run:
+        st.info(
+            "The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
+            "showing the spans received so far.",
+            icon=":material/hourglass_top:",
+        )
+    left, right = st.columns([3, 1])
+    left.caption(f"trace {trace_id} · {fmt.count(len(spans))} spans · times in UTC")
+    right.page_link(
+        ui.page("compare"),
+        label="Compare with another run",
+        icon=":material/compare_arrows:",
+        query_params={"a": trace_id},
     )
-    st.page_link(ui.page("runs"), label="Back to the runs")
-    st.stop()
 
-run = runs[0] if runs else None
-if run:
-    st.subheader(
-        f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False
-    )
-    cols = st.columns([1, 2.2, 0.7, 1.1, 1, 1, 0.8, 0.8])
-    cols[0].metric("status", str(run.get("status")))
-    cols[1].metric("termination", str(run.get("termination_reason") or "–"))
-    cols[2].metric("steps", run.get("steps", 0))
-    cols[3].metric("tokens", f"{(run.get('input_tokens') or 0) + (run.get('output_tokens') or 0):,}")
-    cols[4].metric("duration", f"{(run.get('duration_ms') or 0) / 1000:,.2f} s")
-    cols[5].metric("tool errors", run.get("tool_errors", 0))
-    cols[6].metric("retries", run.get("retries", 0))
-    cols[7].metric("loops", run.get("loops", 0))
-    if len(runs) > 1:
-        st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
-else:
-    st.info(
-        "The run span of this trace has not arrived yet (the run is in flight, or its exporter lost it); "
-        "showing the spans received so far.",
-        icon=":material/hourglass_top:",
-    )
-st.caption(f"trace {trace_id} · {len(spans)} spans")
 
-bars, markers = frames.waterfall_frames(spans)
-if len(spans) > len(bars):
-    st.caption(f"Showing the first {len(bars)} of {len(spans)} spans.")
-st.altair_chart(charts.waterfall(bars, markers), width="stretch")
-
-left, right = st.columns([2, 3])
-with left:
-    st.subheader("Tokens per step")
-    tokens = frames.tokens_per_step(spans)
-    if tokens.empty:
-        st.caption("No model calls in this run.")
+def _fold(trace_id: str, span_ids: set[str] | None, toggle: str | None = None) -> None:
+    """Fold these spans' sub-trees (``None``: unfold all), or flip one span's."""
+    key = f"fold_{trace_id}"
+    if toggle is not None:
+        folded = set(st.session_state.get(key) or set())
+        st.session_state[key] = folded - {toggle} if toggle in folded else folded | {toggle}
     else:
-        st.altair_chart(charts.tokens_per_step(tokens), width="stretch")
-with right:
-    st.subheader("Span detail")
+        st.session_state[key] = set(span_ids or set())
+
+
+def _clicked(trace_id: str) -> None:
+    """A click on a bar: its span becomes the one shown in the detail panel."""
+    selection = (st.session_state.get(f"waterfall_{trace_id}") or {}).get("selection") or {}
+    picked = (selection.get(charts.SPAN_SELECTION) or [{}])[0].get("span_id")
+    if picked:
+        st.session_state[f"span_{trace_id}"] = picked
+
+
+def waterfall(trace_id: str, spans: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The waterfall; a click on a bar selects its span (kept in the session). Returns (bars, chosen span id)."""
+    state = st.session_state
+    chosen_key, fold_key = f"span_{trace_id}", f"fold_{trace_id}"
+    folded: set[str] = state.get(fold_key) or set()
+    bars, markers = frames.waterfall_frames(spans, collapsed=folded, chosen=state.get(chosen_key))
+    if chosen_key not in state and len(bars):
+        # The first view of this run (nothing folded yet): open on its first flagged span.
+        state[chosen_key] = bars["span_id"].iloc[frames.default_span(bars)]
+        bars["chosen"] = bars["span_id"] == state[chosen_key]
+    counts = dict(zip(bars["span_id"], bars["children"], strict=False))
+    counts = {span_id: n for span_id, n in counts.items() if n}
+    controls = st.columns([1.2, 1.2, 5], vertical_alignment="center")
+    controls[0].button(
+        "Collapse all",
+        key=f"fold_all_{trace_id}",
+        disabled=not counts or set(counts) <= folded,
+        on_click=_fold,
+        args=(trace_id, set(counts)),
+    )
+    controls[1].button(
+        "Expand all",
+        key=f"unfold_all_{trace_id}",
+        disabled=not folded,
+        on_click=_fold,
+        args=(trace_id, None),
+    )
+    hidden = len(spans) - len(bars)
+    controls[2].caption(
+        "Click a bar to see its span below; fold a span's sub-tree from its detail."
+        + (f" {fmt.count(hidden)} spans folded away." if folded and hidden else "")
+        + (
+            f" Showing the first {fmt.count(len(bars))} of {fmt.count(len(spans))} spans."
+            if hidden and not folded
+            else ""
+        )
+    )
+    ui.chart(
+        charts.waterfall(bars, markers),
+        key=f"waterfall_{trace_id}",
+        on_select=lambda: _clicked(trace_id),
+        selection_mode=charts.SPAN_SELECTION,
+    )
+    return bars, state.get(chosen_key)
+
+
+def _pick_span(trace_id: str) -> None:
+    st.session_state[f"span_{trace_id}"] = st.session_state[f"span_pick_{trace_id}"]
+
+
+def span_detail(trace_id: str, spans: list[dict[str, Any]], bars: Any, chosen: str | None) -> None:
+    """The chosen span: its fields, its captured content, its attributes and events, all shown at full height."""
     by_id = {s["span_id"]: s for s in spans}
-    ordered = list(bars["span_id"])
+    ordered = [s for s in bars["span_id"] if s in by_id]
+    if not ordered:
+        return
+    if chosen not in ordered:
+        chosen = ordered[0]
     options = frames.span_options(bars)
-    chosen = st.selectbox(
+    pick_key = f"span_pick_{trace_id}"
+    st.session_state[pick_key] = chosen
+    st.selectbox(
         "Span",
         ordered,
-        index=frames.default_span(bars),
-        key=f"span_pick_{trace_id}",
+        key=pick_key,
         format_func=lambda span_id: options.get(span_id, span_id),
+        on_change=_pick_span,
+        args=(trace_id,),
     )
-    st.dataframe(
-        frames.span_detail(by_id[chosen]),
-        hide_index=True,
-        width="stretch",
-        column_config={"value": st.column_config.TextColumn("value", width="large")},
+    span = by_id[chosen]
+    children = int(bars.loc[bars["span_id"] == chosen, "children"].max() or 0)
+    folded: set[str] = st.session_state.get(f"fold_{trace_id}") or set()
+    if children:
+        is_folded = chosen in folded
+        st.button(
+            f"Expand its {children} spans" if is_folded else f"Collapse its {children} spans",
+            key=f"fold_one_{trace_id}",
+            icon=":material/unfold_more:" if is_folded else ":material/unfold_less:",
+            on_click=_fold,
+            args=(trace_id, None, chosen),
+        )
+    error = " / ".join(str(v) for v in (span.get("error_type"), span.get("error_class")) if v)
+    facts = [
+        f"**{ui.escape(span.get('kind') or 'span')}**",
+        f"status {ui.literal(span.get('status') or fmt.MISSING)}",
+        f"took {fmt.duration(span.get('duration_ms'))}",
+        f"step {fmt.text(span.get('step'))}",
+    ]
+    if span.get("tool"):
+        facts.append(f"tool {ui.literal(span['tool'])}")
+    if error:
+        facts.append(f"error {ui.literal(error)}")
+    if not fmt.missing(span.get("input_tokens")) or not fmt.missing(span.get("output_tokens")):
+        facts.append(f"tokens {fmt.tokens(span.get('input_tokens'))} in / {fmt.tokens(span.get('output_tokens'))} out")
+    st.markdown(" · ".join(facts))
+    content = frames.span_content(span)
+    for title, key, text in content:
+        st.markdown(f"**{ui.escape(title)}** {ui.literal(key)}")
+        st.code(text, language="json" if text[:1] in "[{" else None, wrap_lines=True)
+    if not content and span.get("kind") in ("llm", "tool"):
+        st.caption(
+            "No messages or tool input/output recorded for this span: content capture is off "
+            "(LOOPSIGHT_CAPTURE_CONTENT=true records them, secrets redacted)."
+        )
+    detail = frames.span_detail(span)
+    ui.table(
+        detail,
+        {
+            "field": st.column_config.TextColumn("field", width="medium"),
+            "value": st.column_config.TextColumn("value", width="large"),
+        },
+        max_rows=60,
     )
+
+
+def body() -> None:
+    st.title("Run timeline")
+    trace_id = (st.query_params.get("run") or "").strip().lower()
+    if not trace_id:
+        st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
+        run_picker()
+        return
+    with st.expander("Open another run"):
+        run_picker()
+    if not HEX.match(trace_id):
+        st.error(f"{ui.literal(trace_id[:80])} is not a trace id (32 hex characters).", icon=":material/warning:")
+        st.page_link(ui.page("runs"), label="Back to the runs")
+        return
+    detail = ui.load("run", trace_id, what="This run")
+    if detail is None:
+        return
+    spans = detail.get("spans") or []
+    runs = detail.get("runs") or []
+    if not spans:
+        st.warning(
+            f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.",
+            icon=":material/search:",
+        )
+        st.page_link(ui.page("runs"), label="Back to the runs")
+        return
+    header(trace_id, runs[0] if runs else None, runs, spans)
+    bars, chosen = waterfall(trace_id, spans)
+    left, right = st.columns([2, 3])
+    with left:
+        st.subheader("Tokens per step")
+        tokens = frames.tokens_per_step(spans)
+        if tokens.empty:
+            st.caption("No model calls in this run.")
+        else:
+            ui.chart(charts.tokens_per_step(tokens))
+    with right:
+        st.subheader("Span detail")
+        span_detail(trace_id, spans, bars, chosen)
+
+
+ui.live(body)

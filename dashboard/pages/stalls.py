@@ -1,4 +1,5 @@
-"""Stalls: slow calls against their tool's usual latency, retry backoff, idle gaps, and runs stuck now."""
+"""Stalls: slow calls against their tool's usual latency, retry backoff, idle gaps, and runs stuck now,
+each with its agent."""
 
 from __future__ import annotations
 
@@ -6,53 +7,70 @@ import pandas as pd
 import streamlit as st
 
 from loopsight.dashboard import charts, filters, ui
+from loopsight.dashboard import format as fmt
+from loopsight.dashboard.colors import STALL_LABELS
 
-STUCK_REFRESH_SECONDS = 15
 COLUMNS = ["trace_id", "run_id", "span_id", "kind", "tool", "duration_ms", "expected_ms"]
-KIND_LABELS = {"slow_call": "slow call", "backoff": "retry backoff", "idle_gap": "idle gap", "stuck": "stuck"}
+KIND_LABELS = STALL_LABELS
 
 
-def _table(frame: pd.DataFrame) -> None:
+def _table(frame: pd.DataFrame, key: str) -> None:
     table = frame.assign(
-        link=[ui.run_link(t) for t in frame["trace_id"]],
-        slower=(frame["duration_ms"] / frame["expected_ms"]).where(frame["expected_ms"] > 0),
+        run=[fmt.short_id(t) for t in frame["trace_id"]],
+        duration=[fmt.duration(v) for v in frame["duration_ms"]],
+        usual=[fmt.duration(v) for v in frame["expected_ms"]],
+        slower=[
+            fmt.ratio(d / e) if not fmt.missing(e) and e and not fmt.missing(d) else fmt.MISSING
+            for d, e in zip(frame["duration_ms"], frame["expected_ms"], strict=False)
+        ],
+        agent=[fmt.text(a) for a in frame["agent"]],
+        tool=[fmt.text(t) for t in frame["tool"]],
     )
-    st.dataframe(
-        table[["link", "kind", "tool", "duration_ms", "expected_ms", "slower"]],
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "link": st.column_config.LinkColumn("run", display_text=r"run\?run=(.{12})"),
-            "duration_ms": st.column_config.NumberColumn("duration (ms)", format="%.0f"),
-            "expected_ms": st.column_config.NumberColumn("usual (ms)", format="%.0f"),
-            "slower": st.column_config.NumberColumn("× usual", format="%.1f"),
+    ui.run_table(
+        table[["trace_id", "run", "agent", "kind", "tool", "duration", "usual", "slower", "duration_ms"]],
+        {
+            "run": st.column_config.TextColumn("run", width=105, help="Click a row to open the run."),
+            "agent": st.column_config.TextColumn("agent", width=150),
+            "kind": st.column_config.TextColumn("kind", width=110),
+            "tool": st.column_config.TextColumn("tool or span", width=220),
+            "duration": st.column_config.TextColumn("duration", width=90),
+            "usual": st.column_config.TextColumn(
+                "usual", width=90, help="the p95 a call is judged against; the gap or silence threshold"
+            ),
+            "slower": st.column_config.TextColumn("× usual", width=70),
         },
+        key=key,
+        colored={"kind": "stall_label"},
+        column_order=["run", "agent", "kind", "tool", "duration", "usual", "slower"],
+        pinned=False,
     )
 
 
-@st.fragment(run_every=STUCK_REFRESH_SECONDS)
-def stuck_now() -> None:
+def stuck_now(shared: filters.Filters) -> None:
     st.subheader("Stuck now")
-    shared = filters.current()
     stalls = ui.load("stalls", what="Stuck runs", kind="stuck", agent=shared.agent, service=shared.service)
     if stalls is None:
         return
-    frame = pd.DataFrame(stalls, columns=COLUMNS) if not stalls else pd.DataFrame(stalls)
+    frame, _ = ui.with_agents("stalls", stalls, kind="stuck", agent=shared.agent, service=shared.service)
+    frame = frame if len(frame) else pd.DataFrame(columns=[*COLUMNS, "agent"])
     stuck = frame[frame["kind"] == "stuck"]
     if stuck.empty:
         st.success("No run is stuck right now.", icon=":material/check_circle:")
     else:
         st.warning(f"{len(stuck)} run(s) in flight with no progress.", icon=":material/hourglass_top:")
-        _table(stuck)
-    st.caption(f"refreshes every {STUCK_REFRESH_SECONDS} s")
+        _table(stuck.assign(kind=stuck["kind"].map(lambda k: KIND_LABELS.get(k, k))), "stuck_table")
+        st.caption("A stuck run's agent is known once its run span arrives (—).")
+    st.caption(ui.refresh_caption())
 
 
-st.title("Stalls")
-shared = filters.current()
-stuck_now()
-stalls = ui.load("stalls", what="Stalls", **shared.params())
-if stalls is not None:
-    frame = pd.DataFrame(stalls, columns=COLUMNS) if not stalls else pd.DataFrame(stalls)
+def body() -> None:
+    shared = filters.current()
+    stuck_now(shared)
+    stalls = ui.load("stalls", what="Stalls", **shared.params())
+    if stalls is None:
+        return
+    frame, _ = ui.with_agents("stalls", stalls, **shared.params())
+    frame = frame if len(frame) else pd.DataFrame(columns=[*COLUMNS, "agent"])
     past = frame[frame["kind"] != "stuck"]
     st.subheader("Stalls in this window")
     if past.empty:
@@ -60,16 +78,29 @@ if stalls is not None:
             st.success("No stalls in this window.", icon=":material/check_circle:")
         else:
             ui.empty_state()
-    else:
-        past = past.assign(kind=past["kind"].map(lambda k: KIND_LABELS.get(k, k)), tool=past["tool"].fillna("(run)"))
-        left, right = st.columns(2)
-        with left:
-            st.caption("Time lost by kind and tool")
-            st.altair_chart(
-                charts.bar_by(past, "tool", "duration_ms", color="kind", title="ms stalled", value_format=",.0f"),
-                width="stretch",
-            )
-        with right:
-            st.caption("Count by kind")
-            st.altair_chart(charts.bar_by(past.assign(n=1), "kind", "n", title="stalls"), width="stretch")
-        _table(past.sort_values("duration_ms", ascending=False))
+        return
+    past = past.assign(kind=past["kind"].map(lambda k: KIND_LABELS.get(k, k)), tool=past["tool"].fillna("(run)"))
+    left, right = st.columns(2)
+    with left:
+        st.caption("Time lost by kind and tool")
+        ui.chart(
+            charts.bar_by(
+                past.assign(seconds=past["duration_ms"] / 1000),
+                "tool",
+                "seconds",
+                color="kind",
+                meaning="stall_label",
+                title="seconds stalled",
+                value_format=",.1f",
+            ),
+        )
+    with right:
+        st.caption("Count by kind")
+        ui.chart(
+            charts.bar_by(past.assign(n=1), "kind", "n", color="kind", meaning="stall_label", title="stalls"),
+        )
+    _table(past.sort_values("duration_ms", ascending=False), "stalls_table")
+
+
+st.title("Stalls")
+ui.live(body)

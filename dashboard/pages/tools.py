@@ -1,68 +1,88 @@
-"""Tools: calls, fail rate by error class, retries and p50/p95 latency per tool."""
+"""Tools: calls, fail rate by error class, retries and p50/p95 latency per tool and agent,
+worst first by the fail rate the calls show at least."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from loopsight.dashboard import charts, filters, ui
+from loopsight.dashboard import charts, filters, frames, ui
+from loopsight.dashboard import format as fmt
 
-st.title("Tools")
-shared = filters.current()
-tools = ui.load("tools", what="Tool statistics", **shared.params())
-if tools is not None:
+
+def body() -> None:
+    shared = filters.current()
+    tools = ui.tools(**shared.params())
+    if tools is None:
+        return
     frame = pd.DataFrame(tools)
     if frame.empty:
         ui.empty_state()
-    else:
-        st.caption(f"{len(frame)} tools, {int(frame['calls'].sum()):,} calls ({ui.describe(shared)})")
-        left, right = st.columns(2)
-        with left:
-            st.subheader("Failures by error class")
-            by_class = pd.DataFrame(
-                [
-                    {"tool": t["tool"], "error_class": c, "errors": n}
-                    for t in tools
-                    for c, n in (t.get("errors_by_class") or {}).items()
-                ],
-                columns=["tool", "error_class", "errors"],
-            )
-            if by_class.empty:
-                st.caption("No failed tool calls.")
-            else:
-                st.altair_chart(charts.bar_by(by_class, "tool", "errors", color="error_class"), width="stretch")
-        with right:
-            st.subheader("Latency")
-            st.altair_chart(charts.latency(frame), width="stretch")
-        table = frame.assign(
-            errors_by_class=[
-                ", ".join(f"{k}: {v}" for k, v in (d or {}).items()) for d in frame.get("errors_by_class", [])
-            ]
-        )
-        st.dataframe(
-            table[
-                [
-                    c
-                    for c in [
-                        "tool",
-                        "agent",
-                        "calls",
-                        "errors",
-                        "fail_rate",
-                        "errors_by_class",
-                        "retries",
-                        "p50_ms",
-                        "p95_ms",
-                    ]
-                    if c in table
-                ]
+        return
+    by_agent = ui.tools(by_agent=True, **shared.params())
+    table = pd.DataFrame(by_agent) if by_agent else frame.assign(agent=fmt.MISSING)
+    if "agent" not in table:
+        table["agent"] = fmt.MISSING
+    st.caption(f"{fmt.count(len(frame))} tools, {fmt.count(int(frame['calls'].sum()))} calls ({ui.describe(shared)})")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Failures by error class")
+        by_class = pd.DataFrame(
+            [
+                {"tool": t["tool"], "error_class": c, "errors": n}
+                for t in tools
+                for c, n in (t.get("errors_by_class") or {}).items()
             ],
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "fail_rate": st.column_config.ProgressColumn("fail rate", min_value=0, max_value=1, format="percent"),
-                "errors_by_class": "errors by class",
-                "p50_ms": st.column_config.NumberColumn("p50 (ms)", format="%.1f"),
-                "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f"),
-            },
+            columns=["tool", "error_class", "errors"],
         )
+        if by_class.empty:
+            st.caption("No failed tool calls.")
+        else:
+            ui.chart(charts.bar_by(by_class, "tool", "errors", color="error_class", meaning="error_class"))
+    with right:
+        st.subheader("Latency")
+        ui.chart(charts.latency(frame))
+    st.subheader("Per tool and agent")
+    table = table.assign(
+        fail_bound=[frames.wilson_lower(e or 0, c or 0) for e, c in zip(table["errors"], table["calls"], strict=False)],
+        errors_by_class=[
+            ", ".join(f"{k}: {v}" for k, v in (d or {}).items()) or fmt.MISSING
+            for d in table.get("errors_by_class", [None] * len(table))
+        ],
+        agent=[fmt.text(a) for a in table["agent"]],
+        p50=[fmt.duration(v) for v in table["p50_ms"]],
+        p95=[fmt.duration(v) for v in table["p95_ms"]],
+    ).sort_values(["fail_bound", "calls"], ascending=False)
+    table["at_least"] = [fmt.pct(v) for v in table["fail_bound"]]
+    ui.table(
+        table[
+            ["tool", "agent", "calls", "errors", "fail_rate", "at_least", "errors_by_class", "retries", "p50", "p95"]
+        ],
+        {
+            "tool": st.column_config.TextColumn("tool", width=160),
+            "agent": st.column_config.TextColumn("agent", width=135),
+            "calls": st.column_config.NumberColumn("calls", format="%,d", width=65),
+            "errors": st.column_config.NumberColumn("errors", format="%,d", width=60),
+            "fail_rate": st.column_config.ProgressColumn(
+                "fail rate", min_value=0, max_value=1, format="percent", width=110
+            ),
+            "at_least": st.column_config.TextColumn(
+                "at least",
+                width=70,
+                help="The lower end of the 95 % confidence interval of the fail rate (Wilson): "
+                "the table is sorted by it, so a tool that failed its only call ranks below one failing often.",
+            ),
+            "errors_by_class": st.column_config.TextColumn("errors by class", width=170),
+            "retries": st.column_config.NumberColumn("retries", format="%,d", width=60),
+            "p50": st.column_config.TextColumn("p50", width=70),
+            "p95": st.column_config.TextColumn("p95", width=70),
+        },
+    )
+    st.caption(
+        "Worst first by the fail rate the calls show at least (95 % Wilson lower bound): "
+        "few calls are not enough to rank a tool high."
+    )
+
+
+st.title("Tools")
+ui.live(body)

@@ -26,8 +26,10 @@ class FilledDB:
     emitted: Emitted
 
 
-def _fill(path: str, **emit_kwargs: object) -> FilledDB:
-    """A DuckDB file at ``path`` holding what :func:`in_memory` emits with ``emit_kwargs``."""
+def _fill(path: str, capture_content: bool = False, **emit_kwargs: object) -> FilledDB:
+    """A DuckDB file at ``path`` holding what :func:`in_memory` emits with ``emit_kwargs`` (content kept,
+    as a collector started with content capture keeps it, when ``capture_content``)."""
+    from loopsight.ingest.normalize import Limits
     from loopsight.ingest.pipeline import spans_to_request
     from loopsight.stores import ingest_request
     from loopsight.stores.duckdb_store import Store
@@ -35,7 +37,8 @@ def _fill(path: str, **emit_kwargs: object) -> FilledDB:
     emitted, spans = in_memory(**emit_kwargs)
     store = Store.open(path)
     try:
-        assert ingest_request(store, spans_to_request(spans)) == len(spans)
+        limits = Limits(capture_content=capture_content)
+        assert ingest_request(store, spans_to_request(spans), limits) == len(spans)
     finally:
         store.close()
     return FilledDB(path, emitted)
@@ -54,6 +57,18 @@ def looping_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
         str(tmp_path_factory.mktemp("dashboard-loops") / "loops.duckdb"),
         rounds=1,
         scenarios=("success", "loop", "error_loop"),
+    )
+
+
+@pytest.fixture(scope="module")
+def ranking_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file with a tool failing 6 of 12 calls, one failing its only call, a run with captured
+    content and a success."""
+    return _fill(
+        str(tmp_path_factory.mktemp("dashboard-ranking") / "ranking.duckdb"),
+        capture_content=True,
+        rounds=1,
+        scenarios=("flaky", "one_failure", "captured", "success"),
     )
 
 

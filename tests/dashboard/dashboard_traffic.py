@@ -5,7 +5,8 @@ Each run is an ``invoke_agent`` span with ``chat`` and ``execute_tool`` children
 Scenarios: a clean success, a timeout retried with backoff then an idle gap, an exact loop
 stopped by the guard, a fatal permission error, one run whose names and attributes are
 hostile text, and a run stuck in flight (its run span never ends, its last child ended
-12 minutes ago). On request only: a run repeating one failing call (two loops on the same calls).
+12 minutes ago). On request only: a run repeating one failing call (two loops on the same calls), a tool
+failing half of its 12 calls and another failing its only call (for ranking), and a run with captured content.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class _Run:
         )
         self.context = set_span_in_context(self.root)
 
-    def chat(self, step: int, input_tokens: int, output_tokens: int, ms: int = 300) -> None:
+    def chat(self, step: int, input_tokens: int, output_tokens: int, ms: int = 300, extra: dict | None = None) -> None:
         span = self.tracer.start_span(
             "chat gpt-4o",
             kind=SpanKind.CLIENT,
@@ -79,6 +80,7 @@ class _Run:
                 A.STEP: step,
                 A.USAGE_INPUT_TOKENS: input_tokens,
                 A.USAGE_OUTPUT_TOKENS: output_tokens,
+                **(extra or {}),
             },
         )
         self.now += ms * MS
@@ -207,6 +209,58 @@ def _stuck(run: _Run) -> str:
     return format(run.root.get_span_context().trace_id, "032x")
 
 
+def _flaky(run: _Run) -> str:
+    """Many calls of one tool, nearly half of them failing (a tool that should rank first among the failing)."""
+    for step in range(12):
+        run.chat(step, 500 + 10 * step, 20, ms=20)
+        failed = step % 2 == 0 and step < 11
+        run.tool(
+            step,
+            "flaky_search",
+            {"q": f"item-{step}"},
+            ms=15,
+            error="upstream_500" if failed else None,
+            error_class="transient" if failed else None,
+        )
+    return run.end("completed")
+
+
+def _one_failure(run: _Run) -> str:
+    """One call of one tool, failed: 100 % of one sample, which must not outrank the flaky tool."""
+    run.chat(0, 300, 10, ms=20)
+    run.tool(0, "rare_export", {"id": 1}, ms=10, error="bad_request", error_class="permanent")
+    return run.end("completed")
+
+
+def _captured(run: _Run) -> str:
+    """A run recorded with content capture on: the messages of its model call, its tool's input and output."""
+    run.tool(
+        0,
+        "query_order",
+        {"order_id": "E-5"},
+        ms=30,
+        extra={
+            "gen_ai.tool.call.arguments": json.dumps({"order_id": "E-5"}),
+            "gen_ai.tool.call.result": json.dumps({"status": "shipped", "eta": "2026-01-03"}),
+        },
+    )
+    run.chat(
+        1,
+        400,
+        20,
+        ms=40,
+        extra={
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Where is E-5?"}]}]
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped, due 3 January."}]}]
+            ),
+        },
+    )
+    return run.end("completed")
+
+
 SCENARIOS = {
     "success": _success,
     "retried_timeout": _retried_timeout,
@@ -215,6 +269,9 @@ SCENARIOS = {
     "hostile": _hostile,
     "stuck": _stuck,
     "error_loop": _error_loop,
+    "flaky": _flaky,
+    "one_failure": _one_failure,
+    "captured": _captured,
 }
 # What emit() sends unless told: every scenario but the extras some tests ask for by name.
 DEFAULT_SCENARIOS = ("success", "retried_timeout", "loop", "fatal", "hostile", "stuck")
@@ -226,6 +283,9 @@ AGENTS = {
     "hostile": HOSTILE_AGENT,
     "stuck": "order-assistant",
     "error_loop": "order-assistant",
+    "flaky": "search-bot",
+    "one_failure": "export-bot",
+    "captured": "order-assistant",
 }
 STUCK_MINUTES_AGO = 12
 

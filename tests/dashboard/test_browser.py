@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -186,10 +187,10 @@ def test_every_page_renders_in_chromium(live: Live, browser, make_app) -> None:
     rules = tables(alerts)[0]
     assert set(rules["name"]) == {"loop-rate", "refunds-failing"}
     assert "firing" in " ".join(rules["state"])
-    assert all(re.fullmatch(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)?", str(t)) for t in rules["state_since"]), list(
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|—", str(t)) for t in rules["state_since"]), list(
         rules["state_since"]
     )
-    assert not rules.isna().any().any() and "None" not in rules.astype(str).to_numpy(), "empty cells are blank"
+    assert not rules.isna().any().any() and "None" not in rules.astype(str).to_numpy(), "empty cells are a dash"
     assert {m.label: m.value for m in alerts.metric}["Firing"] != "0"
     assert charts(alerts), "the metric of each rule against its threshold"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -290,3 +291,148 @@ def test_overview_path_and_top_offenders_at_1440px(live: Live, browser) -> None:
         assert all(re.fullmatch(r"\d+\.\d%", p) for p in tools["first"]), tools
     finally:
         page.close()
+
+
+def _open(browser, url: str, title: str, charts: int = 1, **context: object):
+    """A fresh context (1440 × 900 unless told) on ``url``, settled; returns (context, page)."""
+    options = {"viewport": {"width": 1440, "height": 900}, **context}
+    ctx = browser.new_context(**options)
+    page = ctx.new_page()
+    page.goto(url)
+    _settle(page, title, charts)
+    return ctx, page
+
+
+def _grid_headers(page, index: int = 0) -> list[str]:
+    """The column headers a dataframe shows (Glide's accessible table holds the columns in view only)."""
+    page.wait_for_function(
+        "i => document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')[i]?.querySelector('th')",
+        arg=index,
+        timeout=20_000,
+    )
+    return page.evaluate(
+        "i => [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')[i].querySelectorAll('th')]"
+        ".map(h => h.textContent)",
+        index,
+    )
+
+
+def test_runs_table_at_1440x900_and_a_click_opens_the_run_in_this_tab(live: Live, browser) -> None:
+    ctx, page = _open(browser, f"{live.url}/runs?range=all", "Runs")
+    try:
+        headers = _grid_headers(page)
+        for needed in (
+            "run",
+            "started (UTC)",
+            "agent",
+            "status",
+            "termination",
+            "retries",
+            "loops",
+            "tokens",
+            "duration",
+        ):
+            assert needed in headers, f"{needed!r} cut off at 1440 px: {headers}"
+        cells = page.evaluate(
+            "() => [...document.querySelector('[data-testid=stDataFrame] table[role=grid]').querySelectorAll('tbody tr')]"
+            ".map(r => [...r.querySelectorAll('td')].map(c => c.textContent))"
+        )
+        assert len(cells) >= 15, "many rows, not a ten-row box"
+        assert all(re.fullmatch(r"[0-9a-f]{12}", row[0]) for row in cells), cells[:3]
+        assert all(re.fullmatch(r"[\d.,]+ (ms|s|min|h)|—", row[headers.index("duration")]) for row in cells)
+        fills = page.evaluate(
+            "() => [...new Set([...document.querySelectorAll('.vega-embed g.mark-rect path')].map(p => p.getAttribute('fill')))]"
+        )
+        assert set(fills) <= {"#2e9e4f", "#d62728"} and "#d62728" in fills, f"ok green, errors red: {fills}"
+        grid = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+        page.mouse.click(grid["x"] + 40, grid["y"] + 35 + 17)
+        page.wait_for_url(re.compile(r"/run\?(.+&)?run=[0-9a-f]{32}"), timeout=20_000)
+        page.get_by_role("heading", name="Run timeline", exact=True).first.wait_for(timeout=20_000)
+        assert len(ctx.pages) == 1, "the run opened in this tab"
+        assert cells[0][0] in page.url and "range=all" in page.url, "the run, the filters kept"
+    finally:
+        ctx.close()
+
+
+def test_waterfall_click_selects_a_span_and_failures_are_red(live: Live, browser) -> None:
+    loop = live.emitted.first("loop")
+    ctx, page = _open(browser, f"{live.url}/run?run={loop}", "Run timeline", 2)
+    try:
+        picker = page.get_by_role("combobox", name="Span")
+        assert "step 3" in picker.input_value(), "the span the loop guard flagged is shown first"
+        bars = page.locator(".vega-embed").first.locator("g.mark-rect.role-mark").first.locator("path")
+        assert bars.count() == len(httpx.get(f"{live.collector_url}/api/v1/runs/{loop}").json()["spans"])
+        bars.nth(1).click()
+        page.wait_for_function(
+            "() => document.querySelector('input[aria-label=Span]')?.value.includes('chat gpt-4o · step 0')",
+            timeout=20_000,
+        )
+        _settle(page, "Run timeline", 2)
+        assert page.get_by_text("chat gpt-4o", exact=False).count() > 0
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.vega-embed')[0].querySelectorAll('g.mark-rect path')]"
+            ".some(p => p.getAttribute('stroke') === '#f5b700')",
+            timeout=10_000,
+        )
+        tooltips = page.evaluate(
+            "() => [...document.querySelectorAll('.vega-embed')[0].querySelectorAll('g.mark-rect path')]"
+            ".map(p => p.getAttribute('aria-label') || '')"
+        )
+        assert not any("null" in t for t in tooltips), tooltips
+    finally:
+        ctx.close()
+    hostile = live.emitted.first("hostile")
+    ctx, page = _open(browser, f"{live.url}/run?run={hostile}", "Run timeline", 2)
+    try:
+        fills = page.evaluate(
+            "() => [...document.querySelectorAll('.vega-embed')[0].querySelectorAll('g.mark-rect path')]"
+            ".map(p => [p.getAttribute('aria-label') || '', p.getAttribute('fill')])"
+        )
+        failed = [fill for label, fill in fills if "paint: failed" in label]
+        assert failed and set(failed) == {"#d62728"}, "failed spans are filled red, like the Runs page's errors"
+    finally:
+        ctx.close()
+
+
+def test_compare_view_and_agent_columns(live: Live, browser) -> None:
+    loop = live.emitted.first("loop")
+    ctx, page = _open(browser, f"{live.url}/compare?a={loop}", "Compare runs")
+    try:
+        page.get_by_text("They diverge at step", exact=False).first.wait_for(timeout=20_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "b=" in page.url, "run B chosen: a successful run of the same agent"
+        assert "tokens A" in _grid_headers(page, 0)
+    finally:
+        ctx.close()
+    for path, title in (("loops", "Loops"), ("stalls", "Stalls"), ("tools", "Tools")):
+        ctx, page = _open(browser, f"{live.url}/{path}?range=all", title)
+        try:
+            assert "agent" in _grid_headers(page, 0), path
+        finally:
+            ctx.close()
+
+
+def test_dark_theme_follows_the_system_and_axes_stay_utc(live: Live, browser) -> None:
+    def background(page) -> tuple[int, ...]:
+        text = page.evaluate("() => getComputedStyle(document.querySelector('.stApp')).backgroundColor")
+        return tuple(int(v) for v in re.findall(r"\d+", text)[:3])
+
+    ctx, page = _open(browser, f"{live.url}/runs?range=1h", "Runs", color_scheme="dark", timezone_id="America/New_York")
+    try:
+        assert sum(background(page)) < 3 * 80, "dark system theme, dark dashboard"
+        assert page.locator('[data-testid="stMainMenu"]').count() == 1, "the toolbar (and its theme setting) is there"
+        labels = page.evaluate(
+            """() => [...document.querySelector('.vega-embed g.role-axis[aria-label^="X-axis"]')
+            .querySelectorAll('.role-axis-label text')].map(t => t.textContent)"""
+        )
+        now = datetime.now(UTC)
+        hours = {f"{(now - timedelta(minutes=m)).hour:02d}" for m in (0, 30, 60, 90)}
+        assert labels and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in labels), labels
+        assert {t[:2] for t in labels} <= hours, f"UTC hours {hours}, not New York's: {labels}"
+    finally:
+        ctx.close()
+    ctx, page = _open(browser, f"{live.url}/alerts", "Alerts", color_scheme="light")
+    try:
+        assert sum(background(page)) > 3 * 200, "light system theme, light dashboard"
+    finally:
+        ctx.close()

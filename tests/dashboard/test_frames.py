@@ -69,7 +69,7 @@ def test_span_detail_is_all_text() -> None:
     )
     assert detail.to_dict("records") == [
         {"field": "span_id", "value": "a"},
-        {"field": "input_tokens", "value": ""},
+        {"field": "input_tokens", "value": "—"},
         {"field": "attribute k", "value": "<b>v</b>"},
         {"field": "event 0 retry", "value": "t x=1"},
     ]

@@ -21,7 +21,10 @@ def _old_file(tmp_path: Path, filled: str, revision: str) -> str:
     con = duckdb.connect(path)
     try:
         con.execute("ATTACH $p AS source (READ_ONLY)", {"p": filled})
-        con.execute("INSERT INTO spans SELECT * FROM source.spans")
+        old = {r[0] for r in con.execute("SELECT name FROM pragma_table_info('spans')").fetchall()}
+        now = [r[0] for r in con.execute("SELECT name FROM pragma_table_info('source.spans')").fetchall()]
+        shared = ", ".join(f'"{c}"' for c in now if c in old)  # the columns that revision stored
+        con.execute(f"INSERT INTO spans BY NAME SELECT {shared} FROM source.spans")
         con.execute("DETACH source")
     finally:
         con.close()

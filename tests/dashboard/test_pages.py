@@ -16,8 +16,8 @@ from loopsight.dashboard import ui
 PAGES = ["overview", "runs", "run", "stalls", "loops", "burn", "tools", "alerts"]
 
 
-def _trace_ids(links) -> set[str]:
-    return {str(link).split("=", 1)[1] for link in links if link}
+def _trace_ids(ids) -> set[str]:
+    return {str(trace_id) for trace_id in ids if trace_id}
 
 
 def test_overview_tiles_terminations_and_offenders(filled_db, make_app) -> None:
@@ -47,10 +47,10 @@ def test_stalls_page_lists_stuck_runs_backoff_and_idle_gaps(filled_db, make_app)
     app = page(make_app(db=filled_db.path), "stalls")
     assert_clean(app)
     stuck, past = tables(app)
-    assert _trace_ids(stuck["link"]) == set(filled_db.emitted.traces["stuck"])
+    assert _trace_ids(stuck["trace_id"]) == set(filled_db.emitted.traces["stuck"])
     assert "2 run(s) in flight with no progress" in texts(app)
     assert set(past["kind"]) >= {"retry backoff", "idle gap"}
-    assert _trace_ids(past["link"]) >= set(filled_db.emitted.traces["retried_timeout"])
+    assert _trace_ids(past["trace_id"]) >= set(filled_db.emitted.traces["retried_timeout"])
     assert len(charts(app)) == 2
 
 
@@ -58,10 +58,10 @@ def test_loops_page(filled_db, make_app) -> None:
     app = page(make_app(db=filled_db.path), "loops")
     assert_clean(app)
     (loops,) = tables(app)
-    assert _trace_ids(loops["link"]) == set(filled_db.emitted.traces["loop"])
+    assert _trace_ids(loops["trace_id"]) == set(filled_db.emitted.traces["loop"])
     runs = tables(page(make_app(db=filled_db.path), "runs"))[0]
-    started = dict(zip(runs["link"], runs["started_at"], strict=False))
-    assert all(started[link] == at for link, at in zip(loops["link"], loops["started_at"], strict=False)), (
+    started = dict(zip(runs["trace_id"], runs["started_at"], strict=False))
+    assert all(started[trace] == at for trace, at in zip(loops["trace_id"], loops["started_at"], strict=False)), (
         "each row links its own run"
     )
     assert set(loops["tool"]) == {"query_order"} and set(loops["kind"]) == {"exact"}
@@ -75,7 +75,7 @@ def test_burn_page(filled_db, make_app) -> None:
     assert_clean(app)
     agents, top = tables(app)
     assert set(agents["agent"]) == {"order-assistant", "web-researcher", "refund-bot", HOSTILE_AGENT}
-    assert _trace_ids(top["link"][:2]) == set(filled_db.emitted.traces["loop"])
+    assert _trace_ids(top["trace_id"][:2]) == set(filled_db.emitted.traces["loop"])
     ((_, (curve,)),) = charts(app)
     order = curve[curve["agent"] == "order-assistant"].sort_values("step")
     assert list(order["step"]) == [0, 1, 2, 3] and order["input_tokens"].is_monotonic_increasing
@@ -125,7 +125,7 @@ def test_chosen_filters_go_to_the_url_and_survive_a_page_switch(filled_db, make_
     assert 0 < len(tables(app)[0]) < filled_db.emitted.count, "runs of the last 30 minutes are cut to the last 15"
     app.sidebar.selectbox(key="f_range").select("all").run()
     app.selectbox(key="runs_tool").select("refund_order").run()
-    assert _trace_ids(tables(app)[0]["link"]) == set(filled_db.emitted.traces["fatal"])
+    assert _trace_ids(tables(app)[0]["trace_id"]) == set(filled_db.emitted.traces["fatal"])
 
 
 def _param(app, name: str) -> str:
@@ -201,8 +201,8 @@ def test_tokens_after_a_loop_began_count_each_run_once(looping_db, make_app) -> 
     app = page(make_app(db=looping_db.path), "loops")
     assert_clean(app)
     (loops,) = tables(app)
-    twice = f"run?run={looping_db.emitted.first('error_loop')}"
-    assert sorted(loops.loc[loops["link"] == twice, "kind"]) == ["exact", "repeated_error"]
+    twice = looping_db.emitted.first("error_loop")
+    assert sorted(loops.loc[loops["trace_id"] == twice, "kind"]) == ["exact", "repeated_error"]
     burn = tables(page(make_app(db=looping_db.path), "burn"))[-1]
     per_run = int(burn["wasted_tokens"].sum())
     assert per_run > 0 and per_run < int(loops["wasted_tokens"].sum()), "the twice-looping run is not counted twice"
