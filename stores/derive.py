@@ -189,11 +189,13 @@ def refresh(
         )
     _fill(con, since, tables)
     if "run_loops" in tables and sessions:
-        chosen = "SELECT DISTINCT session_id FROM run_facts WHERE session_id IS NOT NULL"
-        if since is not None:
-            chosen += ' AND trace_id IN (SELECT DISTINCT "TraceId" FROM derive_scope)'
-        con.execute(f"CREATE OR REPLACE TEMP TABLE derive_sessions AS {chosen}")
-        session_loops(con)
+        # the sessions the scope's spans name are those of its runs (derive_runs.sql takes the run's from them)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE derive_sessions AS "
+            "SELECT DISTINCT session_id FROM derive_scope WHERE session_id IS NOT NULL"
+        )
+        if con.execute("SELECT count(*) FROM derive_sessions").fetchall()[0][0]:
+            session_loops(con)
     # Only after success: on an error the caller rolls back, which drops these temp tables
     # too, and a DROP in the aborted transaction would fail and hide what went wrong.
     con.execute("DROP TABLE IF EXISTS derive_sessions")

@@ -6,7 +6,8 @@
 -- its last call. Parameters: since, until, agent, service (run filters, run scope); cos_min,
 -- word_min, max_sub, cross, long_words, long_jaccard (the near test, loopsight.ingest.features).
 WITH work AS MATERIALIZED (
-    SELECT r.rk, r.scope, r.session_id, s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts,
+    SELECT r.rk, hash(s."TraceId", s.run_id) AS run_key, r.scope, r.session_id, s."TraceId" AS trace_id, s.run_id,
+           s."SpanId" AS span_id, s."Timestamp" AS ts,
            s.span_type, s.step, s.tool, s.args_hash, s.error_type, s.loop_kind, s.result_hash,
            s.args_frame, s.args_text_fp, s.args_words, s.args_ents,
            -- a list is never NULL on ClickHouse: an empty one is no vector
@@ -20,11 +21,11 @@ WITH work AS MATERIALIZED (
 unnumbered AS (
     -- producers that give no step: the step is the number of model calls begun before (only
     -- the runs with such calls are numbered)
-    SELECT trace_id, run_id, span_id, ts,
+    SELECT run_key, span_id, ts,
            sum(CASE WHEN span_type = 'llm' THEN 1 ELSE 0 END)
-               OVER (PARTITION BY trace_id, run_id ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
+               OVER (PARTITION BY run_key ORDER BY ts, span_id ROWS UNBOUNDED PRECEDING) - 1 AS llm_seen
     FROM work
-    WHERE (trace_id, run_id) IN (SELECT (trace_id, run_id) FROM work WHERE span_type = 'tool' AND step IS NULL)
+    WHERE run_key IN (SELECT run_key FROM work WHERE span_type = 'tool' AND step IS NULL)
 ),
 -- The windows below run over one ordering of all sequences (a window partitioned by sequence sorts
 -- each of thousands of tiny partitions on its own, about twice as slow): seq numbers the calls
@@ -45,7 +46,7 @@ calls AS MATERIALIZED (
                -- a call without an args hash never equals another call
                hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key
         FROM work w
-        LEFT JOIN unnumbered u ON u.trace_id = w.trace_id AND u.run_id = w.run_id AND u.span_id = w.span_id AND u.ts = w.ts
+        LEFT JOIN unnumbered u ON u.run_key = w.run_key AND u.span_id = w.span_id AND u.ts = w.ts
         WHERE w.span_type = 'tool'
     )
     WINDOW r AS (ORDER BY rk, ts, span_id)
