@@ -73,6 +73,27 @@ def loops(
     return run(con, "loops", _with_loops("loops"), params)
 
 
+def loop_counts(
+    con: Connection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    kind: str | None = None,
+) -> dict[str, int]:
+    """How many loops of each kind :func:`loops` would list without a limit.
+
+    Example:
+        >>> loop_counts(con, agent="order-assistant")  # doctest: +SKIP
+        {'exact': 4, 'semantic': 2}
+    """
+    if kind is not None and kind not in A.LOOP_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
+    rows = run(con, "loops_counts", _with_loops("loops_counts"), _params(since, until, agent, service, kind=kind))
+    return {r["kind"]: r["loops"] for r in rows}
+
+
 def loop_rate(
     con: Connection,
     *,

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopsight.analytics.sql import Connection, query
@@ -38,34 +38,103 @@ def list_runs(
     min_tokens: int | None = None,
     run_ids: list[str] | None = None,
     session: str | None = None,
+    q: str | None = None,
 ) -> list[dict[str, Any]]:
     """Runs newest first, each with its rollups (steps, calls, errors, tokens, loops).
 
     ``tool`` keeps runs that called that tool at least once; ``min_tokens`` keeps runs whose
     input + output tokens (over their model calls) reach it; ``run_ids`` keeps those runs;
-    ``session`` the runs of that session.
+    ``session`` the runs of that session; ``q`` the runs a free-text search finds
+    (:func:`search_traces`).
     Times are naive UTC; ``since`` is inclusive, ``until`` exclusive, on the run's start.
 
     Example:
         >>> list_runs(con, status="error", termination_reason="loop_detected")  # doctest: +SKIP
     """
-    return query(
-        con,
-        "runs",
-        limit=max(0, min(limit, MAX_LIMIT)),
-        offset=max(0, offset),
-        agent=agent,
-        service=service,
-        status=status,
-        termination_reason=termination_reason,
-        since=since,
-        until=until,
-        trace_id=trace_id,
-        tool=tool,
-        min_tokens=min_tokens,
-        run_ids=run_ids,
-        session=session,
+    filters = _run_filters(
+        con, agent, service, status, termination_reason, since, until, trace_id, tool, min_tokens, run_ids, session, q
     )
+    return query(con, "runs", limit=max(0, min(limit, MAX_LIMIT)), offset=max(0, offset), **filters)
+
+
+def count_runs(
+    con: Connection,
+    *,
+    agent: str | None = None,
+    service: str | None = None,
+    status: str | None = None,
+    termination_reason: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    trace_id: str | None = None,
+    tool: str | None = None,
+    min_tokens: int | None = None,
+    run_ids: list[str] | None = None,
+    session: str | None = None,
+    q: str | None = None,
+) -> int:
+    """How many runs :func:`list_runs` would give with these filters and no page (``total`` of ``/api/v1/runs``).
+
+    Example:
+        >>> count_runs(con, agent="order-assistant", status="error")  # doctest: +SKIP
+        17
+    """
+    filters = _run_filters(
+        con, agent, service, status, termination_reason, since, until, trace_id, tool, min_tokens, run_ids, session, q
+    )
+    return int(query(con, "runs_count", **filters)[0]["runs"])
+
+
+SEARCH_LIMIT = 10_000
+"""At most this many traces a search finds (the newest)."""
+
+
+def search_traces(
+    con: Connection, q: str, *, since: datetime | None = None, until: datetime | None = None, limit: int = SEARCH_LIMIT
+) -> list[str]:
+    """The traces (newest first) whose runs match ``q``, case-insensitive: a trace id's start, or part of an
+    agent, service, tool, error type or message, span name or attribute value (attributes are kept as
+    the collector stored them: content only when captured).
+
+    Example:
+        >>> search_traces(con, "TimeoutError")  # doctest: +SKIP
+        ['4bf92f3577b34da6a3ce929d0e0e4736', ...]
+    """
+    if not q.strip():
+        raise ValueError("q must not be empty")
+    found = query(con, "runs_search", q=q.strip(), since=since, until=until, limit=max(1, min(limit, SEARCH_LIMIT)))
+    return [r["trace_id"] for r in found]
+
+
+def _run_filters(
+    con: Connection,
+    agent: str | None,
+    service: str | None,
+    status: str | None,
+    termination_reason: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    trace_id: str | None,
+    tool: str | None,
+    min_tokens: int | None,
+    run_ids: list[str] | None,
+    session: str | None,
+    q: str | None,
+) -> dict[str, Any]:
+    return {
+        "agent": agent,
+        "service": service,
+        "status": status,
+        "termination_reason": termination_reason,
+        "since": since,
+        "until": until,
+        "trace_id": trace_id,
+        "trace_ids": search_traces(con, q, since=since, until=until) if q else None,
+        "tool": tool,
+        "min_tokens": min_tokens,
+        "run_ids": run_ids,
+        "session": session,
+    }
 
 
 def top_runs_by_tokens(
@@ -99,14 +168,15 @@ def top_runs_by_tokens(
     return ranked
 
 
-def trace_detail(con: Connection, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
     """The runs of one trace, all its spans, and a per-step summary.
 
     ``{"runs": [Run...], "spans": [Span...], "steps": [Step...]}``: each Span has the design's
     keys plus ``events`` (``[{"time", "name", "attributes"}]``: ``retry`` and
     ``loop_detected`` among them); each Step is ``{"run_id", "step", "started_at",
     "duration_ms", "llm_calls", "tool_calls", "tool_errors", "retries", "retry_events",
-    "loop_hits", "input_tokens", "output_tokens"}``. A run whose tool calls carry no arguments
+    "loop_hits", "input_tokens", "output_tokens"}``; ``stuck``: whether the trace is stuck (its run
+    span has not arrived and it has been silent past the stuck threshold). A run whose tool calls carry no arguments
     (``arguments_captured`` false) has ``arguments_hint``: the setting of its instrumentation
     that turns capture on, or None when loopsight does not know it.
 
@@ -121,8 +191,58 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, list[dict[str, Any
         for r in runs:
             if r["arguments_captured"] is False:
                 r["arguments_hint"] = capture_setting(scopes.get(r["run_id"], []))
+    spans = query(con, "trace_spans", trace_id=trace_id)
     return {
         "runs": runs,
-        "spans": query(con, "trace_spans", trace_id=trace_id),
+        "spans": spans,
         "steps": query(con, "trace_steps", trace_id=trace_id),
+        "stuck": bool(spans) and not runs and _stuck(spans),
     }
+
+
+def _stuck(spans: list[dict[str, Any]], now: datetime | None = None) -> bool:
+    """A trace with model or tool calls whose run span has not arrived and whose last span ended more
+    than the stuck threshold ago (the ``stuck`` rule of :mod:`loopsight.analytics.stalls`)."""
+    from loopsight.analytics.stalls import STUCK_AFTER_SECONDS, STUCK_MAX_AGE_SECONDS
+
+    if not any(s["kind"] in ("llm", "tool") for s in spans) or any(s["parent_span_id"] is None for s in spans):
+        return False
+    ends = [
+        datetime.fromisoformat(s["start"].rstrip("Z")) + timedelta(milliseconds=s["duration_ms"] or 0) for s in spans
+    ]
+    silent = ((now or datetime.now(UTC).replace(tzinfo=None)) - max(ends)).total_seconds()
+    return STUCK_AFTER_SECONDS < silent < STUCK_MAX_AGE_SECONDS
+
+
+VALUE_FIELDS = ("agent", "service", "tool")
+
+
+def field_values(
+    con: Connection,
+    field: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    limit: int = 1000,
+) -> list[dict[str, Any]]:
+    """The values ``field`` (``agent``, ``service`` or ``tool``) takes over the runs of the window, with
+    the number of runs of each, most first (``/api/v1/values``: what a picker lists).
+
+    Example:
+        >>> field_values(con, "tool")[:2]  # doctest: +SKIP
+        [{'value': 'search', 'runs': 812}, {'value': 'fetch_page', 'runs': 97}]
+    """
+    if field not in VALUE_FIELDS:
+        raise ValueError(f"field must be one of {', '.join(VALUE_FIELDS)}, not {field!r}")
+    return query(
+        con,
+        "values",
+        field=field,
+        since=since,
+        until=until,
+        agent=agent,
+        service=service,
+        limit=max(0, min(limit, MAX_LIMIT)),
+    )

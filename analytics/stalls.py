@@ -57,19 +57,87 @@ def stalls(
     Each item: ``trace_id``, ``run_id`` (``None`` for ``stuck``), ``span_id`` (the slow or
     retried call, the span after an idle gap or the run span for a gap at its end, the last
     span of a stuck trace), ``kind``, ``tool`` (tool name, or the model span's name),
-    ``duration_ms`` (the call, the backoff, the gap, the silence) and ``expected_ms`` (the
-    p95 it is judged against, the gap threshold, the stuck threshold; ``None`` for backoff).
+    ``duration_ms`` (the call, the backoff, the gap, the silence), ``expected_ms`` (the
+    threshold it crossed, the gap threshold, the stuck threshold; ``None`` for backoff),
+    ``agent`` and ``started_at`` (the run's start; a stuck trace's last span's end).
 
     Example:
         >>> stalls(con, kind="slow_call", agent="order-assistant")  # doctest: +SKIP
         [{'trace_id': '…', 'run_id': '…', 'span_id': '…', 'kind': 'slow_call', 'tool': 'search',
           'duration_ms': 9120.5, 'expected_ms': 740.2}]
     """
+    params = _stall_params(
+        since,
+        until,
+        agent,
+        service,
+        kind,
+        now,
+        stuck_after_seconds,
+        stuck_max_age_seconds,
+        min_samples,
+        min_backoff_ms,
+        min_gap_ms,
+    )
+    return run(con, "stalls", _with_members("stalls"), {**params, "limit": max(0, min(limit, MAX_LIMIT))})
+
+
+def stall_counts(
+    con: Connection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    kind: str | None = None,
+    now: datetime | None = None,
+    stuck_after_seconds: float = STUCK_AFTER_SECONDS,
+    stuck_max_age_seconds: float = STUCK_MAX_AGE_SECONDS,
+    min_samples: int = MIN_SAMPLES,
+    min_backoff_ms: float = MIN_BACKOFF_MS,
+    min_gap_ms: float = MIN_GAP_MS,
+) -> dict[str, int]:
+    """How many stalls of each kind :func:`stalls` would list without a limit (the same rules).
+
+    Example:
+        >>> stall_counts(con, agent="order-assistant")  # doctest: +SKIP
+        {'idle_gap': 4, 'slow_call': 12}
+    """
+    params = _stall_params(
+        since,
+        until,
+        agent,
+        service,
+        kind,
+        now,
+        stuck_after_seconds,
+        stuck_max_age_seconds,
+        min_samples,
+        min_backoff_ms,
+        min_gap_ms,
+    )
+    rows = run(con, "stalls_counts", _with_members("stalls_counts"), params)
+    return {r["kind"]: r["stalls"] for r in rows}
+
+
+def _stall_params(
+    since: datetime | None,
+    until: datetime | None,
+    agent: str | None,
+    service: str | None,
+    kind: str | None,
+    now: datetime | None,
+    stuck_after_seconds: float,
+    stuck_max_age_seconds: float,
+    min_samples: int,
+    min_backoff_ms: float,
+    min_gap_ms: float,
+) -> dict[str, Any]:
     if kind is not None and kind not in STALL_KINDS:
         raise ValueError(f"kind must be one of {', '.join(STALL_KINDS)}, not {kind!r}")
     if stuck_after_seconds <= 0 or stuck_max_age_seconds <= stuck_after_seconds:
         raise ValueError("need 0 < stuck_after_seconds < stuck_max_age_seconds")
-    params = {
+    return {
         "since": since,
         "until": until,
         "agent": agent,
@@ -81,9 +149,7 @@ def stalls(
         "min_samples": max(1, min_samples),
         "min_backoff_ms": float(min_backoff_ms),
         "min_gap_ms": float(min_gap_ms),
-        "limit": max(0, min(limit, MAX_LIMIT)),
     }
-    return run(con, "stalls", _with_members("stalls"), params)
 
 
 def time_to_first_tool(

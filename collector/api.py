@@ -163,11 +163,15 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "tool": parse_text("tool", q.get("tool")),
             "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
             "session": parse_text("session", q.get("session")),
+            "q": parse_text("q", q.get("q"), 256),
         }
 
     def runs_work(con: Connection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
         by_tokens, params = parsed
-        return {"runs": (analytics.top_runs_by_tokens if by_tokens else analytics.list_runs)(con, **params)}
+        if by_tokens:
+            return {"runs": analytics.top_runs_by_tokens(con, **params)}
+        counted = {k: v for k, v in params.items() if k not in ("limit", "offset")}
+        return {"runs": analytics.list_runs(con, **params), "total": analytics.count_runs(con, **counted)}
 
     def trace_id_param(request: Request) -> str:
         trace_id = request.path_params["trace_id"].lower()
@@ -206,7 +210,23 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "kind": parse_choice("kind", q(r).get("kind"), LOOP_KINDS),
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
         },
-        lambda con, p: {"loops": analytics.loops(con, **p)},
+        lambda con, p: {
+            "loops": analytics.loops(con, **p),
+            "counts": (counts := analytics.loop_counts(con, **{k: v for k, v in p.items() if k != "limit"})),
+            "total": sum(counts.values()),
+        },
+    )
+    loops_over_time = endpoint(
+        lambda r: {**_filters(r), "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 3600, 1, 366 * 86400)},
+        lambda con, p: {"bucket_seconds": p["bucket_seconds"], "buckets": analytics.loops_over_time(con, **p)},
+    )
+    values = endpoint(
+        lambda r: {
+            **_filters(r),
+            "field": parse_choice("field", q(r).get("field"), analytics.VALUE_FIELDS) or "agent",
+            "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 10_000),
+        },
+        lambda con, p: {"field": p["field"], "values": analytics.field_values(con, **p)},
     )
     stalls = endpoint(
         lambda r: {
@@ -215,7 +235,10 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "stuck_after_seconds": parse_int("stuck_after", q(r).get("stuck_after"), 300, 1, 86400),
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
         },
-        lambda con, p: {"stalls": analytics.stalls(con, **p)},
+        lambda con, p: {
+            "stalls": analytics.stalls(con, **p),
+            "counts": analytics.stall_counts(con, **{k: v for k, v in p.items() if k != "limit"}),
+        },
     )
     sessions = endpoint(
         lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, analytics.SESSIONS_LIMIT)},
@@ -301,6 +324,8 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         Route("/api/v1/overview", overview, methods=["GET"]),
         Route("/api/v1/terminations", terminations, methods=["GET"]),
         Route("/api/v1/loops", loops, methods=["GET"]),
+        Route("/api/v1/loops/over_time", loops_over_time, methods=["GET"]),
+        Route("/api/v1/values", values, methods=["GET"]),
         Route("/api/v1/stalls", stalls, methods=["GET"]),
         Route("/api/v1/sessions", sessions, methods=["GET"]),
         Route("/api/v1/burn", burn, methods=["GET"]),

@@ -230,7 +230,11 @@ class RunHandle(SpanHandle):
 
     def _before_end(self, exc: BaseException | None) -> None:
         span = self.span
-        span.set_attribute(A.TERMINATION_REASON, self.reason or "completed")
+        reason = self.reason or "completed"
+        span.set_attribute(A.TERMINATION_REASON, reason)
+        if reason != "completed" and not self._failed:
+            # the loop gave up (a budget, a fatal tool error) without raising: the run failed all the same
+            span.set_status(Status(StatusCode.ERROR, reason))
         if self.fallback is not None:
             span.set_attribute(A.FALLBACK, self.fallback)
 

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,6 +57,20 @@ class AuthRequired(SourceError):
 
 class NotAvailable(SourceError):
     """This source does not offer that question (yet): an older collector, a missing module."""
+
+
+_HTTP: httpx.Client | None = None
+_HTTP_LOCK = threading.Lock()
+
+
+def _http() -> httpx.Client:
+    """One connection pool per process (a new client per request costs a TLS context each time:
+    ~5 % of a dashboard page's script time)."""
+    global _HTTP
+    with _HTTP_LOCK:
+        if _HTTP is None:
+            _HTTP = httpx.Client()
+        return _HTTP
 
 
 def _iso(value: datetime) -> str:
@@ -103,7 +118,7 @@ class ApiSource:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         target = f"{self.url}{path}"
         try:
-            response = httpx.get(target, params=query, headers=headers, timeout=self.timeout)
+            response = _http().get(target, params=query, headers=headers, timeout=self.timeout)
         except httpx.TimeoutException:
             raise SourceUnreachable(
                 f"the collector at {self.url} did not answer {path} within {self.timeout:g} s"
@@ -132,12 +147,20 @@ class ApiSource:
     def runs(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/runs", params)["runs"]
 
-    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
-        """The trace's runs, spans and steps; empty lists when the collector stores no span of it (404)."""
+    def runs_page(self, **params: Any) -> dict[str, Any]:
+        """``{"runs": [...], "total": N}``: a page of runs and how many the filters keep."""
+        return self._get("/api/v1/runs", params)
+
+    def values(self, field: str, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/values", {"field": field, **params})["values"]
+
+    def run(self, trace_id: str) -> dict[str, Any]:
+        """The trace's runs, spans and steps, and whether it is stuck; empty lists when the
+        collector stores no span of it (404)."""
         try:
             return self._get(f"/api/v1/runs/{trace_id}")
         except NotAvailable:  # the route is as old as the API: its 404 means no spans for this trace
-            return {"runs": [], "spans": [], "steps": []}
+            return {"runs": [], "spans": [], "steps": [], "stuck": False}
 
     def overview(self, **params: Any) -> dict[str, Any]:
         return self._get("/api/v1/overview", params)
@@ -151,8 +174,17 @@ class ApiSource:
     def loops(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/loops", params)["loops"]
 
+    def loop_counts(self, **params: Any) -> dict[str, int]:
+        return self._get("/api/v1/loops", {**params, "limit": 0})["counts"]
+
+    def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
+        return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params})["buckets"]
+
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/stalls", params)["stalls"]
+
+    def stall_counts(self, **params: Any) -> dict[str, int]:
+        return self._get("/api/v1/stalls", {**params, "limit": 0})["counts"]
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/sessions", params)["sessions"]
@@ -195,9 +227,19 @@ class _AnalyticsQuestions:
         raise NotImplementedError
 
     def runs(self, **params: Any) -> list[dict[str, Any]]:
+        if params.pop("sort", None) == "tokens":  # as /api/v1/runs?sort=tokens answers
+            keep = ("limit", "agent", "service", "since", "until")
+            return self._call(analytics.top_runs_by_tokens, **{k: v for k, v in params.items() if k in keep})
         return self._call(analytics.list_runs, **params)
 
-    def run(self, trace_id: str) -> dict[str, list[dict[str, Any]]]:
+    def runs_page(self, **params: Any) -> dict[str, Any]:
+        counted = {k: v for k, v in params.items() if k not in ("limit", "offset")}
+        return {"runs": self.runs(**params), "total": self._call(analytics.count_runs, **counted)}
+
+    def values(self, field: str, **params: Any) -> list[dict[str, Any]]:
+        return self._call(analytics.field_values, field, **params)
+
+    def run(self, trace_id: str) -> dict[str, Any]:
         return self._call(analytics.trace_detail, trace_id)
 
     def overview(self, **params: Any) -> dict[str, Any]:
@@ -212,8 +254,17 @@ class _AnalyticsQuestions:
     def loops(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.loops, **params)
 
+    def loop_counts(self, **params: Any) -> dict[str, int]:
+        return self._call(analytics.loop_counts, **params)
+
+    def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
+        return self._call(analytics.loops_over_time, bucket_seconds=bucket_seconds, **params)
+
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.stalls, **params)
+
+    def stall_counts(self, **params: Any) -> dict[str, int]:
+        return self._call(analytics.stall_counts, **params)
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.sessions, **params)

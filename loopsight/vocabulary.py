@@ -251,6 +251,7 @@ CONTENT_KEYS: frozenset[str] = frozenset(
     (
         *TOOL_ARGUMENTS.keys,
         *TOOL_RESULT.keys,
+        *TOOL_SCHEMA_KEYS,  # not arguments, but the tool's description, repeated on every call
         A.INPUT_MESSAGES,
         A.OUTPUT_MESSAGES,
         "gen_ai.system_instructions",

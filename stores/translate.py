@@ -272,6 +272,7 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     (lambda n: isinstance(n, exp.BitwiseLeftShift), lambda n: _fn("bitShiftLeft", n.this, n.expression)),
     (lambda n: isinstance(n, exp.Length), lambda n: _fn("length", n.this)),
     (_anonymous("list_sum"), lambda n: _fn("arraySum", *n.expressions)),
+    (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
     (
         _anonymous("list_unique"),
         lambda n: _fn(

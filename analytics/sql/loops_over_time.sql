@@ -15,6 +15,7 @@ looped AS (
            count(*) FILTER (WHERE kind = 'oscillation') AS oscillation,
            count(*) FILTER (WHERE kind = 'repeated_error') AS repeated_error,
            count(*) FILTER (WHERE kind = 'semantic') AS semantic,
+           count(*) FILTER (WHERE kind = 'no_progress') AS no_progress,
            sum(wasted_tokens) AS wasted_tokens
     FROM loop_rows
     GROUP BY bucket
@@ -23,7 +24,7 @@ SELECT s.bucket, s.runs, coalesce(l.looping_runs, 0) AS looping_runs,
        coalesce(l.looping_runs, 0) / s.runs AS loop_rate,
        coalesce(l.exact, 0) AS exact, coalesce(l.oscillation, 0) AS oscillation,
        coalesce(l.repeated_error, 0) AS repeated_error, coalesce(l.semantic, 0) AS semantic,
-       coalesce(l.wasted_tokens, 0) AS wasted_tokens
+       coalesce(l.no_progress, 0) AS no_progress, coalesce(l.wasted_tokens, 0) AS wasted_tokens
 FROM scope s
 LEFT JOIN looped l USING (bucket)
 ORDER BY s.bucket

@@ -1,3 +1,4 @@
+-- ctes: filtered=runs_filtered
 -- Runs, newest first, from the per-run rollups the deriver keeps (run_facts, filled by
 -- stores/sql/derive_runs.sql by the rules of loopsight.vocabulary). ``status`` is the rule
 -- RUN_STATUS of loopsight.vocabulary ('error' exactly where the run failed); how it ended is
@@ -9,18 +10,7 @@ WITH page AS (
            {{run_status}} AS status,
            termination_reason, steps, llm_calls, tool_calls, tool_errors, retries,
            input_tokens, output_tokens, session_id, arguments_captured
-    FROM run_facts
-    WHERE ($trace_id::VARCHAR IS NULL OR trace_id = $trace_id)
-      AND ($run_ids::VARCHAR[] IS NULL OR list_contains($run_ids::VARCHAR[], run_id))
-      AND ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR service = $service)
-      AND ($session::VARCHAR IS NULL OR session_id = $session)
-      AND ($termination_reason::VARCHAR IS NULL OR termination_reason = $termination_reason)
-      AND ($status::VARCHAR IS NULL OR ({{run_status}}) = $status)
-      AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
-      AND ($until::TIMESTAMP IS NULL OR started_at < $until)
-      AND ($tool::VARCHAR IS NULL OR list_contains(tools, $tool))
-      AND ($min_tokens::BIGINT IS NULL OR input_tokens + output_tokens >= $min_tokens)
+    FROM filtered
     ORDER BY started_at DESC, trace_id
     LIMIT $limit OFFSET $offset
 ),

@@ -45,7 +45,7 @@ def test_runs_filters_tool_and_min_tokens(world: World, client: TestClient) -> N
 def test_run_detail(world: World, client: TestClient) -> None:
     info = world.runs["R2"]
     body = client.get(f"/api/v1/runs/{info.trace_id.upper()}").json()
-    assert set(body) == {"runs", "spans", "steps"}
+    assert set(body) == {"runs", "spans", "steps", "stuck"} and body["stuck"] is False
     assert body["runs"][0]["run_id"] == info.run_id
     assert (body["runs"][0]["status"], body["runs"][0]["termination_reason"]) == ("ok", "loop_detected")
     assert len(body["spans"]) == 7
@@ -153,5 +153,39 @@ def test_relative_times_and_bounds_are_accepted(client: TestClient) -> None:
     for path in ("/api/v1/runs", "/api/v1/tools", "/api/v1/overview", "/api/v1/terminations"):
         answer = client.get(path, params={"since": "-15m"})
         assert answer.status_code == 200, (path, answer.text)
-    assert client.get("/api/v1/runs", params={"limit": "10000", "offset": "1000000000"}).json() == {"runs": []}
+    assert client.get("/api/v1/runs", params={"limit": "10000", "offset": "1000000000"}).json() == {
+        "runs": [],
+        "total": 8,
+    }
     assert client.get("/api/v1/overview", params={"since": "0001-01-01", "until": "9999-12-31"}).status_code == 200
+
+
+def test_runs_answer_their_total_and_a_search(world: World, client: TestClient) -> None:
+    body = client.get("/api/v1/runs", params={"limit": "2", **CURRENT}).json()
+    assert len(body["runs"]) == 2 and body["total"] == 5  # R1..R5 in the current day, whatever the page
+    assert client.get("/api/v1/runs", params={"status": "error", "limit": "1"}).json()["total"] == 2
+    by_agent = client.get("/api/v1/runs", params={"q": "BILL"}).json()  # part of an agent, any case
+    assert sorted(names(world, by_agent["runs"])) == ["P2", "R3", "R4"] and by_agent["total"] == 3
+    by_tool = client.get("/api/v1/runs", params={"q": "refund"}).json()
+    assert sorted(names(world, by_tool["runs"])) == ["P2", "R3", "R4"]
+    trace = world.runs["R2"].trace_id
+    assert names(world, client.get("/api/v1/runs", params={"q": trace[:10]}).json()["runs"]) == ["R2"]
+    assert client.get("/api/v1/runs", params={"q": "no-such-thing-anywhere"}).json() == {"runs": [], "total": 0}
+    assert client.get("/api/v1/runs", params={"q": "x" * 300}).status_code == 400
+
+
+def test_values_loops_and_stalls_counts(world: World, client: TestClient) -> None:
+    agents = client.get("/api/v1/values", params={"field": "agent"}).json()
+    assert agents["values"] == [{"value": "orders", "runs": 5}, {"value": "billing", "runs": 3}]
+    tools = {v["value"]: v["runs"] for v in client.get("/api/v1/values", params={"field": "tool"}).json()["values"]}
+    assert tools["search"] == 4 and tools["refund"] == 3
+    assert client.get("/api/v1/values", params={"field": "model"}).status_code == 400
+    loops = client.get("/api/v1/loops", params={"limit": "0"}).json()
+    assert loops["loops"] == [] and loops["total"] == sum(loops["counts"].values()) >= 1
+    (row,) = client.get("/api/v1/loops", params={"kind": "exact", **CURRENT}).json()["loops"]
+    assert row["agent"] == "orders" and row["started_at"].startswith("2026-01-11")
+    over = client.get("/api/v1/loops/over_time", params={"bucket": "86400"}).json()
+    assert over["bucket_seconds"] == 86400 and sum(b["runs"] for b in over["buckets"]) == 8
+    stalls = client.get("/api/v1/stalls", params={"limit": "1"}).json()
+    assert sum(stalls["counts"].values()) >= len(stalls["stalls"])
+    assert all(s["agent"] in ("orders", "billing", None) for s in client.get("/api/v1/stalls").json()["stalls"])

@@ -53,6 +53,10 @@ FILTERS = [
     {"tool": "kb_search"},
     {"min_tokens": 3_000},
     {"agent": "nobody"},
+    {"session": "sess-fixture"},
+    {"q": "search"},
+    {"q": "FORBIDDEN"},
+    {"q": "sess-fixture"},
 ]
 
 
@@ -98,7 +102,7 @@ def test_trace_detail_is_the_same(duck: Any, clickhouse: Any) -> None:
         got = _same(trace_detail(clickhouse, trace_id))
         for part in ("runs", "spans", "steps"):
             assert got[part] == expected[part], (trace_id, part)
-    assert trace_detail(clickhouse, "0" * 32) == {"runs": [], "spans": [], "steps": []}
+    assert trace_detail(clickhouse, "0" * 32) == {"runs": [], "spans": [], "steps": [], "stuck": False}
 
 
 def test_normalization_rules_hold_on_clickhouse(clickhouse: Any) -> None:
@@ -168,3 +172,13 @@ def test_overview_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, Any
     expected = _same(overview(duck, **window, **filters))
     assert expected["tiles"]["runs"]["value"] > 0
     assert _same(overview(clickhouse, **window, **filters)) == expected
+
+
+@pytest.mark.parametrize("field", ["agent", "service", "tool"])
+def test_field_values_and_run_counts_are_the_same(duck: Any, clickhouse: Any, field: str) -> None:
+    from loopsight.analytics import count_runs, field_values
+
+    assert field_values(clickhouse, field) == field_values(duck, field) != []
+    for filters in FILTERS:
+        counted = {k: v for k, v in filters.items() if k not in ("limit", "offset")}
+        assert count_runs(clickhouse, **counted) == count_runs(duck, **counted)
