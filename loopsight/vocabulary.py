@@ -141,6 +141,7 @@ CACHE_READ_TOKENS = _concept(
     ("gen_ai.usage.cache_read_input_tokens", LEGACY),
     ("llm.token_count.prompt_details.cache_read", OPENINFERENCE),
     ("gen_ai.usage.prompt_tokens_details.cached_tokens", TRACELOOP),
+    ("gen_ai.usage.details.cache_read_tokens", PYDANTIC_AI),
 )
 CACHE_WRITE_TOKENS = _concept(
     "cache-write input tokens (included in the input tokens)",
@@ -148,6 +149,7 @@ CACHE_WRITE_TOKENS = _concept(
     ("gen_ai.usage.cache_creation_input_tokens", LEGACY),
     ("gen_ai.usage.cache_write_input_tokens", LEGACY),
     ("llm.token_count.prompt_details.cache_write", OPENINFERENCE),
+    ("gen_ai.usage.details.cache_write_tokens", PYDANTIC_AI),
 )
 LANGFUSE_USAGE = "langfuse.observation.usage_details"
 """Langfuse's token counts: a JSON object (keys ``input``/``output`` or, from the SDK's OpenAI
@@ -155,8 +157,18 @@ wrapper, ``prompt_tokens``/``completion_tokens`` with ``prompt_tokens_details.ca
 LANGFUSE_USAGE_KEYS = {
     "input": ("input", "prompt_tokens", "input_tokens"),
     "output": ("output", "completion_tokens", "output_tokens"),
-    "cache_read": ("cache_read_input_tokens", "input_cached_tokens", "prompt_tokens_details.cached_tokens"),
+    "cache_read": (
+        "cache_read_input_tokens",
+        "input_cached_tokens",
+        "input_cache_read",
+        "prompt_tokens_details.cached_tokens",
+        "input_tokens_details.cached_tokens",
+    ),
+    "cache_write": ("cache_creation_input_tokens", "input_cache_creation", "input_cache_write"),
 }
+LANGFUSE_INCLUDED_CACHE_KEYS = frozenset(("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"))
+"""Cache counts that an OpenAI usage object's own input count includes (Langfuse's ``input`` and
+Anthropic's ``input_tokens`` leave the others out)."""
 LANGFUSE_LEVEL = "langfuse.observation.level"
 LANGFUSE_STATUS_MESSAGE = "langfuse.observation.status_message"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
@@ -443,6 +455,15 @@ RUN_STATUS = Rule(
     "names, has status Error (the framework raised); else 'ok'. How it ended is its termination "
     "reason.",
     "(CASE WHEN status_code = 'Error' THEN 'error' ELSE 'ok' END)",
+)
+
+CACHE_CONVENTION = Rule(
+    "A model call's input tokens include its cached and cache-write input tokens (OpenTelemetry "
+    "GenAI). A producer whose input count leaves them out (Anthropic's and Bedrock's raw usage, "
+    "Langfuse's usage details) is read as such where it shows: a Langfuse 'input' beside cache "
+    "counts, Anthropic-style cache keys in a usage object, or cache counts larger than the input "
+    "count; the cache counts are then added to the input.",
+    "input_tokens >= coalesce(cache_read_tokens, 0) + coalesce(cache_write_tokens, 0)",
 )
 
 
