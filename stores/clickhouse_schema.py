@@ -163,7 +163,9 @@ ORDER BY event_id""",
 )
 
 
-_ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id"} | {name: "(trace_id, run_id)" for name in DERIVED}
+_ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id", "model_prices": "(provider, model)"} | {
+    name: "(trace_id, run_id)" for name in DERIVED
+}
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
 
 
@@ -301,6 +303,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
     Migration("0014_sessions_and_frameworks", lambda o: [*model_columns_ddl(), REDERIVE]),
+    Migration(
+        "0015_cost",
+        lambda o: [model_table_ddl("run_calls"), model_table_ddl("model_prices"), *model_columns_ddl(), REDERIVE],
+    ),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
