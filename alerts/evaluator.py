@@ -68,6 +68,7 @@ class Evaluator:
         self.interval_seconds = interval_seconds
         self.dashboard_url = dashboard_url or DEFAULT_DASHBOARD_URL
         self.clock = clock
+        self.started_at = clock()  # the cost counters of /metrics count the runs started since
         self.gauge_window = timedelta(seconds=gauge_window_seconds)
         self.state_store = state_store(reader_factory)
         self.notifier = notifier or Notifier()
@@ -142,7 +143,7 @@ class Evaluator:
                 for rule in self.rules:
                     results.append(self._evaluate_rule(source, rule, now))
                 try:
-                    self._gauges = gauges(con, now - self.gauge_window, now, source.cache)
+                    self._gauges = gauges(con, now - self.gauge_window, now, source.cache, totals_since=self.started_at)
                 except STORE_ERRORS as exc:
                     self.errors += 1
                     log.error("alert gauges failed: %s", exc)

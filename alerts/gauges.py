@@ -44,6 +44,7 @@ class AgentGauges:
         self.max_age_seconds = max_age_seconds
         self.window = timedelta(seconds=window_seconds)
         self.clock = clock
+        self.started_at = clock()  # the cost counters count the runs started since
         self.monotonic = monotonic
         self._gauges: list[Gauge] = []
         self._computed_at: float | None = None
@@ -63,7 +64,7 @@ class AgentGauges:
         try:
             con = self.reader_factory()
             try:
-                self._gauges = gauges(con, until - self.window, until)
+                self._gauges = gauges(con, until - self.window, until, totals_since=self.started_at)
             finally:
                 con.close()
         except STORE_ERRORS as exc:  # as the evaluator: keep the previous values

@@ -9,6 +9,7 @@ Example:
 """
 
 from loopsight.analytics.burn import burn, burn_agents, burn_curve, burn_runs
+from loopsight.analytics.costs import models, trace_costs
 from loopsight.analytics.loops import (
     loop_rate,
     loop_run_ids,
@@ -33,6 +34,7 @@ __all__ = [
     "loop_run_ids",
     "loops",
     "loops_over_time",
+    "models",
     "overview",
     "stalls",
     "terminations",
@@ -41,5 +43,6 @@ __all__ = [
     "top_looping_args",
     "top_looping_tools",
     "top_runs_by_tokens",
+    "trace_costs",
     "trace_detail",
 ]

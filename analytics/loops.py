@@ -50,13 +50,15 @@ def loops(
     service: str | None = None,
     kind: str | None = None,
     limit: int = 1000,
+    costs: bool = True,
 ) -> list[dict[str, Any]]:
     """The loops of runs started in [since, until), newest run first (the ``/api/v1/loops`` list).
 
     Each item: ``trace_id``, ``run_id``, ``tool`` (for an oscillation, its tools joined by
     ``,``), ``kind`` (``exact`` ``oscillation`` ``repeated_error`` ``semantic``), ``count``
-    (calls in the loop), ``first_step`` and ``wasted_tokens`` (model tokens spent after
-    the loop's first call began).
+    (calls in the loop), ``first_step``, ``wasted_tokens`` (model tokens spent after
+    the loop's first call began) and ``wasted_cost_usd`` (what those calls cost; ``None`` when
+    none of them is priced; left out with ``costs=False``).
 
     Example:
         >>> loops(con, kind="oscillation", limit=5)  # doctest: +SKIP
@@ -66,7 +68,17 @@ def loops(
     if kind is not None and kind not in A.LOOP_KINDS:
         raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
     params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)))
-    return run(con, "loops", _with_loops("loops"), params)
+    found = run(con, "loops", _with_loops("loops"), params)
+    if costs and found:
+        # Equal wasted tokens in a run: the same wasted calls (loop_costs.sql), so the key is the run and them.
+        wasted = {
+            (r["trace_id"], r["run_id"], r["wasted_tokens"]): r["wasted_cost_usd"]
+            for r in run(con, "loop_costs", _with_loops("loop_costs"), params)
+        }
+        for loop in found:
+            key = (loop["trace_id"], loop["run_id"], loop["wasted_tokens"])
+            loop["wasted_cost_usd"] = 0.0 if not loop["wasted_tokens"] else wasted.get(key)
+    return found
 
 
 def loop_rate(

@@ -3,7 +3,7 @@
 ``serve()`` returns after SIGINT/SIGTERM once both receivers have stopped, the write queue
 is drained and the file is closed; it raises :class:`StartupError` (a readable message,
 no traceback) when it cannot start: port taken, DB locked, directory not writable, bad
-``--retention`` or ``--forward-to``, invalid alert rules.
+``--retention`` or ``--forward-to``, invalid alert rules, an invalid ``--prices`` file.
 
 Example:
     >>> serve(db="./loopsight.duckdb", http_port=4318, grpc_port=4317)  # doctest: +SKIP
@@ -32,6 +32,7 @@ from loopsight.collector.metrics import Metrics
 from loopsight.collector.retention import Retention, parse_duration
 from loopsight.errors import LoopsightError
 from loopsight.ingest.normalize import Limits
+from loopsight.prices import PriceBook, PricesError
 from loopsight.stores import StoreError
 from loopsight.stores.duckdb_store import Store
 
@@ -76,6 +77,7 @@ def serve(
     memory_limit: str | None = None,
     store_url: str | None = None,
     memory_budget: str | None = None,
+    prices: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
@@ -86,6 +88,8 @@ def serve(
     ``LOOPSIGHT_RETENTION_INTERVAL`` (300); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
     bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
     ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
+    ``prices`` (``--prices FILE``) is a price file over the bundled table (docs/cost.md); the
+    store reprices every model it holds with it as it opens.
     """
     configure_logging()
     try:
@@ -102,6 +106,9 @@ def serve(
         )
         budget = MemoryBudget.from_env(memory_budget)
         admission = Admission.from_env(max_bytes=budget.inflight_bytes)
+        book = PriceBook.from_file(prices)
+    except PricesError as exc:
+        raise StartupError(f"invalid price file: {exc}") from None
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
@@ -117,7 +124,7 @@ def serve(
             from loopsight.stores import StoreURLError, open_writer
 
             try:
-                store = open_writer(store_url)
+                store = open_writer(store_url, prices=book)
             except StoreURLError as exc:
                 raise StartupError(str(exc)) from None
         else:
@@ -125,6 +132,7 @@ def serve(
                 db,
                 memory_limit=memory_limit or budget.duckdb_limit,
                 checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"),
+                prices=book,
             )
     except StoreError as exc:
         raise StartupError(str(exc)) from None
@@ -191,6 +199,7 @@ def serve(
                 "store": _store_label(db, store_url),
                 "retention": retention,
                 "forward_to": forwarder.url if forwarder else None,
+                "prices": book.describe(),
             },
         )
         try:

@@ -160,6 +160,10 @@ class ApiSource:
     def burn_curve(self, **params: Any) -> Any:
         return self._get("/api/v1/burn/curve", params)
 
+    def models(self, **params: Any) -> list[dict[str, Any]]:
+        """Per (provider, model): calls, tokens, cost and the prices applied (``/api/v1/models``)."""
+        return self._get("/api/v1/models", params)["models"]
+
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/alerts")
 
@@ -211,6 +215,10 @@ class _AnalyticsQuestions:
 
     def burn_curve(self, **params: Any) -> Any:
         return self._call(analytics.burn_curve, **params)
+
+    def models(self, **params: Any) -> list[dict[str, Any]]:
+        """Per (provider, model): calls, tokens, cost and the prices applied."""
+        return self._call(analytics.models, **params)
 
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._call(alerts_overview)

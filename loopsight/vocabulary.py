@@ -465,6 +465,26 @@ CACHE_CONVENTION = Rule(
     "count; the cache counts are then added to the input.",
     "input_tokens >= coalesce(cache_read_tokens, 0) + coalesce(cache_write_tokens, 0)",
 )
+PRICE_OF_CALL = Rule(
+    "A model call is priced by the price row of its provider and model (as its span names them) in "
+    "effect on the day it started and for its input tokens' tier: above a tier's threshold every "
+    "token of the call pays the tier's prices, as providers bill each request. A pair without "
+    "prices, or unknown, leaves the call unpriced.",
+    # c: a run_calls row, p: the model_prices rows of its pair (LEFT JOIN ... ON provider, model)
+    "(p.model IS NULL OR (c.ts >= p.valid_from AND c.ts < p.valid_until "
+    "AND c.input_tokens >= p.input_from AND c.input_tokens < p.input_to))",
+)
+CALL_COST = Rule(
+    "A call costs its uncached input at the input price, its cached input at the cached-input "
+    "price, its cache writes at the cache-write price (a cache unit without a price of its own is "
+    "billed as input) and its output at the output price; an unpriced call costs NULL, never 0.",
+    "(CASE WHEN p.input_mtok IS NOT NULL THEN ("
+    "greatest(c.input_tokens - CASE WHEN p.cache_read_mtok IS NULL THEN 0 ELSE c.cache_read_tokens END"
+    " - CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens END, 0) * p.input_mtok"
+    " + CASE WHEN p.cache_read_mtok IS NULL THEN 0 ELSE c.cache_read_tokens * p.cache_read_mtok END"
+    " + CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens * p.cache_write_mtok END"
+    " + c.output_tokens * p.output_mtok) / 1e6 END)",
+)
 
 
 AGENT_NAME_KEYS_LAST = ("graph.node.id",)
@@ -568,5 +588,12 @@ def default_termination(is_error: bool) -> str:
     return "error" if is_error else RUN_OK_REASON
 
 
-RULES: Mapping[str, Rule] = {"run": RUN, "step": STEP, "run_ok": RUN_OK, "run_status": RUN_STATUS}
+RULES: Mapping[str, Rule] = {
+    "run": RUN,
+    "step": STEP,
+    "run_ok": RUN_OK,
+    "run_status": RUN_STATUS,
+    "price_of_call": PRICE_OF_CALL,
+    "call_cost": CALL_COST,
+}
 """The rules by the name SQL files use for them (``{{run_ok}}``)."""

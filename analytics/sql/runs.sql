@@ -1,14 +1,19 @@
+-- ctes: priced=priced_calls
 -- Runs, newest first, from the per-run rollups the deriver keeps (run_facts, filled by
 -- stores/sql/derive_runs.sql by the rules of loopsight.vocabulary). ``status`` is the rule
 -- RUN_STATUS of loopsight.vocabulary ('error' exactly where the run failed); how it ended is
 -- ``termination_reason``.
 -- ``loops``: the loops detected in the run (run_loops, as the Loops page lists them).
+-- ``cost_usd``: its model calls priced (priced_calls.sql), NULL when none is priced;
+-- ``unpriced_calls``: its calls with tokens whose model has no price.
 WITH page AS (
     SELECT trace_id, run_id, agent, service, started_at,
            duration / 1e6 AS duration_ms,
            {{run_status}} AS status,
            termination_reason, steps, llm_calls, tool_calls, tool_errors, retries,
-           input_tokens, output_tokens, session_id, arguments_captured
+           input_tokens, output_tokens, session_id, arguments_captured,
+           coalesce(cache_read_tokens, 0) AS cache_read_input_tokens,
+           coalesce(cache_write_tokens, 0) AS cache_write_input_tokens
     FROM run_facts
     WHERE ($trace_id::VARCHAR IS NULL OR trace_id = $trace_id)
       AND ($run_ids::VARCHAR[] IS NULL OR list_contains($run_ids::VARCHAR[], run_id))
@@ -28,8 +33,15 @@ loop_counts AS (  -- after the page is cut: counting every run's loops first cos
     FROM run_loops
     WHERE trace_id IN (SELECT trace_id FROM page)
     GROUP BY trace_id, run_id
+),
+costs AS (  -- after the page too: only its runs' calls are priced
+    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE NOT priced) AS unpriced_calls
+    FROM priced
+    WHERE trace_id IN (SELECT trace_id FROM page)
+    GROUP BY trace_id, run_id
 )
-SELECT p.*, coalesce(c.loops, 0) AS loops
+SELECT p.*, coalesce(c.loops, 0) AS loops, round(k.cost_usd, 6) AS cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
 FROM page p
 LEFT JOIN loop_counts c ON c.trace_id = p.trace_id AND c.run_id = p.run_id
+LEFT JOIN costs k ON k.trace_id = p.trace_id AND k.run_id = p.run_id
 ORDER BY p.started_at DESC, p.trace_id

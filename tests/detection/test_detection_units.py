@@ -182,7 +182,16 @@ def test_burn_on_known_curves(store_with):
     assert agents["linear"]["tokens_per_success"] == sum(1000 + 100 * n + 50 for n in range(7))
     top = result["runs"][0]
     assert top["agent"] == "quadratic" and top["wasted_tokens"] == 0
-    assert set(top) == {"trace_id", "run_id", "agent", "input_tokens", "output_tokens", "wasted_tokens"}
+    assert set(top) == {
+        "trace_id",
+        "run_id",
+        "agent",
+        "input_tokens",
+        "output_tokens",
+        "wasted_tokens",
+        "cost_usd",
+        "wasted_cost_usd",
+    }
     curve = analytics.burn_curve(con, agent="quadratic", max_step=2)
     assert [(p["step"], p["avg_input_tokens"]) for p in curve] == [(0, 800), (1, 900), (2, 1200)]
     con.close()
@@ -193,7 +202,9 @@ def test_routes_answer_the_design_shapes(store_with):
     store, trace = store_with([_run(0, [a, a, a])])
     client = TestClient(Starlette(routes=query_routes(store.reader)))
     loops = client.get("/api/v1/loops").json()["loops"]
-    assert [set(x) for x in loops] == [{"trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens"}]
+    assert [set(x) for x in loops] == [
+        {"trace_id", "run_id", "tool", "kind", "count", "first_step", "wasted_tokens", "wasted_cost_usd"}
+    ]
     assert client.get("/api/v1/loops", params={"kind": "exact", "agent": "unit-agent"}).json()["loops"][0]["count"] == 3
     assert client.get("/api/v1/loops", params={"kind": "spiral"}).status_code == 400
     assert client.get("/api/v1/stalls", params={"since": "yesterday"}).status_code == 400
