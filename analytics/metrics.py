@@ -305,18 +305,19 @@ _GAUGE_HELP = {
     "loopsight_stall_rate": "Share of runs with a stall (slow call, retry backoff, idle gap), over the gauge window.",
     "loopsight_stuck_runs": "Runs in flight whose last span ended more than 5 minutes ago.",
     "loopsight_runs": "Runs started in the gauge window (the sample size of the run rates).",
-    "loopsight_cost_usd_total": "USD spent on priced model calls of the runs started since this collector started, "
+    "loopsight_cost_usd_total": "USD of the priced model calls this collector received since it started, "
     "by run agent and model (prices as of its start).",
-    "loopsight_unpriced_calls_total": "Model calls with tokens whose model has no price, of the runs started since "
-    "this collector started, by run agent and model.",
+    "loopsight_unpriced_calls_total": "Model calls with tokens whose model has no price, received since this "
+    "collector started, by run agent and model.",
 }
 
-# What the runs started since ``$since`` (the collector's start) spent, per agent and model.
+# What the model calls received since ``$received_since`` (the collector's start) cost, per agent and model.
 _COST_TOTALS = f"""
 WITH priced AS ({QUESTIONS.load("priced_calls")})
 SELECT coalesce(agent, '') AS agent, model, coalesce(sum(cost_usd), 0) AS cost_usd,
        count(*) FILTER (WHERE NOT priced) AS unpriced_calls
 FROM priced
+WHERE ingested_at >= $received_since::TIMESTAMP
 GROUP BY coalesce(agent, ''), model
 ORDER BY 1, 2
 """
@@ -347,8 +348,9 @@ def gauges(
     totals_since: datetime | None = None,
 ) -> list[Gauge]:
     """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason); with
-    ``totals_since`` (when the collector started) also the counters of what the runs started since
-    then cost (``loopsight_cost_usd_total{agent, model}``, ``loopsight_unpriced_calls_total``).
+    ``totals_since`` (when the collector started) also the counters of what the model calls it
+    received since then cost (``loopsight_cost_usd_total{agent, model}``,
+    ``loopsight_unpriced_calls_total``; calls count once their run is derived).
 
     Example:
         >>> [g.name for g in gauges(con, since, until)][:2]  # doctest: +SKIP
@@ -381,13 +383,13 @@ def gauges(
 
 
 def cost_totals(con: Connection, since: datetime) -> list[Gauge]:
-    """The cost counters of the runs started since ``since``, per agent and model.
+    """The cost counters of the model calls received (stored) since ``since``, per agent and model.
 
     Example:
         >>> cost_totals(con, collector_started)  # doctest: +SKIP
         [Gauge(name='loopsight_cost_usd_total', value=0.42, labels=(('agent', 'support'), ('model', 'gpt-4o')), help='')]
     """
-    params = {"since": since, "until": None, "agent": None, "service": None}
+    params = {"since": None, "until": None, "agent": None, "service": None, "received_since": since}
     out: list[Gauge] = []
     rows = _execute(con, "cost_totals", _COST_TOTALS, params)
     for agent, model, cost, _ in rows:
@@ -395,6 +397,12 @@ def cost_totals(con: Connection, since: datetime) -> list[Gauge]:
     for agent, model, _, unpriced in rows:
         out.append(Gauge("loopsight_unpriced_calls_total", float(unpriced), (("agent", agent), ("model", model))))
     return out
+
+
+def store_clock(con: Connection) -> datetime:
+    """The store's own clock, as it stamps ``ingested_at`` (the start of the cost counters)."""
+    (row,) = con.rows("SELECT now()::TIMESTAMP AS now")
+    return datetime.fromisoformat(str(row["now"]).rstrip("Z"))
 
 
 class ReaderMeasures:

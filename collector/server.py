@@ -60,6 +60,21 @@ class _Server(uvicorn.Server):
         yield
 
 
+def _store_clock(store: Any) -> Any:
+    """The store's clock now (None when it cannot say: the counters then start at the first reading)."""
+    from loopsight.analytics.metrics import store_clock
+
+    try:
+        con = store.reader()
+        try:
+            return store_clock(con)
+        finally:
+            con.close()
+    except Exception as exc:  # a store that fails here fails visibly on the first request
+        log.error("reading the store's clock failed: %s", exc)
+        return None
+
+
 def serve(
     db: str,
     host: str = "127.0.0.1",
@@ -144,18 +159,19 @@ def serve(
         metrics.memory_budget = budget
         metrics.forwarder = forwarder
         evaluator = None
+        counting_since = _store_clock(store)  # /metrics counts the cost of the calls received from now on
         if rules:
             from loopsight.alerts import Evaluator, RulesError
 
             try:
-                evaluator = Evaluator(store.reader, rules, alert_interval)
+                evaluator = Evaluator(store.reader, rules, alert_interval, totals_since=counting_since)
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
             metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))
         else:
             from loopsight.alerts import AgentGauges
 
-            agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval)
+            agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval, totals_since=counting_since)
             metrics.extra_metrics.append(lambda: "\n".join(agent_gauges.prometheus_lines()))
         settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=limits or Limits(), admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)

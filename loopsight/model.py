@@ -163,6 +163,7 @@ RUN_CALLS = _cols(
     ("output_tokens", "BIGINT", NOT_NULL),
     ("cache_read_tokens", "BIGINT", NOT_NULL),
     ("cache_write_tokens", "BIGINT", NOT_NULL),
+    ("ingested_at", "TIMESTAMP", NOT_NULL),
 )
 """One row per model call with tokens (``stores/sql/run_calls.sql``): what the questions price
 at read time against ``model_prices``; provider and model as the span names them (``''``: none)."""

@@ -146,7 +146,7 @@ _COLUMNS = (
     'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
     '"SpanName", "ParentSpanId", end_time, "Events", session_id, provider, model, cache_read_tokens, cache_write_tokens, '
     # the attributes of agent spans only (few, and the run rules read their budget)
-    'result_hash, CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
+    'result_hash, ingested_at, CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
 )
 
 _NO_FILTERS = {"since": None, "until": None, "agent": None, "service": None}

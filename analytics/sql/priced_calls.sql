@@ -3,7 +3,7 @@
 -- PRICE_OF_CALL and CALL_COST of loopsight.vocabulary; docs/cost.md). ``cost_usd`` is NULL for an
 -- unpriced call, never 0. Read by the cost questions as the CTE ``priced``.
 SELECT c.trace_id, c.run_id, c.agent, c.service, c.started_at, c.span_id, c.ts, c.step, c.provider, c.model,
-       c.input_tokens, c.output_tokens, c.cache_read_tokens, c.cache_write_tokens,
+       c.input_tokens, c.output_tokens, c.cache_read_tokens, c.cache_write_tokens, c.ingested_at,
        p.input_mtok IS NOT NULL AS priced,
        {{call_cost}} AS cost_usd
 FROM run_calls c

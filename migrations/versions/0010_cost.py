@@ -35,7 +35,8 @@ def upgrade() -> None:
             input_tokens BIGINT NOT NULL,
             output_tokens BIGINT NOT NULL,
             cache_read_tokens BIGINT NOT NULL,
-            cache_write_tokens BIGINT NOT NULL
+            cache_write_tokens BIGINT NOT NULL,
+            ingested_at TIMESTAMP NOT NULL
         )
         """
     )
