@@ -146,4 +146,4 @@ def _add_costs(spans: list[dict[str, Any]], steps: list[dict[str, Any]], calls: 
 
 
 def _usd(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+    return None if value is None else round(value, 9)

@@ -54,9 +54,9 @@ SELECT t.agent, t.runs,
        t.tokens_on_failures,
        round(f.se, 4) AS growth_exponent_se,
        coalesce(f.n, 0) AS fit_points,
-       round(t.cost_usd, 6) AS cost_usd,
-       round(t.cost_per_success_usd, 6) AS cost_per_success_usd,
-       round(t.cost_on_failures_usd, 6) AS cost_on_failures_usd,
+       round(t.cost_usd, 9) AS cost_usd,
+       round(t.cost_per_success_usd, 9) AS cost_per_success_usd,
+       round(t.cost_on_failures_usd, 9) AS cost_on_failures_usd,
        t.unpriced_calls,
        round(t.cache_hit_ratio, 4) AS cache_hit_ratio
 FROM totals t

@@ -27,8 +27,8 @@ costs AS (
     GROUP BY c.trace_id, c.run_id
 )
 SELECT g.trace_id, g.run_id, g.agent, g.input_tokens, g.output_tokens, g.wasted_tokens,
-       round(k.cost_usd, 6) AS cost_usd,
-       CASE WHEN g.wasted_tokens = 0 THEN 0 ELSE round(k.wasted_cost_usd, 6) END AS wasted_cost_usd
+       round(k.cost_usd, 9) AS cost_usd,
+       CASE WHEN g.wasted_tokens = 0 THEN 0 ELSE round(k.wasted_cost_usd, 9) END AS wasted_cost_usd
 FROM page g
 LEFT JOIN costs k ON k.trace_id = g.trace_id AND k.run_id = g.run_id
 ORDER BY g.input_tokens + g.output_tokens DESC, g.started_at DESC, g.trace_id

@@ -15,6 +15,6 @@ per_loop AS (
     WHERE c.ts > l.first_at
     GROUP BY l.trace_id, l.run_id, l.first_at
 )
-SELECT trace_id, run_id, wasted_tokens, round(max(cost_usd), 6) AS wasted_cost_usd
+SELECT trace_id, run_id, wasted_tokens, round(max(cost_usd), 9) AS wasted_cost_usd
 FROM per_loop
 GROUP BY trace_id, run_id, wasted_tokens

@@ -8,7 +8,7 @@ SELECT c.provider, c.model,
        sum(c.output_tokens) AS output_tokens,
        sum(c.cache_read_tokens) AS cache_read_input_tokens,
        sum(c.cache_write_tokens) AS cache_write_input_tokens,
-       round(sum(c.cost_usd), 6) AS cost_usd
+       round(sum(c.cost_usd), 9) AS cost_usd
 FROM priced c
 GROUP BY c.provider, c.model
 ORDER BY sum(c.cost_usd) DESC NULLS LAST, calls DESC, c.provider, c.model

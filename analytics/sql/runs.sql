@@ -40,7 +40,7 @@ costs AS (  -- after the page too: only its runs' calls are priced
     WHERE trace_id IN (SELECT trace_id FROM page)
     GROUP BY trace_id, run_id
 )
-SELECT p.*, coalesce(c.loops, 0) AS loops, round(k.cost_usd, 6) AS cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
+SELECT p.*, coalesce(c.loops, 0) AS loops, round(k.cost_usd, 9) AS cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
 FROM page p
 LEFT JOIN loop_counts c ON c.trace_id = p.trace_id AND c.run_id = p.run_id
 LEFT JOIN costs k ON k.trace_id = p.trace_id AND k.run_id = p.run_id

@@ -26,6 +26,6 @@ turns AS (
     GROUP BY f.tool, f.agent, c.trace_id, c.run_id, c.step
 )
 SELECT tool, agent, count(*) AS turns_after_failures, sum(tokens) AS tokens_after_failures,
-       round(sum(cost_usd), 6) AS cost_after_failures_usd
+       round(sum(cost_usd), 9) AS cost_after_failures_usd
 FROM turns
 GROUP BY tool, agent
