@@ -265,14 +265,14 @@ def library_prices(provider: str, model: str) -> tuple[Price, ...] | None:
         return None
     snapshot = get_snapshot()
     wanted = PROVIDER_IDS.get(provider.lower(), provider.lower()) if provider else None
-    attempts: list[str | None] = [wanted]
     if wanted is not None and find_provider_by_id(snapshot.providers, wanted) is None:
-        attempts = [None]
-    if "/" in model and attempts[0] is None:
-        attempts.append("litellm")
-    for provider_id in attempts:
+        wanted = None
+    attempts: list[tuple[str | None, str]] = [(wanted, model)]
+    if "/" in model:  # "openai/gpt-4o-mini" (LiteLLM, Google ADK): the vendor's prefix, then the model
+        attempts += [("litellm", model), (wanted, model.split("/", 1)[1])]
+    for provider_id, ref in attempts:
         try:
-            found, info = snapshot.find_provider_model(model, None, provider_id, None)
+            found, info = snapshot.find_provider_model(ref, None, provider_id, None)
         except LookupError:
             continue
         return _versions(info, f"{found.id}/{info.id}", f"genai-prices {library_version()}")
