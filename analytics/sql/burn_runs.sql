@@ -1,6 +1,5 @@
--- ctes: priced=priced_calls
 -- Per run input / output / wasted tokens and their cost, most tokens first (run_facts; loop_rows =
--- loops_derived.sql; the calls priced by priced_calls.sql, only for the runs listed).
+-- loops_derived.sql; the calls priced by the rules of priced_calls.sql, only for the runs listed).
 WITH wasted AS (
     -- the earliest loop of a run wastes the most: everything after it began
     SELECT trace_id, run_id, max(wasted_tokens) AS wasted_tokens, min(first_at) AS first_at
@@ -19,11 +18,14 @@ page AS (
     LIMIT $limit
 ),
 costs AS (
-    -- wasted: the calls that began after the earliest loop began (the ones wasted_tokens counts)
-    SELECT c.trace_id, c.run_id, sum(c.cost_usd) AS cost_usd,
-           sum(CASE WHEN c.ts > g.first_at THEN c.cost_usd END) AS wasted_cost_usd
-    FROM priced c
-    JOIN page g ON g.trace_id = c.trace_id AND g.run_id = c.run_id
+    -- wasted: the calls that began after the earliest loop began (the ones wasted_tokens counts);
+    -- joined on the run's start as well, so the scan of run_calls skips all but the page's time range
+    SELECT c.trace_id, c.run_id, sum({{call_cost}}) AS cost_usd,
+           sum(CASE WHEN c.ts > g.first_at THEN {{call_cost}} END) AS wasted_cost_usd
+    FROM page g
+    JOIN run_calls c ON c.started_at = g.started_at AND c.trace_id = g.trace_id AND c.run_id = g.run_id
+    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
+    WHERE {{price_of_call}}
     GROUP BY c.trace_id, c.run_id
 )
 SELECT g.trace_id, g.run_id, g.agent, g.input_tokens, g.output_tokens, g.wasted_tokens,

@@ -1,10 +1,9 @@
--- ctes: priced=priced_calls
 -- Runs, newest first, from the per-run rollups the deriver keeps (run_facts, filled by
 -- stores/sql/derive_runs.sql by the rules of loopsight.vocabulary). ``status`` is the rule
 -- RUN_STATUS of loopsight.vocabulary ('error' exactly where the run failed); how it ended is
 -- ``termination_reason``.
 -- ``loops``: the loops detected in the run (run_loops, as the Loops page lists them).
--- ``cost_usd``: its model calls priced (priced_calls.sql), NULL when none is priced;
+-- ``cost_usd``: its model calls priced (the rules of priced_calls.sql), NULL when none is priced;
 -- ``unpriced_calls``: its calls with tokens whose model has no price.
 WITH page AS (
     SELECT trace_id, run_id, agent, service, started_at,
@@ -34,11 +33,15 @@ loop_counts AS (  -- after the page is cut: counting every run's loops first cos
     WHERE trace_id IN (SELECT trace_id FROM page)
     GROUP BY trace_id, run_id
 ),
-costs AS (  -- after the page too: only its runs' calls are priced
-    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE NOT priced) AS unpriced_calls
-    FROM priced
-    WHERE trace_id IN (SELECT trace_id FROM page)
-    GROUP BY trace_id, run_id
+costs AS (  -- after the page too: only its runs' calls are priced (as priced_calls.sql prices them);
+            -- joined on the run's start as well, so the scan of run_calls skips all but the page's time range
+    SELECT c.trace_id, c.run_id, sum({{call_cost}}) AS cost_usd,
+           count(*) FILTER (WHERE p.input_mtok IS NULL) AS unpriced_calls
+    FROM page g
+    JOIN run_calls c ON c.started_at = g.started_at AND c.trace_id = g.trace_id AND c.run_id = g.run_id
+    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
+    WHERE {{price_of_call}}
+    GROUP BY c.trace_id, c.run_id
 )
 SELECT p.*, coalesce(c.loops, 0) AS loops, round(k.cost_usd, 9) AS cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
 FROM page p

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import migrated_db
 
 from loopsight import analytics
 from loopsight.stores import ingest_request
@@ -49,7 +48,7 @@ def _by_hand(expected: dict, cached_reported: bool) -> tuple[int, float]:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One store holding every recording (each scenario's traces are its own)."""
-    store = Store.open(str(migrated_db(tmp_path_factory.mktemp("frameworks"))))
+    store = Store.open(str(tmp_path_factory.mktemp("frameworks") / "replay.duckdb"))
     for directory in DIRS:
         for request in load_requests(directory):
             ingest_request(store, request)
