@@ -26,7 +26,7 @@ from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifie
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.alerts.state import state_store
-from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, ReaderMeasures, gauges
+from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, ReaderMeasures, gauges, store_clock
 from loopsight.stores import STORE_ERRORS
 from loopsight.stores.protocol import Reader
 
@@ -62,12 +62,16 @@ class Evaluator:
         clock: Callable[[], datetime] = utcnow,
         notifier: Notifier | None = None,
         gauge_window_seconds: float = GAUGE_WINDOW_SECONDS,
+        totals_since: datetime | None = None,
     ) -> None:
+        """``totals_since``: where the cost counters of /metrics start, by the store's clock
+        (default: its clock at the first evaluation)."""
         self.reader_factory = reader_factory
         self.rules_path = str(rules_path)
         self.interval_seconds = interval_seconds
         self.dashboard_url = dashboard_url or DEFAULT_DASHBOARD_URL
         self.clock = clock
+        self.totals_since = totals_since  # the cost counters of /metrics count the model calls received since
         self.gauge_window = timedelta(seconds=gauge_window_seconds)
         self.state_store = state_store(reader_factory)
         self.notifier = notifier or Notifier()
@@ -142,7 +146,11 @@ class Evaluator:
                 for rule in self.rules:
                     results.append(self._evaluate_rule(source, rule, now))
                 try:
-                    self._gauges = gauges(con, now - self.gauge_window, now, source.cache)
+                    if self.totals_since is None:
+                        self.totals_since = store_clock(con)
+                    self._gauges = gauges(
+                        con, now - self.gauge_window, now, source.cache, totals_since=self.totals_since
+                    )
                 except STORE_ERRORS as exc:
                     self.errors += 1
                     log.error("alert gauges failed: %s", exc)

@@ -22,7 +22,7 @@ from typing import Any
 
 from loopsight.alerts.evaluator import utcnow
 from loopsight.alerts.prometheus import prometheus_lines
-from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges
+from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, gauges, store_clock
 from loopsight.stores import STORE_ERRORS
 
 log = logging.getLogger("loopsight.alerts")
@@ -39,11 +39,15 @@ class AgentGauges:
         *,
         clock: Callable[[], datetime] = utcnow,
         monotonic: Callable[[], float] = time.monotonic,
+        totals_since: datetime | None = None,
     ) -> None:
+        """``totals_since``: where the cost counters start, by the store's clock (default: its
+        clock at the first computation)."""
         self.reader_factory = reader_factory
         self.max_age_seconds = max_age_seconds
         self.window = timedelta(seconds=window_seconds)
         self.clock = clock
+        self.totals_since = totals_since  # the cost counters count the model calls received since
         self.monotonic = monotonic
         self._gauges: list[Gauge] = []
         self._computed_at: float | None = None
@@ -63,7 +67,9 @@ class AgentGauges:
         try:
             con = self.reader_factory()
             try:
-                self._gauges = gauges(con, until - self.window, until)
+                if self.totals_since is None:
+                    self.totals_since = store_clock(con)
+                self._gauges = gauges(con, until - self.window, until, totals_since=self.totals_since)
             finally:
                 con.close()
         except STORE_ERRORS as exc:  # as the evaluator: keep the previous values

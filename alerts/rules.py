@@ -57,6 +57,8 @@ _METRIC_KEYS = {
     "tokens_per_run": {"stat"},
     "stall_rate": {"tool"},
     "stuck_runs": {"stuck_after"},
+    "cost_per_run": {"stat"},
+    "cost": set(),
 }
 _ALL_KEYS = _COMMON_KEYS | {k for keys in _METRIC_KEYS.values() for k in keys}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -314,7 +316,7 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
             "window",
             f"must be longer than stuck_after ({_fmt(stuck_after)}): runs idle for stuck_after are looked for within the window",
         )
-    default_min = 5 if metric in RATE_METRICS else (1 if metric == "tokens_per_run" else 0)
+    default_min = 5 if metric in RATE_METRICS else (1 if metric in ("tokens_per_run", "cost_per_run", "cost") else 0)
     spec = MetricSpec(
         metric=metric,
         service=r.text_value("service"),

@@ -10,6 +10,7 @@ Example:
 
 from loopsight.analytics.budgets import budget_replay, budgets
 from loopsight.analytics.burn import burn, burn_agents, burn_curve, burn_runs
+from loopsight.analytics.costs import models, trace_costs
 from loopsight.analytics.loops import (
     loop_counts,
     loop_rate,
@@ -52,6 +53,7 @@ __all__ = [
     "loop_run_ids",
     "loops",
     "loops_over_time",
+    "models",
     "overview",
     "search_traces",
     "sessions",
@@ -63,5 +65,6 @@ __all__ = [
     "top_looping_args",
     "top_looping_tools",
     "top_runs_by_tokens",
+    "trace_costs",
     "trace_detail",
 ]

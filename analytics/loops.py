@@ -51,16 +51,18 @@ def loops(
     service: str | None = None,
     kind: str | None = None,
     limit: int = 1000,
+    costs: bool = True,
 ) -> list[dict[str, Any]]:
     """The loops of runs started in [since, until), newest run first (the ``/api/v1/loops`` list).
 
     Each item: ``trace_id``, ``run_id``, ``tool`` (for an oscillation, its tools joined by
     ``,``), ``kind`` (``exact`` ``oscillation`` ``repeated_error`` ``semantic``
     ``no_progress``), ``count`` (calls in the loop), ``first_step``, ``wasted_tokens`` (model
-    tokens spent after the loop's first call began), ``scope`` (``run``, or ``session`` for a
-    loop across the runs of one session, reported on the run of its last call), ``session_id``
-    and ``no_progress`` (true when every call of the loop returned the same result, false when
-    the results changed, null when not known).
+    tokens spent after the loop's first call began), ``wasted_cost_usd`` (what those calls cost;
+    ``None`` when none of them is priced; left out with ``costs=False``), ``scope`` (``run``, or
+    ``session`` for a loop across the runs of one session, reported on the run of its last call),
+    ``session_id`` and ``no_progress`` (true when every call of the loop returned the same result,
+    false when the results changed, null when not known).
 
     Example:
         >>> loops(con, kind="oscillation", limit=5)  # doctest: +SKIP
@@ -70,7 +72,17 @@ def loops(
     if kind is not None and kind not in A.LOOP_KINDS:
         raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
     params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)))
-    return run(con, "loops", _with_loops("loops"), params)
+    found = run(con, "loops", _with_loops("loops"), params)
+    if costs and found:
+        # Equal wasted tokens in a run: the same wasted calls (loop_costs.sql), so the key is the run and them.
+        wasted = {
+            (r["trace_id"], r["run_id"], r["wasted_tokens"]): r["wasted_cost_usd"]
+            for r in run(con, "loop_costs", _with_loops("loop_costs"), params)
+        }
+        for loop in found:
+            key = (loop["trace_id"], loop["run_id"], loop["wasted_tokens"])
+            loop["wasted_cost_usd"] = 0.0 if not loop["wasted_tokens"] else wasted.get(key)
+    return found
 
 
 def loop_counts(

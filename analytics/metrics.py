@@ -1,8 +1,9 @@
 """The alert metrics: one value over a time window, with its sample size and example runs.
 
 Each metric has a *population* (runs, tool calls, ...) and counts the *hits* in it; the
-value is hits / population for rates, a percentile for ``tokens_per_run`` and a count for
-``stuck_runs``. Definitions are the analytics layer's: a run is a top-level
+value is hits / population for rates, a percentile for ``tokens_per_run`` and ``cost_per_run``
+(USD, over the runs with a priced model call), the sum of those runs' cost for ``cost``, and a
+count for ``stuck_runs``. Definitions are the analytics layer's: a run is a top-level
 ``invoke_agent`` span in the window of its start (``list_runs``); a tool call fails when
 its status is Error and belongs to its run's agent (``tool_stats``); loops, stalls and
 stuck runs are what ``analytics.loops`` / ``analytics.stalls`` detect (docs/detection.md).
@@ -21,7 +22,7 @@ from typing import Any
 
 from loopsight.analytics.loops import MAX_LIMIT as LOOPS_LIMIT
 from loopsight.analytics.loops import loops
-from loopsight.analytics.sql import Connection
+from loopsight.analytics.sql import QUESTIONS, Connection
 from loopsight.analytics.stalls import MAX_LIMIT as STALLS_LIMIT
 from loopsight.analytics.stalls import stalls
 
@@ -33,9 +34,13 @@ METRICS = (
     "tokens_per_run",
     "stall_rate",
     "stuck_runs",
+    "cost_per_run",
+    "cost",
 )
 RATE_METRICS = frozenset({"loop_rate", "tool_fail_rate", "error_class_rate", "termination_rate", "stall_rate"})
 STATS = ("p50", "p95", "max")
+STAT_METRICS = frozenset({"tokens_per_run", "cost_per_run"})
+"""The metrics that are a statistic (``stat``) of a per-run value."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class MetricSpec:
         for key in ("service", "agent", "tool", "error_class", "reason"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        if self.metric == "tokens_per_run":
+        if self.metric in STAT_METRICS:
             out["stat"] = self.stat
         if self.metric == "stuck_runs":
             out["stuck_after"] = self.stuck_after_seconds
@@ -123,6 +128,28 @@ FROM per_run
 """
 
 
+# Each run in the window with a priced model call, and its cost (the questions' pricing: priced_calls.sql).
+_COST = f"""
+WITH {_RUNS},
+priced AS ({QUESTIONS.load("priced_calls")}),
+per_run AS (
+    SELECT r.trace_id, r.started, k.cost
+    FROM runs r
+    JOIN (SELECT trace_id, run_id, sum(cost_usd) AS cost FROM priced GROUP BY trace_id, run_id) k
+      ON k.trace_id = r.trace_id AND k.run_id = r.run_id
+    WHERE k.cost IS NOT NULL
+)
+SELECT count(*) AS samples,
+       quantile_cont(cost, 0.5) AS p50,
+       quantile_cont(cost, 0.95) AS p95,
+       max(cost) AS max,
+       sum(cost) AS total,
+       (SELECT coalesce(list(trace_id ORDER BY cost DESC, trace_id), [])
+          FROM (SELECT trace_id, cost FROM per_run ORDER BY cost DESC, trace_id LIMIT $examples)) AS examples
+FROM per_run
+"""
+
+
 def _execute(con: Connection, name: str, duckdb_sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run metric statement ``name`` (DuckDB SQL; a ClickHouse reader runs its translation): rows as tuples."""
     return [tuple(row.values()) for row in con.rows(duckdb_sql, params)]
@@ -182,6 +209,9 @@ def measure(
     }
     if spec.metric == "tokens_per_run":
         return _tokens_per_run(con, params)[spec.stat]
+    if spec.metric in ("cost_per_run", "cost"):
+        costs = _cost_per_run(con, params)
+        return costs["total" if spec.metric == "cost" else spec.stat]
     if spec.metric == "loop_rate":
         return _loop_rate(con, spec, since, until)
     if spec.metric == "stall_rate":
@@ -225,10 +255,18 @@ def _tokens_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measur
     }
 
 
+def _cost_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measurement]:
+    samples, p50, p95, top, total, examples = _execute(con, "cost", _COST, params)[0]
+    return {
+        stat: Measurement(None if not samples else float(value), int(samples), list(examples))
+        for stat, value in (("p50", p50), ("p95", p95), ("max", top), ("total", total))
+    }
+
+
 def _loop_rate(con: Connection, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
     # loops() lists every loop (newest run first); its distinct runs are loop_rate()'s looping runs,
     # so one detection pass gives the rate, the tool filter and the examples.
-    found = loops(con, since=since, until=until, agent=spec.agent, service=spec.service, limit=LOOPS_LIMIT)
+    found = loops(con, since=since, until=until, agent=spec.agent, service=spec.service, limit=LOOPS_LIMIT, costs=False)
     if spec.tool is not None:  # an oscillation's tool is its tools joined by ","
         found = [f for f in found if spec.tool in (f["tool"] or "").split(",")]
     looping = _distinct((f["trace_id"], f["run_id"]) for f in found)
@@ -267,7 +305,22 @@ _GAUGE_HELP = {
     "loopsight_stall_rate": "Share of runs with a stall (slow call, retry backoff, idle gap), over the gauge window.",
     "loopsight_stuck_runs": "Runs in flight whose last span ended more than 5 minutes ago.",
     "loopsight_runs": "Runs started in the gauge window (the sample size of the run rates).",
+    "loopsight_cost_usd_total": "USD of the priced model calls this collector received since it started, "
+    "by run agent and model (prices as of its start).",
+    "loopsight_unpriced_calls_total": "Model calls with tokens whose model has no price, received since this "
+    "collector started, by run agent and model.",
 }
+
+# What the model calls received since ``$received_since`` (the collector's start) cost, per agent and model.
+_COST_TOTALS = f"""
+WITH priced AS ({QUESTIONS.load("priced_calls")})
+SELECT coalesce(agent, '') AS agent, model, coalesce(sum(cost_usd), 0) AS cost_usd,
+       count(*) FILTER (WHERE NOT priced) AS unpriced_calls
+FROM priced
+WHERE ingested_at >= $received_since::TIMESTAMP
+GROUP BY coalesce(agent, ''), model
+ORDER BY 1, 2
+"""
 
 _TOOL_GAUGES = f"""
 WITH {_CALLS}
@@ -287,9 +340,17 @@ FROM runs GROUP BY ALL ORDER BY 1
 
 
 def gauges(
-    con: Connection, since: datetime, until: datetime, cache: dict[Any, Measurement] | None = None
+    con: Connection,
+    since: datetime,
+    until: datetime,
+    cache: dict[Any, Measurement] | None = None,
+    *,
+    totals_since: datetime | None = None,
 ) -> list[Gauge]:
-    """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason).
+    """Every metric over ``[since, until)`` as Prometheus gauges (per tool, class, reason); with
+    ``totals_since`` (when the collector started) also the counters of what the model calls it
+    received since then cost (``loopsight_cost_usd_total{agent, model}``,
+    ``loopsight_unpriced_calls_total``; calls count once their run is derived).
 
     Example:
         >>> [g.name for g in gauges(con, since, until)][:2]  # doctest: +SKIP
@@ -316,7 +377,32 @@ def gauges(
     out.append(
         Gauge("loopsight_stuck_runs", float(measure(con, MetricSpec("stuck_runs"), stuck_since, until, cache).samples))
     )
+    if totals_since is not None:
+        out += cost_totals(con, totals_since)
     return [Gauge(g.name, g.value, g.labels, _GAUGE_HELP.get(g.name, "")) for g in out]
+
+
+def cost_totals(con: Connection, since: datetime) -> list[Gauge]:
+    """The cost counters of the model calls received (stored) since ``since``, per agent and model.
+
+    Example:
+        >>> cost_totals(con, collector_started)  # doctest: +SKIP
+        [Gauge(name='loopsight_cost_usd_total', value=0.42, labels=(('agent', 'support'), ('model', 'gpt-4o')), help='')]
+    """
+    params = {"since": None, "until": None, "agent": None, "service": None, "received_since": since}
+    out: list[Gauge] = []
+    rows = _execute(con, "cost_totals", _COST_TOTALS, params)
+    for agent, model, cost, _ in rows:
+        out.append(Gauge("loopsight_cost_usd_total", float(cost), (("agent", agent), ("model", model))))
+    for agent, model, _, unpriced in rows:
+        out.append(Gauge("loopsight_unpriced_calls_total", float(unpriced), (("agent", agent), ("model", model))))
+    return out
+
+
+def store_clock(con: Connection) -> datetime:
+    """The store's own clock, as it stamps ``ingested_at`` (the start of the cost counters)."""
+    (row,) = con.rows("SELECT now()::TIMESTAMP AS now")
+    return datetime.fromisoformat(str(row["now"]).rstrip("Z"))
 
 
 class ReaderMeasures:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from loopsight.analytics.costs import trace_costs
 from loopsight.analytics.sql import Connection, query
 from loopsight.vocabulary import capture_setting
 
@@ -173,10 +174,12 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
 
     ``{"runs": [Run...], "spans": [Span...], "steps": [Step...]}``: each Span has the design's
     keys plus ``events`` (``[{"time", "name", "attributes"}]``: ``retry`` and
-    ``loop_detected`` among them); each Step is ``{"run_id", "step", "started_at",
-    "duration_ms", "llm_calls", "tool_calls", "tool_errors", "retries", "retry_events",
-    "loop_hits", "input_tokens", "output_tokens"}``; ``stuck``: whether the trace is stuck (its run
-    span has not arrived and it has been silent past the stuck threshold). A run whose tool calls carry no arguments
+    ``loop_detected`` among them), ``cost_usd``, ``cache_read_input_tokens`` and
+    ``cache_write_input_tokens`` (model calls with tokens; else ``None``); each Step is
+    ``{"run_id", "step", "started_at", "duration_ms", "llm_calls", "tool_calls", "tool_errors",
+    "retries", "retry_events", "loop_hits", "input_tokens", "output_tokens", "cost_usd"}``;
+    ``stuck``: whether the trace is stuck (its run span has not arrived and it has been silent past
+    the stuck threshold). A run whose tool calls carry no arguments
     (``arguments_captured`` false) has ``arguments_hint``: the setting of its instrumentation
     that turns capture on, or None when loopsight does not know it.
 
@@ -192,12 +195,9 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
             if r["arguments_captured"] is False:
                 r["arguments_hint"] = capture_setting(scopes.get(r["run_id"], []))
     spans = query(con, "trace_spans", trace_id=trace_id)
-    return {
-        "runs": runs,
-        "spans": spans,
-        "steps": query(con, "trace_steps", trace_id=trace_id),
-        "stuck": bool(spans) and not runs and _stuck(spans),
-    }
+    steps = query(con, "trace_steps", trace_id=trace_id)
+    _add_costs(spans, steps, trace_costs(con, trace_id))
+    return {"runs": runs, "spans": spans, "steps": steps, "stuck": bool(spans) and not runs and _stuck(spans)}
 
 
 def _stuck(spans: list[dict[str, Any]], now: datetime | None = None) -> bool:
@@ -246,3 +246,26 @@ def field_values(
         service=service,
         limit=max(0, min(limit, MAX_LIMIT)),
     )
+
+
+def _add_costs(spans: list[dict[str, Any]], steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
+    """Each model span's ``cost_usd`` (``None``: unpriced or no tokens), cache tokens and model
+    pricing, and each step's ``cost_usd`` (``None`` when none of its calls is priced)."""
+    by_span = {c["span_id"]: c for c in calls}
+    for span in spans:
+        call = by_span.get(span["span_id"])
+        span["cost_usd"] = None if call is None else _usd(call["cost_usd"])
+        span["cache_read_input_tokens"] = None if call is None else call["cache_read_tokens"]
+        span["cache_write_input_tokens"] = None if call is None else call["cache_write_tokens"]
+    per_step: dict[tuple[str, int | None], float] = {}
+    for call in calls:
+        if call["cost_usd"] is not None:
+            key = (call["run_id"], call["step"])
+            per_step[key] = per_step.get(key, 0.0) + call["cost_usd"]
+    for step in steps:
+        cost = per_step.get((step["run_id"], step["step"]))
+        step["cost_usd"] = None if cost is None else _usd(cost)
+
+
+def _usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 9)

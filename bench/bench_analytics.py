@@ -3,7 +3,8 @@
 The store is filled through the real ``Store`` writer (Arrow batches, the same commit and
 run resolution as ingest), with runs spread over 7 days and ingested in time order: 10 spans per run (the run span,
 4 model calls, 5 tool calls), 12 agents, 3 services, 20 tools, ~6 % failed tool calls
-with retries, ~3 % runs with a loop-guard hit. Each query runs ``--repeat`` times after a
+with retries, ~3 % runs with a loop-guard hit; each run on one of three models (gpt-4o,
+gpt-4o-mini, claude-sonnet-4-5) with the prompt cache serving part of every later step's input. Each query runs ``--repeat`` times after a
 warm-up; the median is compared with a bare DuckDB scan of the same columns
 (``SELECT min(col), ... FROM spans``) measured in the same process.
 
@@ -49,6 +50,7 @@ START = datetime(2026, 1, 1)
 DAYS = 7
 END = START + timedelta(days=DAYS)
 BATCH_RUNS = 5000
+MODELS = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5")]
 
 
 def _hex_ids(rng: np.random.Generator, count: int, size: int) -> np.ndarray:
@@ -104,18 +106,23 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
     status = np.where(failed | (is_agent & run_failed), "Error", "Unset")
     input_tokens = np.where(is_llm, 600 + step * 450 + rng.integers(0, 300, n), 0)
     output_tokens = np.where(is_llm, rng.integers(40, 400, n), 0)
+    # the previous step's prompt served from the cache (in 128-token blocks), from step 1 on
+    cache_read = np.where(is_llm & (step > 0), (600 + (step - 1) * 450) // 128 * 128, 0)
+    which = np.repeat(rng.integers(0, len(MODELS), runs), SPANS_PER_RUN)
+    model = np.array([m for _, m in MODELS], dtype=object)[which]
+    provider = np.array([p for p, _ in MODELS], dtype=object)[which]
     error_class = np.where(failed, rng.choice(CLASSES, n), None)
 
     operation = np.select([is_agent, is_llm, is_tool], ["invoke_agent", "chat", "execute_tool"], "other").astype(object)
     name = np.where(
         is_agent,
         "invoke_agent " + agent.astype(str),
-        np.where(is_llm, "chat gpt-4o", "execute_tool " + np.where(is_tool, tool, "").astype(str)),
+        np.where(is_llm, "chat " + model.astype(str), "execute_tool " + np.where(is_tool, tool, "").astype(str)),
     )
     detail_key = np.where(
         is_agent, "gen_ai.agent.name", np.where(is_llm, "gen_ai.request.model", "gen_ai.tool.name")
     ).astype(object)
-    detail_value = np.where(is_agent, agent, np.where(is_llm, "gpt-4o", tool)).astype(object)
+    detail_value = np.where(is_agent, agent, np.where(is_llm, model, tool)).astype(object)
 
     retries = np.maximum(attempts - 1, 0)
     event_counts = retries + loop.astype(int)
@@ -168,7 +175,7 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
         "tool": text(tool),
         "args_hash": text(np.where(is_tool, np.char.add("h", rng.integers(0, 50, n).astype(str)).astype(object), None)),
         "args_sketch": pa.nulls(n, pa.uint64()),
-        "model": text(np.where(is_llm, "gpt-4o", None)),
+        "model": text(np.where(is_llm, model, None)),
         "error_type": text(np.where(failed, "timeout", None)),
         "error_class": text(error_class),
         "input_tokens": pa.array(input_tokens, pa.int64(), mask=~is_llm),
@@ -178,7 +185,8 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
         "loop_kind": text(np.where(loop, "exact", None)),
         "attempts": pa.array(attempts, pa.int32(), mask=~is_tool),
         "end_time": pa.array(begin + duration_ns // 1000, pa.timestamp("us")),
-        "provider": text(np.where(is_llm, "openai", None)),
+        "provider": text(np.where(is_llm, provider, None)),
+        "cache_read_tokens": pa.array(cache_read, pa.int64(), mask=~is_llm),
     }
     return pa.Table.from_arrays(
         [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in SCHEMA], schema=SCHEMA
@@ -298,6 +306,37 @@ def queries(con: duckdb.DuckDBPyConnection, window: dict[str, datetime | None]) 
     ]
     found += detection_queries(w)
     found += budget_queries(w)
+    found += cost_queries(w)
+    return found
+
+
+COST_COLS = ("trace_id", "run_id", "agent", "service", "started_at", "ts", "provider", "model", "input_tokens")
+
+
+def cost_queries(w: dict[str, datetime | None]) -> list[Query]:
+    """The questions only about money (issue 22), where they exist; the others above carry costs too."""
+    found = []
+    try:
+        from loopsight.analytics.metrics import MetricSpec, cost_totals, measure
+    except ImportError:
+        return found
+    if hasattr(analytics, "models"):
+        found.append(Query("Cost", "models", lambda c: analytics.models(c, **w), COST_COLS, table="run_calls"))
+    since, until = w["since"] or START, w["until"] or END
+    for spec in (MetricSpec("cost_per_run", stat="p95"), MetricSpec("cost")):
+        found.append(
+            Query(
+                "Cost",
+                f"alert metric {spec.metric}",
+                lambda c, spec=spec: measure(c, spec, since, until),
+                COST_COLS,
+                True,
+                table="run_calls",
+            )
+        )
+    found.append(
+        Query("Cost", "cost_totals (/metrics)", lambda c: cost_totals(c, since), COST_COLS, True, table="run_calls")
+    )
     return found
 
 

@@ -248,6 +248,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, 100_000)},
         lambda con, p: analytics.burn(con, **p),
     )
+    models = endpoint(_filters, lambda con, p: {"models": analytics.models(con, **p)})
     burn_curve = endpoint(
         lambda r: {**_filters(r), "max_step": parse_int("max_step", q(r).get("max_step"), 50, 0, 10_000)},
         lambda con, p: {"curve": analytics.burn_curve(con, **p)},
@@ -332,4 +333,5 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         Route("/api/v1/burn/curve", burn_curve, methods=["GET"]),
         Route("/api/v1/budgets", budgets, methods=["GET"]),
         Route("/api/v1/budgets/runs", budget_runs, methods=["GET"]),
+        Route("/api/v1/models", models, methods=["GET"]),
     ]

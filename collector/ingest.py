@@ -39,6 +39,7 @@ from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
 from loopsight.ingest.otlp import JSON, BadRequest, decode_request
 from loopsight.ingest.pipeline import prepare
+from loopsight.prices import PriceBook
 from loopsight.stores import QueueFull
 from loopsight.stores.duckdb_store import Store
 
@@ -166,11 +167,17 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
 
 
 def ingest_files(
-    paths: list[str], db: str, progress: bool = True, limits: Limits | None = None, store_url: str | None = None
+    paths: list[str],
+    db: str,
+    progress: bool = True,
+    limits: Limits | None = None,
+    store_url: str | None = None,
+    prices: PriceBook | None = None,
 ) -> IngestSummary:
     """Load every file into the store at ``db`` (which no running collector may hold).
 
     ``store_url`` (``duckdb:///...``, ``chdb:///...``, ``clickhouse://...``) wins over ``db``.
+    ``prices`` (``--prices FILE``; default the bundled table) prices the models, as the collector's does.
 
     A file that cannot be read is reported in ``summary.errors`` (one message per file, naming
     it) and the others still load.
@@ -181,9 +188,9 @@ def ingest_files(
     if store_url:
         from loopsight.stores import open_writer
 
-        store = open_writer(store_url)
+        store = open_writer(store_url, prices=prices)
     else:
-        store = Store.open(db)
+        store = Store.open(db, prices=prices)
     set_hash_key(store.secret_key())  # as the collector does: one key per store
     sizes = {p: Path(p).stat().st_size for p in paths}
     bar = Progress(

@@ -3,7 +3,7 @@
 ``serve()`` returns after SIGINT/SIGTERM once both receivers have stopped, the write queue
 is drained and the file is closed; it raises :class:`StartupError` (a readable message,
 no traceback) when it cannot start: port taken, DB locked, directory not writable, bad
-``--retention`` or ``--forward-to``, invalid alert rules.
+``--retention`` or ``--forward-to``, invalid alert rules, an invalid ``--prices`` file.
 
 Example:
     >>> serve(db="./loopsight.duckdb", http_port=4318, grpc_port=4317)  # doctest: +SKIP
@@ -33,6 +33,7 @@ from loopsight.collector.retention import Retention, parse_duration
 from loopsight.errors import LoopsightError
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
+from loopsight.prices import PriceBook, PricesError
 from loopsight.stores import StoreError
 from loopsight.stores.duckdb_store import Store
 
@@ -60,6 +61,21 @@ class _Server(uvicorn.Server):
         yield
 
 
+def _store_clock(store: Any) -> Any:
+    """The store's clock now (None when it cannot say: the counters then start at the first reading)."""
+    from loopsight.analytics.metrics import store_clock
+
+    try:
+        con = store.reader()
+        try:
+            return store_clock(con)
+        finally:
+            con.close()
+    except Exception as exc:  # a store that fails here fails visibly on the first request
+        log.error("reading the store's clock failed: %s", exc)
+        return None
+
+
 def serve(
     db: str,
     host: str = "127.0.0.1",
@@ -77,6 +93,7 @@ def serve(
     memory_limit: str | None = None,
     store_url: str | None = None,
     memory_budget: str | None = None,
+    prices: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
@@ -87,6 +104,8 @@ def serve(
     ``LOOPSIGHT_RETENTION_INTERVAL`` (300); ``LOOPSIGHT_CHECKPOINT_THRESHOLD`` (128MB)
     bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
     ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
+    ``prices`` (``--prices FILE``) is a price file over the bundled table (docs/cost.md); the
+    store reprices every model it holds with it as it opens.
     """
     configure_logging()
     try:
@@ -103,6 +122,9 @@ def serve(
         )
         budget = MemoryBudget.from_env(memory_budget)
         admission = Admission.from_env(max_bytes=budget.inflight_bytes)
+        book = PriceBook.from_file(prices)
+    except PricesError as exc:
+        raise StartupError(f"invalid price file: {exc}") from None
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
@@ -118,7 +140,7 @@ def serve(
             from loopsight.stores import StoreURLError, open_writer
 
             try:
-                store = open_writer(store_url)
+                store = open_writer(store_url, prices=book)
             except StoreURLError as exc:
                 raise StartupError(str(exc)) from None
         else:
@@ -126,6 +148,7 @@ def serve(
                 db,
                 memory_limit=memory_limit or budget.duckdb_limit,
                 checkpoint_threshold=os.environ.get("LOOPSIGHT_CHECKPOINT_THRESHOLD", "128MB"),
+                prices=book,
             )
         set_hash_key(store.secret_key())  # argument words hashed and vectors turned by the store's own key
     except StoreError as exc:
@@ -138,18 +161,19 @@ def serve(
         metrics.memory_budget = budget
         metrics.forwarder = forwarder
         evaluator = None
+        counting_since = _store_clock(store)  # /metrics counts the cost of the calls received from now on
         if rules:
             from loopsight.alerts import Evaluator, RulesError
 
             try:
-                evaluator = Evaluator(store.reader, rules, alert_interval)
+                evaluator = Evaluator(store.reader, rules, alert_interval, totals_since=counting_since)
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
             metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))
         else:
             from loopsight.alerts import AgentGauges
 
-            agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval)
+            agent_gauges = AgentGauges(store.reader, max_age_seconds=alert_interval, totals_since=counting_since)
             metrics.extra_metrics.append(lambda: "\n".join(agent_gauges.prometheus_lines()))
         settings = Settings(max_body_bytes=max_body_bytes, token=token, limits=limits or Limits(), admission=admission)
         app = create_app(store, settings, metrics=metrics, forwarder=forwarder)
@@ -193,6 +217,7 @@ def serve(
                 "store": _store_label(db, store_url),
                 "retention": retention,
                 "forward_to": forwarder.url if forwarder else None,
+                "prices": book.describe(),
             },
         )
         try:

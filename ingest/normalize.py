@@ -320,29 +320,47 @@ def args_hash_of_text(text: str) -> str:
 error_class_for = V.error_class_for
 
 
-def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None, int | None]:
-    """Input, output and cached input tokens of Langfuse's ``usage_details`` (either key set)."""
+def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None, int | None, int | None]:
+    """Input, output, cached and cache-write input tokens of Langfuse's ``usage_details`` (either
+    key set), the input counting the cache tokens (:data:`loopsight.vocabulary.CACHE_CONVENTION`)."""
     raw = attrs.get(V.LANGFUSE_USAGE)
     if not raw:
-        return None, None, None
+        return None, None, None, None
     try:
         usage = json.loads(raw)
     except ValueError:
-        return None, None, None
+        return None, None, None, None
     if not isinstance(usage, dict):
-        return None, None, None
+        return None, None, None, None
 
-    def pick(keys: tuple[str, ...]) -> int | None:
+    def pick(keys: tuple[str, ...]) -> tuple[str | None, int | None]:
         for key in keys:
             value: Any = usage
             for part in key.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             if value is not None:
-                return _tokens(str(value))
-        return None
+                return key, _tokens(str(value))
+        return None, None
 
     keys = V.LANGFUSE_USAGE_KEYS
-    return pick(keys["input"]), pick(keys["output"]), pick(keys["cache_read"])
+    input_key, input_tokens = pick(keys["input"])
+    read_key, cache_read = pick(keys["cache_read"])
+    _, cache_write = pick(keys["cache_write"])
+    # Langfuse's own ``input`` and Anthropic's ``input_tokens`` leave the cache out; OpenAI's counts include it.
+    if input_tokens is not None and (input_key == "input" or read_key not in V.LANGFUSE_INCLUDED_CACHE_KEYS):
+        total = input_tokens + (cache_read or 0) + (cache_write or 0)
+        input_tokens = total if total < MAX_TOKENS else input_tokens
+    return input_tokens, pick(keys["output"])[1], cache_read, cache_write
+
+
+def _with_cache(input_tokens: int | None, cache_read: int | None, cache_write: int | None) -> int | None:
+    """The input count with the cache counts in it: a producer whose input is below them counted
+    them apart (:data:`loopsight.vocabulary.CACHE_CONVENTION`)."""
+    cached = (cache_read or 0) + (cache_write or 0)
+    if cached and (input_tokens is None or input_tokens < cached):
+        total = (input_tokens or 0) + cached
+        return total if total < MAX_TOKENS else input_tokens
+    return input_tokens
 
 
 class SpanRow(NamedTuple):
@@ -575,8 +593,11 @@ def agent_row(
         cache_read = _tokens(_first(attrs, _CACHE_READ_KEYS))
         cache_write = _tokens(_first(attrs, _CACHE_WRITE_KEYS))
         if input_tokens is None and output_tokens is None:
-            input_tokens, output_tokens, langfuse_cached = _langfuse_usage(attrs)
-            cache_read = cache_read if cache_read is not None else langfuse_cached
+            input_tokens, output_tokens, langfuse_read, langfuse_write = _langfuse_usage(attrs)
+            cache_read = cache_read if cache_read is not None else langfuse_read
+            cache_write = cache_write if cache_write is not None else langfuse_write
+        if cache_read or cache_write:
+            input_tokens = _with_cache(input_tokens, cache_read, cache_write)
     agent = get(_AGENT_KEYS[0]) or get(_AGENT_KEYS[1]) or get(_AGENT_KEYS[2]) or None
     if agent is None and kind == "other" and scope_name.endswith("llama_index"):
         agent = _named_in_input(attrs)  # LlamaIndex names its agent only in the workflow's steps

@@ -250,6 +250,8 @@ class LlmHandle(SpanHandle):
 
     __slots__ = (
         "_extract",
+        "cache_read_tokens",
+        "cache_write_tokens",
         "finish_reasons",
         "input_tokens",
         "model",
@@ -265,6 +267,8 @@ class LlmHandle(SpanHandle):
         self.step = step
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.cache_read_tokens: int | None = None
+        self.cache_write_tokens: int | None = None
         self.finish_reasons: list[str] = []
         self.response_model: str | None = None
         self.usage_in_child = False
@@ -297,10 +301,25 @@ class LlmHandle(SpanHandle):
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         finish_reasons: list[str] | tuple[str, ...] | None = None,
+        *,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
     ) -> None:
-        """Set token counts (and finish reasons) directly; ``None`` leaves a value as is."""
+        """Set token counts (and finish reasons) directly; ``None`` leaves a value as is.
+
+        ``input_tokens`` includes ``cache_read_tokens`` (served from the provider's prompt cache)
+        and ``cache_write_tokens`` (written to it), as OpenTelemetry GenAI counts them.
+        """
         try:
-            self._merge(Usage(input_tokens, output_tokens, tuple(finish_reasons or ())))
+            self._merge(
+                Usage(
+                    input_tokens,
+                    output_tokens,
+                    tuple(finish_reasons or ()),
+                    cache_read_tokens=cache_read_tokens,
+                    cache_write_tokens=cache_write_tokens,
+                )
+            )
         except Exception as exc:
             internal_error("llm.set_usage", exc)
 
@@ -309,6 +328,10 @@ class LlmHandle(SpanHandle):
             self.input_tokens = usage.input_tokens
         if usage.output_tokens is not None:
             self.output_tokens = usage.output_tokens
+        if usage.cache_read_tokens is not None:
+            self.cache_read_tokens = usage.cache_read_tokens
+        if usage.cache_write_tokens is not None:
+            self.cache_write_tokens = usage.cache_write_tokens
         for reason in usage.finish_reasons:
             if reason not in self.finish_reasons:
                 self.finish_reasons.append(reason)
@@ -336,6 +359,10 @@ class LlmHandle(SpanHandle):
                 span.set_attribute(A.USAGE_INPUT_TOKENS, self.input_tokens)
             if self.output_tokens is not None:
                 span.set_attribute(A.USAGE_OUTPUT_TOKENS, self.output_tokens)
+            if self.cache_read_tokens is not None:
+                span.set_attribute(A.USAGE_CACHE_READ_INPUT_TOKENS, self.cache_read_tokens)
+            if self.cache_write_tokens is not None:
+                span.set_attribute(A.USAGE_CACHE_CREATION_INPUT_TOKENS, self.cache_write_tokens)
         if self.finish_reasons:
             span.set_attribute(A.RESPONSE_FINISH_REASONS, tuple(self.finish_reasons))
         if self.response_model is not None:

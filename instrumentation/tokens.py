@@ -1,14 +1,22 @@
 """Token usage and finish reasons read from what a model call returns.
 
 Understands OpenAI chat-completions and Responses objects (and their dict forms), Anthropic
-messages, LiteLLM responses, Gemini ``usage_metadata``, Bedrock Converse dicts, and any
-object whose ``usage`` has input/prompt and output/completion token counts. Anything else
-yields ``None``; a user extractor (``loopsight.llm(extract=...)``) covers the rest.
+messages (and their streaming ``message_start`` / ``message_delta`` events), LiteLLM responses,
+Gemini ``usage_metadata``, Bedrock Converse dicts, and any object whose ``usage`` has
+input/prompt and output/completion token counts. Anything else yields ``None``; a user extractor
+(``loopsight.llm(extract=...)``) covers the rest.
+
+Cached input tokens (prompt caching) are read too: OpenAI's
+``prompt_tokens_details.cached_tokens`` / ``input_tokens_details.cached_tokens``, Anthropic's
+``cache_read_input_tokens`` and ``cache_creation_input_tokens``, Gemini's
+``cached_content_token_count``, Bedrock's ``cacheReadInputTokens`` / ``cacheWriteInputTokens``.
+As OpenTelemetry GenAI counts them, ``input_tokens`` *includes* the cached and cache-write
+tokens (Anthropic and Bedrock report them apart: they are added).
 
 Example:
     >>> extract_usage({"usage": {"prompt_tokens": 12, "completion_tokens": 3},
     ...                "choices": [{"finish_reason": "stop"}]})
-    Usage(input_tokens=12, output_tokens=3, finish_reasons=('stop',), response_model=None)
+    Usage(input_tokens=12, output_tokens=3, finish_reasons=('stop',), response_model=None, cache_read_tokens=None, cache_write_tokens=None)
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from typing import Any
 class Usage:
     """Tokens and finish reasons of one model call, as extract functions return them.
 
+    ``input_tokens`` includes ``cache_read_tokens`` (input served from the provider's prompt
+    cache) and ``cache_write_tokens`` (input written to it), as OpenTelemetry GenAI counts them.
+
     Example:
         >>> Usage(120, 30, ("tool_calls",)).total_tokens
         150
@@ -31,6 +42,8 @@ class Usage:
     output_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
     response_model: str | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -39,8 +52,16 @@ class Usage:
 
 _INPUT_KEYS = ("input_tokens", "prompt_tokens", "prompt_token_count", "inputTokens")
 _OUTPUT_KEYS = ("output_tokens", "completion_tokens", "candidates_token_count", "outputTokens")
-# Anthropic reports cached prompt tokens apart from input_tokens; OpenAI includes them.
-_ANTHROPIC_CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
+# Cache reads: OpenAI (chat, Responses) inside the details, Anthropic and LiteLLM beside the counts,
+# Gemini, Bedrock Converse.
+_DETAILS_KEYS = ("prompt_tokens_details", "input_tokens_details")
+_CACHE_READ_KEYS = ("cache_read_input_tokens", "cached_content_token_count", "cacheReadInputTokens")
+_CACHE_WRITE_KEYS = ("cache_creation_input_tokens", "cacheWriteInputTokens")
+# Anthropic's input_tokens and Bedrock's inputTokens leave the cache out; OpenAI's, LiteLLM's and Gemini's include it.
+_CACHE_APART = {
+    "input_tokens": ("cache_creation_input_tokens", "cache_read_input_tokens"),
+    "inputTokens": ("cacheReadInputTokens", "cacheWriteInputTokens"),
+}
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -108,7 +129,7 @@ def extract_usage(result: Any) -> Usage | None:
     Example:
         >>> extract_usage({"usage": {"input_tokens": 10, "output_tokens": 2,
         ...                          "cache_read_input_tokens": 5}, "stop_reason": "end_turn"})
-        Usage(input_tokens=15, output_tokens=2, finish_reasons=('end_turn',), response_model=None)
+        Usage(input_tokens=15, output_tokens=2, finish_reasons=('end_turn',), response_model=None, cache_read_tokens=5, cache_write_tokens=None)
     """
     try:
         return _extract(result)
@@ -124,23 +145,49 @@ def _extract(result: Any) -> Usage | None:
     usage = _get(result, "usage")
     if usage is None:
         usage = _get(result, "usage_metadata")
+    if usage is None and _get(result, "type") == "message_start":  # Anthropic stream: the usage is the message's
+        usage = _get(_get(result, "message"), "usage")
     if usage is None and (_get(result, "prompt_tokens") is not None or _get(result, "input_tokens") is not None):
         usage = result
-    in_key = in_tokens = out_tokens = None
+    in_key = in_tokens = out_tokens = cache_read = cache_write = None
     if usage is not None:
         in_key, in_tokens = _first_int(usage, _INPUT_KEYS)
         _, out_tokens = _first_int(usage, _OUTPUT_KEYS)
-        if in_key == "input_tokens":
-            for key in _ANTHROPIC_CACHE_KEYS:
-                extra = _int(_get(usage, key))
-                if extra:
-                    in_tokens = (in_tokens or 0) + extra
+        cache_read, cache_write = _cache(usage)
+        for key in _CACHE_APART.get(in_key or "", ()):
+            extra = _int(_get(usage, key))
+            if extra:
+                in_tokens = (in_tokens or 0) + extra
     reasons = _finish_reasons(result)
     model = _get(result, "model")
+    if model is None and _get(result, "type") == "message_start":
+        model = _get(_get(result, "message"), "model")
     model = model if isinstance(model, str) and model else None
     if in_tokens is None and out_tokens is None and not reasons:
         return None
-    return Usage(in_tokens, out_tokens, reasons, model)
+    return Usage(in_tokens, out_tokens, reasons, model, cache_read, cache_write)
+
+
+def _cache(usage: Any) -> tuple[int | None, int | None]:
+    """Cached and cache-write input tokens of a usage object (``None`` when it reports none)."""
+    read = None
+    for key in _DETAILS_KEYS:
+        details = _get(usage, key)
+        if details is not None:
+            read = _int(_get(details, "cached_tokens"))
+            if read is not None:
+                break
+    if read is None:
+        _, read = _first_int(usage, _CACHE_READ_KEYS)
+    _, write = _first_int(usage, _CACHE_WRITE_KEYS)
+    if write is None:
+        for key in _DETAILS_KEYS:  # OpenAI Responses (some gateways) put cache writes in the details too
+            details = _get(usage, key)
+            if details is not None:
+                write = _int(_get(details, "cache_write_tokens")) or _int(_get(details, "cache_creation_tokens"))
+                if write is not None:
+                    break
+    return read, write
 
 
 def coerce_usage(value: Any) -> Usage | None:
@@ -154,5 +201,14 @@ def coerce_usage(value: Any) -> Usage | None:
         _, in_tokens = _first_int(value, _INPUT_KEYS)
         _, out_tokens = _first_int(value, _OUTPUT_KEYS)
         model = value.get("response_model") or value.get("model")
-        return Usage(in_tokens, out_tokens, tuple(str(r) for r in reasons), model if isinstance(model, str) else None)
+        read = _int(value.get("cache_read_tokens"))
+        write = _int(value.get("cache_write_tokens"))
+        return Usage(
+            in_tokens,
+            out_tokens,
+            tuple(str(r) for r in reasons),
+            model if isinstance(model, str) else None,
+            read,
+            write,
+        )
     return extract_usage(value)

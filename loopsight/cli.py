@@ -19,7 +19,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
@@ -27,6 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from loopsight import config
+
+if TYPE_CHECKING:
+    from loopsight.prices import PriceBook
 
 app = typer.Typer(
     name="loopsight",
@@ -80,6 +83,15 @@ CollectorOpt = Annotated[
     str | None,
     typer.Option(
         "--collector", envvar="LOOPSIGHT_COLLECTOR_URL", help="Collector base URL (default http://127.0.0.1:4318)."
+    ),
+]
+PricesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prices",
+        envvar="LOOPSIGHT_PRICES",
+        help="Price file (TOML or YAML: model pattern -> USD per million input/output/cached tokens) over the "
+        "bundled genai-prices table (docs/cost.md).",
     ),
 ]
 StoreOpt = Annotated[
@@ -169,6 +181,7 @@ def collector(
     grpc_port: GrpcPortOpt = config.DEFAULT_GRPC_PORT,
     token: TokenOpt = None,
     rules: Annotated[str | None, typer.Option(envvar="LOOPSIGHT_RULES", help="Alert rules TOML file.")] = None,
+    prices: PricesOpt = None,
     retention: Annotated[
         str | None, typer.Option(envvar="LOOPSIGHT_RETENTION", help="Delete spans older than this (e.g. 30d).")
     ] = None,
@@ -220,6 +233,7 @@ def collector(
             max_body_bytes=max_body_bytes,
             store_url=_write_store(ctx, store),
             memory_budget=memory_budget,
+            prices=prices,
         )
     except (StartupError, StoreError) as exc:
         raise fail(str(exc)) from None
@@ -285,6 +299,7 @@ def ingest(
         ),
     ] = None,
     token: TokenOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Load OTLP files into the store (normalized as the collector does), or send them to a running
     collector with --collector; exit 1 if any file was skipped."""
@@ -292,6 +307,8 @@ def ingest(
     from loopsight.errors import LoopsightError
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
+
+    book = _price_book(prices)
 
     unreadable = [
         f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
@@ -320,12 +337,23 @@ def ingest(
             db,
             store_url=_write_store(ctx, store),
             limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
+            prices=book,
         )
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
     if summary.errors:
         raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped or loaded only in part", 1)
+
+
+def _price_book(path: str | None) -> PriceBook:
+    """The price book of ``--prices`` (the bundled table alone without); a bad file ends the command."""
+    from loopsight.prices import PriceBook, PricesError
+
+    try:
+        return PriceBook.from_file(path)
+    except PricesError as exc:
+        raise fail(f"invalid price file: {exc}") from None
 
 
 def _since(name: str, value: str | None) -> datetime | None:
@@ -389,7 +417,7 @@ def runs_cmd(
         for run in runs:
             typer.echo(json.dumps(run))
         return
-    from loopsight.format import count, duration
+    from loopsight.format import count, duration, usd
 
     table = Table(
         "started (UTC)",
@@ -402,6 +430,7 @@ def runs_cmd(
         "retries",
         "loops",
         "tokens",
+        "cost",
         "duration",
         "trace",
     )
@@ -417,6 +446,7 @@ def runs_cmd(
             count(run["retries"]),
             count(run["loops"]),
             count(run["input_tokens"] + run["output_tokens"]),
+            "unpriced" if run.get("cost_usd") is None else usd(run["cost_usd"], precise=True),
             duration(run["duration_ms"]),
             run["trace_id"],
         )
@@ -549,14 +579,15 @@ def alerts_check(
 
 
 @db_app.command("upgrade")
-def db_upgrade(db: DbOpt = config.DEFAULT_DB) -> None:
+def db_upgrade(db: DbOpt = config.DEFAULT_DB, prices: PricesOpt = None) -> None:
     """Apply pending migrations (keeps existing data) and derive what they queued."""
     from loopsight.migrations import current
     from loopsight.stores import StoreError
     from loopsight.stores.duckdb_store import Store
 
+    book = _price_book(prices)
     try:
-        Store.open(db).close()  # opening migrates; closing derives every trace a migration queued
+        Store.open(db, prices=book).close()  # opening migrates and reprices; closing derives what migrations queued
         revision = current(db)
     except StoreError as exc:
         raise fail(f"cannot upgrade {db}: {exc}") from None
@@ -607,6 +638,7 @@ def up(
         float, typer.Option(min=0, help="Seconds between further small demo batches (0: none).")
     ] = 30.0,
     token: TokenOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Collector + dashboard (+ demo traffic) in one command; Ctrl-C stops everything."""
     collector_url = f"http://{config.DEFAULT_HOST}:{http_port}"
@@ -614,6 +646,9 @@ def up(
     env = {**os.environ, "LOOPSIGHT_COLLECTOR_URL": collector_url}
     if token:  # the collector, dashboard and demo all read it (the environment keeps it out of `ps`)
         env["LOOPSIGHT_TOKEN"] = token
+    if prices:  # the collector's; checked here first, so a bad file stops before anything starts
+        _price_book(prices)
+        env["LOOPSIGHT_PRICES"] = str(Path(prices).resolve())
     procs: list[subprocess.Popen] = []
 
     def stop_all(*_: object) -> None:

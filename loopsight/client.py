@@ -201,6 +201,10 @@ class ApiSource:
     def budget_runs(self, only_cut: bool = True, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/budgets/runs", {"only_cut": str(only_cut).lower(), **params})["runs"]
 
+    def models(self, **params: Any) -> list[dict[str, Any]]:
+        """Per (provider, model): calls, tokens, cost and the prices applied (``/api/v1/models``)."""
+        return self._get("/api/v1/models", params)["models"]
+
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/alerts")
 
@@ -280,6 +284,10 @@ class _AnalyticsQuestions:
 
     def budget_runs(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.budget_replay, **params)
+
+    def models(self, **params: Any) -> list[dict[str, Any]]:
+        """Per (provider, model): calls, tokens, cost and the prices applied."""
+        return self._call(analytics.models, **params)
 
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._call(alerts_overview)

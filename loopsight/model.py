@@ -111,8 +111,11 @@ RUN_FACTS = _cols(
     ("tools", "VARCHAR[]"),
     ("session_id", "VARCHAR"),
     ("arguments_captured", "BOOLEAN"),
+    ("cache_read_tokens", "BIGINT"),
+    ("cache_write_tokens", "BIGINT"),
 )
-"""One row per run: its rollups (``stores/sql/derive_runs.sql``)."""
+"""One row per run: its rollups (``stores/sql/derive_runs.sql``); the cache tokens are part of
+the input tokens."""
 
 RUN_LOOPS = _cols(
     *_RUN_KEY,
@@ -171,6 +174,42 @@ RUN_STEP_TOTALS = _cols(
 """Per run and step: its tool calls and tokens, the run's totals by its end, when it began and ended
 (``stores/sql/step_totals.sql``; the budget advisor's replay, ``docs/budgets.md``)."""
 
+RUN_CALLS = _cols(
+    *_RUN_KEY,
+    *_RUN_SCOPE,
+    ("span_id", "VARCHAR", NOT_NULL),
+    ("ts", "TIMESTAMP", NOT_NULL),
+    ("step", "BIGINT"),
+    ("provider", "VARCHAR", NOT_NULL),
+    ("model", "VARCHAR", NOT_NULL),
+    ("input_tokens", "BIGINT", NOT_NULL),
+    ("output_tokens", "BIGINT", NOT_NULL),
+    ("cache_read_tokens", "BIGINT", NOT_NULL),
+    ("cache_write_tokens", "BIGINT", NOT_NULL),
+    ("ingested_at", "TIMESTAMP", NOT_NULL),
+)
+"""One row per model call with tokens (``stores/sql/run_calls.sql``): what the questions price
+at read time against ``model_prices``; provider and model as the span names them (``''``: none)."""
+
+MODEL_PRICES = _cols(
+    ("provider", "VARCHAR", NOT_NULL),
+    ("model", "VARCHAR", NOT_NULL),
+    ("valid_from", "TIMESTAMP", NOT_NULL),
+    ("valid_until", "TIMESTAMP", NOT_NULL),
+    ("input_from", "BIGINT", NOT_NULL),
+    ("input_to", "BIGINT", NOT_NULL),
+    ("input_mtok", "DOUBLE"),
+    ("cache_read_mtok", "DOUBLE"),
+    ("cache_write_mtok", "DOUBLE"),
+    ("output_mtok", "DOUBLE"),
+    ("priced_as", "VARCHAR"),
+    ("source", "VARCHAR"),
+)
+"""USD per million tokens of every (provider, model) pair ``run_calls`` holds, for calls started
+in ``[valid_from, valid_until)`` with input tokens in ``[input_from, input_to)`` (a tier); prices
+NULL: unpriced. Written by the store's writer from :class:`loopsight.prices.PriceBook`: all of it
+when it opens, new pairs as they arrive (docs/cost.md)."""
+
 DERIVE_PENDING = _cols(("trace_id", "VARCHAR", NOT_NULL), ("since", "TIMESTAMP", NOT_NULL))
 """Traces whose derived rows are still to be recomputed, from ``since`` on."""
 
@@ -182,9 +221,11 @@ TABLES: Mapping[str, tuple[Column, ...]] = {
     "run_growth": RUN_GROWTH,
     "run_members": RUN_MEMBERS,
     "run_step_totals": RUN_STEP_TOTALS,
+    "run_calls": RUN_CALLS,
+    "model_prices": MODEL_PRICES,
     "derive_pending": DERIVE_PENDING,
 }
-DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals")
+DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals", "run_calls")
 """The per-run tables the derivation fills, keyed by ``trace_id`` and ``started_at``."""
 
 

@@ -141,6 +141,7 @@ CACHE_READ_TOKENS = _concept(
     ("gen_ai.usage.cache_read_input_tokens", LEGACY),
     ("llm.token_count.prompt_details.cache_read", OPENINFERENCE),
     ("gen_ai.usage.prompt_tokens_details.cached_tokens", TRACELOOP),
+    ("gen_ai.usage.details.cache_read_tokens", PYDANTIC_AI),
 )
 CACHE_WRITE_TOKENS = _concept(
     "cache-write input tokens (included in the input tokens)",
@@ -148,6 +149,7 @@ CACHE_WRITE_TOKENS = _concept(
     ("gen_ai.usage.cache_creation_input_tokens", LEGACY),
     ("gen_ai.usage.cache_write_input_tokens", LEGACY),
     ("llm.token_count.prompt_details.cache_write", OPENINFERENCE),
+    ("gen_ai.usage.details.cache_write_tokens", PYDANTIC_AI),
 )
 LANGFUSE_USAGE = "langfuse.observation.usage_details"
 """Langfuse's token counts: a JSON object (keys ``input``/``output`` or, from the SDK's OpenAI
@@ -155,8 +157,18 @@ wrapper, ``prompt_tokens``/``completion_tokens`` with ``prompt_tokens_details.ca
 LANGFUSE_USAGE_KEYS = {
     "input": ("input", "prompt_tokens", "input_tokens"),
     "output": ("output", "completion_tokens", "output_tokens"),
-    "cache_read": ("cache_read_input_tokens", "input_cached_tokens", "prompt_tokens_details.cached_tokens"),
+    "cache_read": (
+        "cache_read_input_tokens",
+        "input_cached_tokens",
+        "input_cache_read",
+        "prompt_tokens_details.cached_tokens",
+        "input_tokens_details.cached_tokens",
+    ),
+    "cache_write": ("cache_creation_input_tokens", "input_cache_creation", "input_cache_write"),
 }
+LANGFUSE_INCLUDED_CACHE_KEYS = frozenset(("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"))
+"""Cache counts that an OpenAI usage object's own input count includes (Langfuse's ``input`` and
+Anthropic's ``input_tokens`` leave the others out)."""
 LANGFUSE_LEVEL = "langfuse.observation.level"
 LANGFUSE_STATUS_MESSAGE = "langfuse.observation.status_message"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
@@ -446,6 +458,35 @@ RUN_STATUS = Rule(
     "(CASE WHEN status_code = 'Error' THEN 'error' ELSE 'ok' END)",
 )
 
+CACHE_CONVENTION = Rule(
+    "A model call's input tokens include its cached and cache-write input tokens (OpenTelemetry "
+    "GenAI). A producer whose input count leaves them out (Anthropic's and Bedrock's raw usage, "
+    "Langfuse's usage details) is read as such where it shows: a Langfuse 'input' beside cache "
+    "counts, Anthropic-style cache keys in a usage object, or cache counts larger than the input "
+    "count; the cache counts are then added to the input.",
+    "input_tokens >= coalesce(cache_read_tokens, 0) + coalesce(cache_write_tokens, 0)",
+)
+PRICE_OF_CALL = Rule(
+    "A model call is priced by the price row of its provider and model (as its span names them) in "
+    "effect on the day it started and for its input tokens' tier: above a tier's threshold every "
+    "token of the call pays the tier's prices, as providers bill each request. A pair without "
+    "prices, or unknown, leaves the call unpriced.",
+    # c: a run_calls row, p: the model_prices rows of its pair (LEFT JOIN ... ON provider, model)
+    "(p.model IS NULL OR (c.ts >= p.valid_from AND c.ts < p.valid_until "
+    "AND c.input_tokens >= p.input_from AND c.input_tokens < p.input_to))",
+)
+CALL_COST = Rule(
+    "A call costs its uncached input at the input price, its cached input at the cached-input "
+    "price, its cache writes at the cache-write price (a cache unit without a price of its own is "
+    "billed as input) and its output at the output price; an unpriced call costs NULL, never 0.",
+    "(CASE WHEN p.input_mtok IS NOT NULL THEN ("
+    "greatest(c.input_tokens - CASE WHEN p.cache_read_mtok IS NULL THEN 0 ELSE c.cache_read_tokens END"
+    " - CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens END, 0) * p.input_mtok"
+    " + CASE WHEN p.cache_read_mtok IS NULL THEN 0 ELSE c.cache_read_tokens * p.cache_read_mtok END"
+    " + CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens * p.cache_write_mtok END"
+    " + c.output_tokens * p.output_mtok) / 1e6 END)",
+)
+
 
 AGENT_NAME_KEYS_LAST = ("graph.node.id",)
 """Read after the span's own name fails: OpenInference's graph node of an agent span (CrewAI's role)."""
@@ -548,5 +589,12 @@ def default_termination(is_error: bool) -> str:
     return "error" if is_error else RUN_OK_REASON
 
 
-RULES: Mapping[str, Rule] = {"run": RUN, "step": STEP, "run_ok": RUN_OK, "run_status": RUN_STATUS}
+RULES: Mapping[str, Rule] = {
+    "run": RUN,
+    "step": STEP,
+    "run_ok": RUN_OK,
+    "run_status": RUN_STATUS,
+    "price_of_call": PRICE_OF_CALL,
+    "call_cost": CALL_COST,
+}
 """The rules by the name SQL files use for them (``{{run_ok}}``)."""

@@ -231,6 +231,8 @@ class ReactAgent:
                         input_tokens=response.input_tokens,
                         output_tokens=response.output_tokens,
                         finish_reasons=[response.finish_reason],
+                        cache_read_tokens=response.cache_read_tokens,
+                        cache_write_tokens=response.cache_write_tokens,
                     )
             except Exception as exc:
                 if st.remaining() <= 0:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import loopsight
-from loopsight.react.config import ReactConfig
+from loopsight.react.config import DEFAULT_SYSTEM_PROMPT, ReactConfig
 from loopsight.react.context import ContextPolicy
 from loopsight.react.llm.scripted import ScriptedLLM, ScriptItem, call, turn
 from loopsight.react.loop import ReactAgent
@@ -115,8 +115,44 @@ def _config(speed: float, **kw: Any) -> ReactConfig:
     return ReactConfig(**kw)
 
 
+_SERVICES = {
+    "checkout": ("payments-core", 300, 99.95, "cart, pricing, payments"),
+    "search": ("discovery", 450, 99.9, "catalog index, ranking"),
+    "payments": ("payments-core", 800, 99.99, "card processor, ledger"),
+    "auth": ("identity", 150, 99.99, "sessions, tokens, MFA"),
+    "inventory": ("fulfilment", 400, 99.9, "stock levels, reservations"),
+    "shipping": ("fulfilment", 600, 99.5, "carriers, labels, tracking"),
+}
+OPS_SYSTEM_PROMPT = (
+    DEFAULT_SYSTEM_PROMPT
+    + "\n\nYou are the on-call operations agent. Answer from the metrics and reports the tools return; "
+    "never guess a number. The runbook below is the reference for every service.\n"
+    + "".join(
+        f"\n## {name}\nOwner team: {team}. Depends on: {deps}. SLO: p95 latency under {p95} ms and "
+        f"availability of {avail}% over 28 days. Page the owner when the error rate stays above 2% for "
+        f"10 minutes or p95 doubles against the same hour last week. First checks: recent deploys of {name}, "
+        f"saturation of its database pool, upstream timeouts from {deps.split(', ')[0]}, the queue depth of "
+        f"its workers, and the cache hit rate of its read path. Mitigations in order: roll back the last "
+        f"deploy, shed non-critical traffic with the {name} feature flags, scale the worker pool, and fail "
+        f"over to the standby region. Escalate to the incident commander when a mitigation does not help "
+        f"within 15 minutes, and write the timeline in the incident channel as you go. Known issues: the "
+        f"{name} dashboards lag two minutes behind; a report that runs over 30 seconds means the warehouse "
+        f"is busy, not that {name} is down; a metrics call that times out once should be retried, twice "
+        f"means the metrics store itself is degraded.\n"
+        for name, (team, p95, avail, deps) in _SERVICES.items()
+        for _ in range(2)  # the long form of each section: checks, mitigations, known issues
+    )
+)
+"""The ops agent's system prompt: a runbook long enough (about 2,500 tokens) that Anthropic's
+prompt cache keeps it (2,048 tokens at least for Claude 3.5 Haiku): the first call writes it, the
+next ones read it back."""
+
+
 def _llm(rng: random.Random, speed: float, script: list[Any], model: str = "gpt-4o-mini") -> ScriptedLLM:
-    return ScriptedLLM(script, model=model, provider="openai", latency=lambda: rng.uniform(0.6, 2.2) / speed)
+    # The provider's prompt cache is simulated as it bills (ScriptedLLM): OpenAI's automatic
+    # prefix cache, Anthropic's cache breakpoint on the last message.
+    provider = "anthropic" if model.startswith("claude") else "openai"
+    return ScriptedLLM(script, model=model, provider=provider, latency=lambda: rng.uniform(0.6, 2.2) / speed)
 
 
 # -- order assistant ---------------------------------------------------------------------
@@ -531,7 +567,7 @@ def _ops_stall(rng: random.Random, speed: float) -> Built:
         ReactAgent(
             _llm(rng, speed, script, "claude-3-5-haiku"),
             _ops_tools(rng, speed, stall_first=True),
-            _config(speed),
+            _config(speed, system_prompt=OPS_SYSTEM_PROMPT),
             name="ops-agent",
         ),
         "Is checkout healthy?",
@@ -544,7 +580,7 @@ def _ops_wallclock(rng: random.Random, speed: float) -> Built:
         ReactAgent(
             _llm(rng, speed, script, "claude-3-5-haiku"),
             _ops_tools(rng, speed, report_seconds=40.0),
-            _config(speed, max_seconds=12.0),
+            _config(speed, max_seconds=12.0, system_prompt=OPS_SYSTEM_PROMPT),
             name="ops-agent",
         ),
         "Build the payments weekly report.",
@@ -558,7 +594,7 @@ def _ops_batch(rng: random.Random, speed: float) -> Built:
         ReactAgent(
             _llm(rng, speed, script, "claude-3-5-haiku"),
             _ops_tools(rng, speed),
-            _config(speed, max_tool_calls=4),
+            _config(speed, max_tool_calls=4, system_prompt=OPS_SYSTEM_PROMPT),
             name="ops-agent",
         ),
         "Check every service's health.",
@@ -569,7 +605,10 @@ def _ops_model_error(rng: random.Random, speed: float) -> Built:
     script = [turn(call("get_metrics", service="search")), RuntimeError("model returned an unparseable completion")]
     return Built(
         ReactAgent(
-            _llm(rng, speed, script, "claude-3-5-haiku"), _ops_tools(rng, speed), _config(speed), name="ops-agent"
+            _llm(rng, speed, script, "claude-3-5-haiku"),
+            _ops_tools(rng, speed),
+            _config(speed, system_prompt=OPS_SYSTEM_PROMPT),
+            name="ops-agent",
         ),
         "Why is search slow?",
     )

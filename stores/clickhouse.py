@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import io
 import re
 import threading
@@ -162,6 +164,17 @@ _TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r
 _CHDB_LOCK = threading.RLock()
 _CHDB: dict[str, Any] = {}
 _CHDB_CURRENT_DB = "default"
+
+
+@atexit.register
+def _close_chdb() -> None:
+    # Closed before the interpreter tears down: left to its destructors, chdb's engine shuts
+    # down after its thread pools are gone and the process ends on SIGSEGV (exit 139).
+    with _CHDB_LOCK:
+        while _CHDB:
+            _, con = _CHDB.popitem()
+            with contextlib.suppress(Exception):  # at exit there is no one left to tell
+                con.close()
 
 
 class _ChdbEngine(_Engine):

@@ -163,7 +163,9 @@ ORDER BY event_id""",
 )
 
 
-_ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id"} | {name: "(trace_id, run_id)" for name in DERIVED}
+_ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id", "model_prices": "(provider, model)"} | {
+    name: "(trace_id, run_id)" for name in DERIVED
+}
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
 
 
@@ -317,6 +319,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ],
     ),
     Migration("0015_run_step_totals", lambda o: [model_table_ddl("run_step_totals"), REDERIVE]),
+    Migration(
+        "0016_cost",
+        lambda o: [
+            model_table_ddl("run_calls"),
+            model_table_ddl("model_prices"),
+            *model_columns_ddl(("run_facts",)),
+            REDERIVE,
+        ],
+    ),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (

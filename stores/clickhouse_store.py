@@ -47,9 +47,10 @@ from loopsight.ingest.batch import to_arrow, unique_spans
 from loopsight.ingest.exporter import otel_traces_rows
 from loopsight.ingest.normalize import Limits
 from loopsight.model import DERIVED, TABLES, duckdb_ddl
+from loopsight.prices import PriceBook
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
 from loopsight.stores.clickhouse_schema import upgrade
-from loopsight.stores.derive import PENDING_SQL, derive_traces, session_loops
+from loopsight.stores.derive import PENDING_SQL, derive_traces, price_rows, session_loops
 from loopsight.stores.files import KEY_BYTES
 from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
 from loopsight.stores.url import StoreURL
@@ -119,8 +120,25 @@ def _scratch() -> duckdb.DuckDBPyConnection:
     return scratch
 
 
+def reprice(con: ClickHouseConnection, prices: PriceBook | None = None) -> int:
+    """Rewrite ``model_prices`` for every (provider, model) pair ``run_calls`` holds (a writer
+    opening: prices apply to history, as on DuckDB); the pairs priced."""
+    from loopsight.prices import default_book
+
+    pairs = [tuple(r) for r in con.execute("SELECT DISTINCT provider, model FROM run_calls").fetchall()]
+    rows = price_rows(prices or default_book(), pairs)
+    con.command("TRUNCATE TABLE model_prices")
+    if rows.num_rows:
+        con.insert_arrow("model_prices", rows)
+    return len(pairs)
+
+
 def derive_pending(
-    con: ClickHouseConnection, *, skew: timedelta = timedelta(minutes=5), lookback: timedelta = timedelta(hours=6)
+    con: ClickHouseConnection,
+    *,
+    skew: timedelta = timedelta(minutes=5),
+    lookback: timedelta = timedelta(hours=6),
+    prices: PriceBook | None = None,
 ) -> int:
     """Derive every pending trace (in groups of :data:`TRACES_PER_PASS`) and write the rows back; the traces derived."""
     micro = timedelta(microseconds=1)
@@ -129,11 +147,11 @@ def derive_pending(
         part = pending[start : start + TRACES_PER_PASS]
         ids = [p["TraceId"] for p in part]
         since = min(datetime.fromisoformat(p["since"].rstrip("Z")) for p in part)
-        _derive(con, ids, since)
+        _derive(con, ids, since, prices)
     return len(pending)
 
 
-def _derive(con: ClickHouseConnection, ids: list[str], since: datetime) -> None:
+def _derive(con: ClickHouseConnection, ids: list[str], since: datetime, prices: PriceBook | None = None) -> None:
     spans = con.execute(
         "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
         {"t": ids, "s": since},
@@ -144,14 +162,26 @@ def _derive(con: ClickHouseConnection, ids: list[str], since: datetime) -> None:
         scratch.execute("INSERT INTO spans BY NAME SELECT * FROM fetched")
         scratch.unregister("fetched")
         scratch.register("touched", pa.table({"TraceId": ids}))
-        derive_traces(scratch, since, sessions=False)  # the scratch holds only these traces of a session
-        rewritten = {table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in ("spans", *DERIVED)}
+        derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
+        rewritten = {
+            table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table()
+            for table in ("spans", *DERIVED, "model_prices")
+        }
         sessions = [
             r[0]
             for r in scratch.sql("SELECT DISTINCT session_id FROM run_facts WHERE session_id IS NOT NULL").fetchall()
         ]
     finally:
         scratch.close()
+    priced = rewritten["model_prices"]
+    if priced.num_rows:  # the pairs the store has no prices for yet (before the calls: never read unpriced)
+        known = {tuple(r) for r in con.execute("SELECT DISTINCT provider, model FROM model_prices").fetchall()}
+        new = [
+            (p, m) not in known
+            for p, m in zip(priced["provider"].to_pylist(), priced["model"].to_pylist(), strict=True)
+        ]
+        if any(new):
+            con.insert_arrow("model_prices", priced.filter(pa.array(new)))
     params = {"t": ids, "s": since}
     con.execute("DELETE FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}", params)
     con.insert_arrow("spans", rewritten["spans"])
@@ -189,7 +219,13 @@ def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:
     con.insert_arrow("run_loops", loops)
 
 
-def sync(con: ClickHouseConnection, *, limits: Limits | None = None, lookback: timedelta = timedelta(hours=6)) -> int:
+def sync(
+    con: ClickHouseConnection,
+    *,
+    limits: Limits | None = None,
+    lookback: timedelta = timedelta(hours=6),
+    prices: PriceBook | None = None,
+) -> int:
     """Import what the exporter wrote and derive every pending trace (what a pass does); the traces derived.
 
     Example:
@@ -197,7 +233,7 @@ def sync(con: ClickHouseConnection, *, limits: Limits | None = None, lookback: t
         3
     """
     import_exported(con, lookback=lookback, limits=limits)
-    return derive_pending(con, lookback=lookback)
+    return derive_pending(con, lookback=lookback, prices=prices)
 
 
 @dataclass
@@ -229,9 +265,11 @@ class ClickHouseStore:
         run_lookback: timedelta = timedelta(hours=6),
         barrier_timeout: float = 60.0,
         limits: Limits | None = None,
+        prices: PriceBook | None = None,
         **_ignored: Any,
     ) -> None:
         self.path = con.url.redacted()
+        self.prices = prices
         self._con = con
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
         self._max_batch_rows = max_batch_rows
@@ -257,6 +295,7 @@ class ClickHouseStore:
         try:
             con = connect(url)
             upgrade(con)
+            reprice(con, kwargs.get("prices"))
         except ClickHouseError as exc:
             raise StoreError(str(exc)) from None
         return cls(con, **kwargs)
@@ -427,7 +466,7 @@ class ClickHouseStore:
 
     def _pass(self, covered: int) -> None:
         started = time.perf_counter()
-        if self._guarded(lambda: derive_pending(self._con, lookback=self._lookback)):
+        if self._guarded(lambda: derive_pending(self._con, lookback=self._lookback, prices=self.prices)):
             self.stats.record_derive(time.perf_counter() - started)
         else:
             self.stats.failed_derives += 1

@@ -15,7 +15,11 @@ at or after ``since``:
 - the per-run tables (:data:`TABLES`): ``run_facts`` (rollups, ``derive_runs.sql``), ``run_loops``
   (``loops_core.sql``), ``run_steps`` (input tokens per step, ``burn_steps.sql``), ``run_growth``
   (growth-fit sums, ``burn_growth.sql``), ``run_members`` (per-span stall facts,
-  ``stalls_members.sql``) and ``run_step_totals`` (per step what the run had spent, ``step_totals.sql``): each rule's SQL run with ``spans`` shadowed by the spans in scope.
+  ``stalls_members.sql``), ``run_step_totals`` (per step what the run had spent,
+  ``step_totals.sql``) and ``run_calls`` (each model call's tokens, ``run_calls.sql``): each
+  rule's SQL run with ``spans`` shadowed by the spans in scope;
+- ``model_prices`` rows for the (provider, model) pairs in scope it lacks, from the
+  :class:`~loopsight.prices.PriceBook` given (:func:`price_models`; :func:`reprice` rewrites them all).
 
 Only the derived rows of runs that started at or after ``since`` are replaced: a run longer than
 the look-back keeps its earlier facts.
@@ -29,10 +33,14 @@ Example:
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from loopsight.ingest.features import NEAR_PARAMETERS
+from loopsight.model import MODEL_PRICES
+from loopsight.prices import PriceBook, default_book
 from loopsight.stores.sqlfiles import DERIVE
 
 # Per pending trace, the earliest start a pass must read from: its new spans or its known
@@ -132,14 +140,14 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 """
 
 
-TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals")
+TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals", "run_calls")
 
 _COLUMNS = (
     '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, error_type, '
     'loop_kind, input_tokens, output_tokens, agent, "ServiceName", "StatusCode", "Duration", termination_reason, attempts, '
     '"SpanName", "ParentSpanId", end_time, "Events", session_id, provider, model, cache_read_tokens, cache_write_tokens, '
     # the attributes of agent spans only (few, and the run rules read their budget)
-    "result_hash, args_frame, args_text_fp, args_words, args_ents, args_vec, args_vec_norm, "
+    "result_hash, args_frame, args_text_fp, args_words, args_ents, args_vec, args_vec_norm, ingested_at, "
     'CASE WHEN span_type = \'agent\' THEN "SpanAttributes" END AS "SpanAttributes"'
 )
 
@@ -164,6 +172,7 @@ def refresh(
     since: datetime | None = None,
     tables: tuple[str, ...] = TABLES,
     sessions: bool = True,
+    prices: PriceBook | None = None,
 ) -> None:
     """Recompute the derived rows of the runs in scope, in the caller's transaction (which
     the caller rolls back on an error).
@@ -173,7 +182,8 @@ def refresh(
     stored span (the backfill). ``tables`` limits the work to some of :data:`TABLES` (a
     migration fills the tables it creates). With ``sessions`` the session-scope loops of the
     sessions in scope are found again too (:func:`session_loops`; a store whose connection holds
-    only some of a session's traces does that itself).
+    only some of a session's traces does that itself). The model pairs in scope that
+    ``model_prices`` lacks are priced from ``prices`` (default: :func:`loopsight.prices.default_book`).
     """
     # Every rule reads only spans that belong to a run: children whose run span has not
     # arrived yet are skipped until it does (then the whole trace is in scope again).
@@ -196,6 +206,7 @@ def refresh(
         )
         if con.execute("SELECT count(*) FROM derive_sessions").fetchall()[0][0]:
             session_loops(con)
+    price_models(con, prices)
     # Only after success: on an error the caller rolls back, which drops these temp tables
     # too, and a DROP in the aborted transaction would fail and hide what went wrong.
     con.execute("DROP TABLE IF EXISTS derive_sessions")
@@ -239,6 +250,8 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
     if "run_step_totals" in tables:
         con.execute(f"INSERT INTO run_step_totals BY NAME SELECT * FROM ({_shadowed('step_totals')})", _NO_FILTERS)
+    if "run_calls" in tables:
+        con.execute(f"INSERT INTO run_calls BY NAME SELECT * FROM ({_shadowed('run_calls')})", _NO_FILTERS)
 
 
 def session_loops(con: duckdb.DuckDBPyConnection) -> None:
@@ -254,6 +267,55 @@ def session_loops(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+_PRICE_SCHEMA = pa.schema(
+    [
+        (
+            c.name,
+            {"VARCHAR": pa.string(), "TIMESTAMP": pa.timestamp("us"), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}[
+                c.type
+            ],
+        )
+        for c in MODEL_PRICES
+    ]
+)
+
+
+def price_rows(prices: PriceBook, pairs: list[tuple[Any, Any]]) -> pa.Table:
+    """The ``model_prices`` rows of ``pairs`` as an Arrow table (the stores insert it as is)."""
+    return pa.Table.from_pylist(prices.rows(pairs), schema=_PRICE_SCHEMA)
+
+
+def price_models(con: duckdb.DuckDBPyConnection, prices: PriceBook | None = None) -> int:
+    """Add ``model_prices`` rows for the (provider, model) pairs of the model calls in
+    ``derive_scope`` that it has none for; the pairs added."""
+    pairs = con.execute(
+        "SELECT DISTINCT coalesce(s.provider, '') AS provider, coalesce(s.model, '') AS model FROM derive_scope s "
+        "WHERE s.span_type = 'llm' AND (s.input_tokens IS NOT NULL OR s.output_tokens IS NOT NULL) "
+        "AND NOT EXISTS (SELECT 1 FROM model_prices p WHERE p.provider = coalesce(s.provider, '') "
+        "AND p.model = coalesce(s.model, ''))"
+    ).fetchall()
+    if pairs:
+        _insert_prices(con, price_rows(prices or default_book(), pairs))
+    return len(pairs)
+
+
+def reprice(con: duckdb.DuckDBPyConnection, prices: PriceBook | None = None) -> int:
+    """Rewrite ``model_prices`` for every pair ``run_calls`` holds, in the caller's transaction (a
+    writer opening: prices apply to history); the pairs priced."""
+    pairs = con.execute("SELECT DISTINCT provider, model FROM run_calls").fetchall()
+    con.execute("DELETE FROM model_prices")
+    _insert_prices(con, price_rows(prices or default_book(), pairs))
+    return len(pairs)
+
+
+def _insert_prices(con: duckdb.DuckDBPyConnection, rows: pa.Table) -> None:
+    con.register("new_prices", rows)
+    try:
+        con.execute("INSERT INTO model_prices BY NAME SELECT * FROM new_prices")
+    finally:
+        con.unregister("new_prices")
+
+
 def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
     """Delete the derived rows of runs that started before ``cutoff`` (retention).
 
@@ -264,10 +326,12 @@ def prune(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
         con.execute(f"DELETE FROM {table} WHERE started_at < $cutoff", {"cutoff": cutoff})
 
 
-def derive_traces(con: duckdb.DuckDBPyConnection, since: datetime, *, sessions: bool = True) -> None:
+def derive_traces(
+    con: duckdb.DuckDBPyConnection, since: datetime, *, sessions: bool = True, prices: PriceBook | None = None
+) -> None:
     """Derive the traces of the registered relation ``touched`` from ``since`` on, in the
-    caller's transaction: run ids, steps, then the per-run tables (see :func:`refresh`)."""
+    caller's transaction: run ids, steps, then the per-run tables (and prices for new models)."""
     con.execute(RESOLVE_RUNS_SQL, {"since": since})
     # Steps can be derived once a trace's run is known, which may be a later commit.
     con.execute(DERIVE_STEPS_SQL, {"since": since})
-    refresh(con, since=since, sessions=sessions)
+    refresh(con, since=since, sessions=sessions, prices=prices)

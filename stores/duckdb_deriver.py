@@ -44,6 +44,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loopsight.prices import PriceBook
 from loopsight.stores.derive import PENDING_SQL, derive_traces
 from loopsight.stores.protocol import WriterStats
 
@@ -74,9 +75,11 @@ class Deriver:
         derive_max_wait: float = 5.0,
         max_derive_retry: float = 60.0,
         barrier_timeout: float = 5.0,
+        prices: PriceBook | None = None,
     ) -> None:
         self._con = con
         self.stats = stats
+        self.prices = prices  # prices the new (provider, model) pairs a pass meets
         micro = timedelta(microseconds=1)
         self._params = {"skew_us": run_skew // micro, "lookback_us": run_lookback // micro}
         self._interval = derive_interval
@@ -223,10 +226,9 @@ class Deriver:
             with contextlib.suppress(duckdb.Error):
                 con.unregister("touched")
 
-    @staticmethod
-    def _derive_pending(con: duckdb.DuckDBPyConnection, pending: pa.Table) -> None:
+    def _derive_pending(self, con: duckdb.DuckDBPyConnection, pending: pa.Table) -> None:
         con.register("touched", pending.select(["TraceId"]))
-        derive_traces(con, pc.min(pending.column("since")).as_py())
+        derive_traces(con, pc.min(pending.column("since")).as_py(), prices=self.prices)
 
     def _failed(self) -> None:
         with self._lock:

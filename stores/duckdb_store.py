@@ -55,6 +55,8 @@ import pyarrow.compute as pc
 
 from loopsight.ingest.batch import unique_spans
 from loopsight.migrations import upgrade
+from loopsight.prices import PriceBook, default_book
+from loopsight.stores.derive import reprice
 from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error, secret_key
 from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
@@ -169,10 +171,12 @@ class Store:
         max_queue: int = 256,
         max_queue_rows: int = 200_000,
         max_batch_rows: int = 50_000,
+        prices: PriceBook | None = None,
         **derive: Any,
     ) -> None:
         """``derive``: the :class:`~loopsight.stores.duckdb_deriver.Deriver`'s settings
-        (``derive_interval``, ``run_lookback``, ``barrier_timeout``, ...)."""
+        (``derive_interval``, ``run_lookback``, ``barrier_timeout``, ...). ``prices`` (default: the
+        bundled table alone) reprices every model the file holds now, and new ones as they come."""
         self.path = path
         self._con = con
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -184,7 +188,9 @@ class Store:
         self._lock = threading.Lock()
         self._closed = False
         self.stats = WriterStats()
-        self.deriver = Deriver(con, self.stats, **derive)
+        self.prices = prices or default_book()
+        self.deriver = Deriver(con, self.stats, prices=self.prices, **derive)
+        self._reprice()
         self.deriver.recover()
         self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
         self._thread.start()
@@ -193,6 +199,19 @@ class Store:
     def secret_key(self) -> bytes:
         """This store's secret key (see :func:`loopsight.stores.files.secret_key`)."""
         return secret_key(self.path)
+
+    def _reprice(self) -> None:
+        """Rewrite ``model_prices`` from this writer's price book (before anything is derived)."""
+        con = self._con.cursor()
+        try:
+            con.begin()
+            reprice(con, self.prices)
+            con.commit()
+        except Exception:
+            rollback(con)
+            raise
+        finally:
+            con.close()
 
     @classmethod
     def open(

@@ -1,8 +1,11 @@
+-- ctes: priced=priced_calls
 -- Per agent: the growth exponent k of input tokens per step and the token totals by outcome.
 -- k is fitted by least squares on log(input(s) - input(first step)) = c_run + k * log(s - first step)
 -- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
 -- linear history replay below 1. growth_rows = each run's centred sums (burn_growth.sql, or the
--- table run_growth through burn_growth_derived.sql); run totals from run_facts.
+-- table run_growth through burn_growth_derived.sql); run totals from run_facts, their cost from the
+-- priced calls (priced_calls.sql): per successful run over the priced ones, on failures summed, and the
+-- share of input tokens served from the provider's prompt cache.
 WITH fit AS (
     SELECT agent, sum(sxy) / nullif(sum(sxx), 0) AS k, sum(sxx) AS sxx, sum(sxy) AS sxy, sum(syy) AS syy,
            sum(points) AS n, count(*) AS fit_runs
@@ -16,18 +19,31 @@ fit_se AS (
     FROM fit
     WHERE k IS NOT NULL
 ),
+run_costs AS (
+    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE NOT priced) AS unpriced_calls
+    FROM priced
+    GROUP BY trace_id, run_id
+),
 tokens AS (
-    SELECT agent, ok, input_tokens + output_tokens AS tokens
-    FROM run_facts
-    WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
-      AND ($service::VARCHAR IS NULL OR service = $service)
-      AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
-      AND ($until::TIMESTAMP IS NULL OR started_at < $until)
+    SELECT f.agent, f.ok, f.input_tokens + f.output_tokens AS tokens, f.input_tokens,
+           coalesce(f.cache_read_tokens, 0) AS cache_read_tokens, k.cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
+    FROM run_facts f
+    LEFT JOIN run_costs k ON k.trace_id = f.trace_id AND k.run_id = f.run_id
+    WHERE ($agent::VARCHAR IS NULL OR f.agent = $agent)
+      AND ($service::VARCHAR IS NULL OR f.service = $service)
+      AND ($since::TIMESTAMP IS NULL OR f.started_at >= $since)
+      AND ($until::TIMESTAMP IS NULL OR f.started_at < $until)
 ),
 totals AS (
     SELECT agent, count(*) AS runs,
            sum(tokens) FILTER (WHERE ok) / nullif(count(*) FILTER (WHERE ok), 0) AS tokens_per_success,
-           coalesce(sum(tokens) FILTER (WHERE NOT ok), 0) AS tokens_on_failures
+           coalesce(sum(tokens) FILTER (WHERE NOT ok), 0) AS tokens_on_failures,
+           sum(cost_usd) AS cost_usd,
+           sum(cost_usd) FILTER (WHERE ok) / nullif(count(cost_usd) FILTER (WHERE ok), 0) AS cost_per_success_usd,
+           CASE WHEN count(*) FILTER (WHERE NOT ok) = 0 THEN 0 ELSE sum(cost_usd) FILTER (WHERE NOT ok) END
+               AS cost_on_failures_usd,
+           sum(unpriced_calls) AS unpriced_calls,
+           sum(cache_read_tokens) / nullif(sum(input_tokens), 0) AS cache_hit_ratio
     FROM tokens
     GROUP BY agent
 )
@@ -37,7 +53,12 @@ SELECT t.agent, t.runs,
        round(t.tokens_per_success, 1) AS tokens_per_success,
        t.tokens_on_failures,
        round(f.se, 4) AS growth_exponent_se,
-       coalesce(f.n, 0) AS fit_points
+       coalesce(f.n, 0) AS fit_points,
+       round(t.cost_usd, 9) AS cost_usd,
+       round(t.cost_per_success_usd, 9) AS cost_per_success_usd,
+       round(t.cost_on_failures_usd, 9) AS cost_on_failures_usd,
+       t.unpriced_calls,
+       round(t.cache_hit_ratio, 4) AS cache_hit_ratio
 FROM totals t
 LEFT JOIN fit_se f ON f.agent = t.agent
 ORDER BY t.agent

@@ -30,7 +30,9 @@ class ToolCall:
 
 @dataclass
 class LLMResponse:
-    """One model turn: text and/or tool calls, with token usage."""
+    """One model turn: text and/or tool calls, with token usage (``input_tokens`` includes the
+    ``cache_read_tokens`` served from the provider's prompt cache and the ``cache_write_tokens``
+    written to it; ``None``: the provider did not say)."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -38,6 +40,8 @@ class LLMResponse:
     output_tokens: int = 0
     finish_reason: str = "stop"
     model: str | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     def assistant_message(self) -> dict[str, Any]:
         """The turn as an OpenAI assistant message for the transcript."""

@@ -146,6 +146,7 @@ def parse_response(response: httpx.Response, model: str) -> LLMResponse:
             )
         )
     usage = data.get("usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
     return LLMResponse(
         content=message.get("content"),
         tool_calls=calls,
@@ -153,4 +154,5 @@ def parse_response(response: httpx.Response, model: str) -> LLMResponse:
         output_tokens=int(usage.get("completion_tokens") or 0),
         finish_reason=choice.get("finish_reason") or ("tool_calls" if calls else "stop"),
         model=data.get("model") or model,
+        cache_read_tokens=int(cached) if isinstance(cached, int) else None,
     )

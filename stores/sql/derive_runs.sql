@@ -25,6 +25,8 @@ calls AS (
            coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
            coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
            coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens,
+           coalesce(sum(cache_read_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_read_tokens,
+           coalesce(sum(cache_write_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_write_tokens,
            count(*) FILTER (WHERE loop_kind IS NOT NULL) AS loop_marks,
            count(*) FILTER (WHERE loop_kind IS NOT NULL AND span_type IN ('llm', 'tool')) AS marked_calls,
            list_sort(list_distinct(list(tool) FILTER (WHERE span_type = 'tool' AND tool IS NOT NULL))) AS tools,
@@ -77,5 +79,6 @@ SELECT trace_id, run_id, agent, service, started_at, duration, "StatusCode" AS s
        coalesce(retries, 0) AS retries, coalesce(input_tokens, 0) AS input_tokens,
        coalesce(output_tokens, 0) AS output_tokens, coalesce(loop_marks, 0) AS loop_marks,
        coalesce(marked_calls, 0) AS marked_calls, coalesce(tools, []) AS tools, session_id,
-       coalesce(tool_calls, 0) = 0 OR argued_calls > 0 AS arguments_captured
+       coalesce(tool_calls, 0) = 0 OR argued_calls > 0 AS arguments_captured,
+       coalesce(cache_read_tokens, 0) AS cache_read_tokens, coalesce(cache_write_tokens, 0) AS cache_write_tokens
 FROM decided

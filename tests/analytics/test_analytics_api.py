@@ -67,6 +67,9 @@ def test_tools_route(client: TestClient) -> None:
         "retries",
         "p50_ms",
         "p95_ms",
+        "turns_after_failures",
+        "tokens_after_failures",
+        "cost_after_failures_usd",
     }
     grouped = client.get("/api/v1/tools", params={"group_by": "agent", "agent": "billing"}).json()["tools"]
     assert [(t["tool"], t["agent"], t["calls"]) for t in grouped] == [("refund", "billing", 4)]

@@ -43,6 +43,10 @@ def test_every_run_newest_first_with_its_rollups(world: World, con: duckdb.DuckD
         "loops": 0,
         "session_id": None,
         "arguments_captured": True,
+        "cache_read_input_tokens": 0,
+        "cache_write_input_tokens": 0,
+        "cost_usd": None,  # its model calls name no model: unpriced, never $0
+        "unpriced_calls": 4,
     }
     assert runs[NEWEST_FIRST.index("R2")]["loops"] == 1
 
@@ -108,6 +112,9 @@ SPAN_KEYS = {
     "step",
     "attributes",
     "events",
+    "cost_usd",
+    "cache_read_input_tokens",
+    "cache_write_input_tokens",
 }
 
 

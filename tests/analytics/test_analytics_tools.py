@@ -21,6 +21,9 @@ def test_tools_in_the_current_window(con: duckdb.DuckDBPyConnection) -> None:
             "retries": 0,
             "p50_ms": 60.0,
             "p95_ms": pytest.approx(quantile([20, 40, 60, 80, 100], 0.95)),
+            "turns_after_failures": 0,
+            "tokens_after_failures": 0,
+            "cost_after_failures_usd": 0.0,
         },
         {
             "tool": "refund",
@@ -31,6 +34,10 @@ def test_tools_in_the_current_window(con: duckdb.DuckDBPyConnection) -> None:
             "retries": 1,
             "p50_ms": 30.0,
             "p95_ms": pytest.approx(quantile([10, 30, 70], 0.95)),
+            # both failures were the runs' last steps: no model turn read them
+            "turns_after_failures": 0,
+            "tokens_after_failures": 0,
+            "cost_after_failures_usd": 0.0,
         },
         {
             "tool": "lookup",
@@ -41,6 +48,10 @@ def test_tools_in_the_current_window(con: duckdb.DuckDBPyConnection) -> None:
             "retries": 2,
             "p50_ms": 50.0,
             "p95_ms": 50.0,
+            # R1's step 2 (300 + 30 tokens) read the failure; its model is unnamed: unpriced
+            "turns_after_failures": 1,
+            "tokens_after_failures": 330,
+            "cost_after_failures_usd": None,
         },
     ]
 

@@ -263,7 +263,16 @@ def test_burn_on_known_curves(store_with):
     assert agents["linear"]["tokens_per_success"] == sum(1000 + 100 * n + 50 for n in range(7))
     top = result["runs"][0]
     assert top["agent"] == "quadratic" and top["wasted_tokens"] == 0
-    assert set(top) == {"trace_id", "run_id", "agent", "input_tokens", "output_tokens", "wasted_tokens"}
+    assert set(top) == {
+        "trace_id",
+        "run_id",
+        "agent",
+        "input_tokens",
+        "output_tokens",
+        "wasted_tokens",
+        "cost_usd",
+        "wasted_cost_usd",
+    }
     curve = analytics.burn_curve(con, agent="quadratic", max_step=2)
     assert [(p["step"], p["avg_input_tokens"]) for p in curve] == [(0, 800), (1, 900), (2, 1200)]
     con.close()
@@ -285,6 +294,7 @@ def test_routes_answer_the_design_shapes(store_with):
             "count",
             "first_step",
             "wasted_tokens",
+            "wasted_cost_usd",
             "scope",
             "session_id",
             "no_progress",

@@ -12,6 +12,7 @@ MODULES = [
     "loopsight.redaction",
     "loopsight.errors",
     "loopsight.vocabulary",
+    "loopsight.prices",
     "errors",
     "content",
     "tokens",

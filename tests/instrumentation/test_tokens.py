@@ -108,10 +108,10 @@ BEDROCK = {
 @pytest.mark.parametrize(
     ("payload", "expected"),
     [
-        (OPENAI_CHAT, Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")),
-        (OPENAI_RESPONSES, Usage(300, 20, ("completed",), "gpt-4.1")),
-        (OPENAI_RESPONSES_INCOMPLETE, Usage(300, 20, ("max_output_tokens",), "gpt-4.1")),
-        (ANTHROPIC, Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")),
+        (OPENAI_CHAT, Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06", cache_read_tokens=512)),
+        (OPENAI_RESPONSES, Usage(300, 20, ("completed",), "gpt-4.1", cache_read_tokens=0)),
+        (OPENAI_RESPONSES_INCOMPLETE, Usage(300, 20, ("max_output_tokens",), "gpt-4.1", cache_read_tokens=0)),
+        (ANTHROPIC, Usage(310, 25, ("tool_use",), "claude-sonnet-4-5", cache_read_tokens=200, cache_write_tokens=10)),
         (LITELLM, Usage(17, 64, ("length",), "claude-3-haiku-20240307")),
         (GEMINI, Usage(9, 4, ("STOP",), None)),
         (BEDROCK, Usage(30, 5, ("end_turn",), None)),
@@ -127,9 +127,9 @@ def test_openai_sdk_objects():
     from openai.types.responses import Response
 
     chat = ChatCompletion.model_validate(OPENAI_CHAT)
-    assert extract_usage(chat) == Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06")
+    assert extract_usage(chat) == Usage(812, 41, ("tool_calls", "stop"), "gpt-4o-2024-08-06", cache_read_tokens=512)
     resp = Response.model_validate(OPENAI_RESPONSES_INCOMPLETE)
-    assert extract_usage(resp) == Usage(300, 20, ("max_output_tokens",), "gpt-4.1")
+    assert extract_usage(resp) == Usage(300, 20, ("max_output_tokens",), "gpt-4.1", cache_read_tokens=0)
     last_chunk = ChatCompletionChunk.model_validate(
         {
             "id": "c",
@@ -149,7 +149,9 @@ def test_anthropic_sdk_objects():
     from anthropic.types import Message
 
     msg = Message.model_validate(ANTHROPIC)
-    assert extract_usage(msg) == Usage(310, 25, ("tool_use",), "claude-sonnet-4-5")
+    assert extract_usage(msg) == Usage(
+        310, 25, ("tool_use",), "claude-sonnet-4-5", cache_read_tokens=200, cache_write_tokens=10
+    )
 
 
 def test_generic_usage_objects():

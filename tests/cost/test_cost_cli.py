@@ -1,0 +1,55 @@
+"""``--prices FILE`` on the commands that write a store, and ``loopsight runs`` in money (issue 22)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cost_world import MTOK, SONNET_LONG_CALL, SONNET_SHORT_CALL, build
+
+WORLD = build()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "loopsight", *args], capture_output=True, text=True, timeout=300, env=env, check=False
+    )
+
+
+def test_ingest_and_db_upgrade_take_a_price_file(tmp_path: Path) -> None:
+    spans = tmp_path / "spans.json"
+    spans.write_bytes(WORLD.body())
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('models:\n  "my-finetune": {input: 2.0, output: 4.0}\n', encoding="utf-8")
+    db = str(tmp_path / "cli.duckdb")
+
+    loaded = _cli("ingest", str(spans), "--db", db, "--prices", str(prices))
+    assert loaded.returncode == 0, loaded.stderr + loaded.stdout
+    listed = _cli("runs", "--db", db, "--json", "--limit", "100")
+    assert listed.returncode == 0, listed.stderr
+    runs = {r["trace_id"]: r for r in map(json.loads, listed.stdout.splitlines())}
+    finetune = (100 * 2.0 + 10 * 4.0) / MTOK
+    assert runs[WORLD.trace_id("unpriced")]["cost_usd"] == pytest.approx(finetune, abs=1e-9)
+    mini = ((12_000 - 8_192) * 0.15 + 8_192 * 0.075 + 800 * 0.60) / MTOK
+    priced = runs[WORLD.trace_id("priced")]
+    assert priced["cost_usd"] == pytest.approx(mini + SONNET_LONG_CALL + SONNET_SHORT_CALL + finetune, abs=1e-6)
+    assert priced["unpriced_calls"] == 0
+
+    # Upgrading (reopening) without the file reprices with the bundled table alone: the fine-tune is unpriced again.
+    upgraded = _cli("db", "upgrade", "--db", db)
+    assert upgraded.returncode == 0, upgraded.stderr
+    table = _cli("runs", "--db", db, "--limit", "100")
+    assert "cost" in table.stdout.splitlines()[1] and "unpriced" in table.stdout
+    again = {r["trace_id"]: r for r in map(json.loads, _cli("runs", "--db", db, "--json").stdout.splitlines())}
+    assert again[WORLD.trace_id("unpriced")]["cost_usd"] is None
+
+    prices.write_text('models:\n  "my-finetune": {input: 2.0, output: lots}\n', encoding="utf-8")
+    refused = _cli("db", "upgrade", "--db", db, "--prices", str(prices))
+    assert refused.returncode != 0
+    expected = f"{prices}:2: model 'my-finetune', key 'output': must be a number"
+    assert "".join(expected.split()) in "".join(refused.stderr.split())  # the console may wrap it
