@@ -3,8 +3,9 @@
 Tiles: ``runs``, ``success_rate`` (runs with status ok / runs), ``loop_rate`` (runs with a
 loop / runs), ``tool_fail_rate`` (failed tool calls / tool calls of those runs),
 ``tokens_per_success`` (input + output tokens of ok runs / ok runs) and
-``p95_duration_ms`` (95th percentile of run durations). Every tile counts the runs that
-started in the window.
+``p95_duration_ms`` (95th percentile of run durations), ``cost_usd`` (what the runs' priced
+model calls cost) and ``cost_per_success_usd`` (per ok run with a priced call; both ``None``
+when no call is priced). Every tile counts the runs that started in the window.
 
 Which runs "have a loop" is swappable: by default the runs where
 :mod:`loopsight.analytics.loops` detects one (docs/detection.md: what the Loops page lists and
@@ -28,7 +29,16 @@ from loopsight.analytics.loops import loop_rate
 from loopsight.analytics.sql import Connection, jsonable, query
 
 DEFAULT_WINDOW = timedelta(hours=24)
-TILES = ("runs", "success_rate", "loop_rate", "tool_fail_rate", "tokens_per_success", "p95_duration_ms")
+TILES = (
+    "runs",
+    "success_rate",
+    "loop_rate",
+    "tool_fail_rate",
+    "tokens_per_success",
+    "p95_duration_ms",
+    "cost_usd",
+    "cost_per_success_usd",
+)
 
 
 class LoopRuns(Protocol):
@@ -134,6 +144,10 @@ def overview(
         row["current"]: row
         for row in query(con, "overview", previous_since=previous_since, since=since, until=until, **filters)
     }
+    costs = {
+        row["current"]: row
+        for row in query(con, "overview_cost", previous_since=previous_since, since=since, until=until, **filters)
+    }
     count_loops = loop_runs or DEFAULT_LOOP_RUNS
     windows = {True: (since, until), False: (previous_since, since)}
     values: dict[bool, dict[str, Any]] = {}
@@ -152,6 +166,8 @@ def overview(
             "tool_fail_rate": _ratio(row.get("tool_errors"), row.get("tool_calls")),
             "tokens_per_success": _ratio(row.get("ok_tokens"), ok_runs),
             "p95_duration_ms": row.get("p95_duration_ms"),
+            "cost_usd": costs.get(current, {}).get("cost_usd"),
+            "cost_per_success_usd": costs.get(current, {}).get("cost_per_success_usd"),
         }
     return {
         "window": {"since": jsonable(since), "until": jsonable(until)},

@@ -486,6 +486,15 @@ CALL_COST = Rule(
     " + CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens * p.cache_write_mtok END"
     " + c.output_tokens * p.output_mtok) / 1e6 END)",
 )
+CACHE_SAVING = Rule(
+    "What a call's prompt cache saved: its cached input at the input price less the cached-input "
+    "price, less what its cache writes cost above the input price (a cache unit without a price of "
+    "its own saved nothing); NULL for an unpriced call.",
+    "(CASE WHEN p.input_mtok IS NOT NULL THEN ("
+    "CASE WHEN p.cache_read_mtok IS NULL THEN 0 ELSE c.cache_read_tokens * (p.input_mtok - p.cache_read_mtok) END"
+    " - CASE WHEN p.cache_write_mtok IS NULL THEN 0 ELSE c.cache_write_tokens * (p.cache_write_mtok - p.input_mtok) END"
+    ") / 1e6 END)",
+)
 
 
 AGENT_NAME_KEYS_LAST = ("graph.node.id",)
@@ -596,5 +605,6 @@ RULES: Mapping[str, Rule] = {
     "run_status": RUN_STATUS,
     "price_of_call": PRICE_OF_CALL,
     "call_cost": CALL_COST,
+    "cache_saving": CACHE_SAVING,
 }
 """The rules by the name SQL files use for them (``{{run_ok}}``)."""

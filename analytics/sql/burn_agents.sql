@@ -5,7 +5,7 @@
 -- linear history replay below 1. growth_rows = each run's centred sums (burn_growth.sql, or the
 -- table run_growth through burn_growth_derived.sql); run totals from run_facts, their cost from the
 -- priced calls (priced_calls.sql): per successful run over the priced ones, on failures summed, and the
--- share of input tokens served from the provider's prompt cache.
+-- share of input tokens served from the provider's prompt cache and what that cache saved (CACHE_SAVING).
 WITH fit AS (
     SELECT agent, sum(sxy) / nullif(sum(sxx), 0) AS k, sum(sxx) AS sxx, sum(sxy) AS sxy, sum(syy) AS syy,
            sum(points) AS n, count(*) AS fit_runs
@@ -20,13 +20,14 @@ fit_se AS (
     WHERE k IS NOT NULL
 ),
 run_costs AS (
-    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE NOT priced) AS unpriced_calls
+    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, sum(cache_saved_usd) AS cache_saved_usd,
+           count(*) FILTER (WHERE NOT priced) AS unpriced_calls
     FROM priced
     GROUP BY trace_id, run_id
 ),
 tokens AS (
     SELECT f.agent, f.ok, f.input_tokens + f.output_tokens AS tokens, f.input_tokens,
-           coalesce(f.cache_read_tokens, 0) AS cache_read_tokens, k.cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
+           coalesce(f.cache_read_tokens, 0) AS cache_read_tokens, k.cost_usd, k.cache_saved_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
     FROM run_facts f
     LEFT JOIN run_costs k ON k.trace_id = f.trace_id AND k.run_id = f.run_id
     WHERE ($agent::VARCHAR IS NULL OR f.agent = $agent)
@@ -43,7 +44,8 @@ totals AS (
            CASE WHEN count(*) FILTER (WHERE NOT ok) = 0 THEN 0 ELSE sum(cost_usd) FILTER (WHERE NOT ok) END
                AS cost_on_failures_usd,
            sum(unpriced_calls) AS unpriced_calls,
-           sum(cache_read_tokens) / nullif(sum(input_tokens), 0) AS cache_hit_ratio
+           sum(cache_read_tokens) / nullif(sum(input_tokens), 0) AS cache_hit_ratio,
+           sum(cache_saved_usd) AS cache_saved_usd
     FROM tokens
     GROUP BY agent
 )
@@ -58,7 +60,8 @@ SELECT t.agent, t.runs,
        round(t.cost_per_success_usd, 9) AS cost_per_success_usd,
        round(t.cost_on_failures_usd, 9) AS cost_on_failures_usd,
        t.unpriced_calls,
-       round(t.cache_hit_ratio, 4) AS cache_hit_ratio
+       round(t.cache_hit_ratio, 4) AS cache_hit_ratio,
+       round(t.cache_saved_usd, 9) AS cache_saved_usd
 FROM totals t
 LEFT JOIN fit_se f ON f.agent = t.agent
 ORDER BY t.agent

@@ -105,6 +105,19 @@ def test_cached_tokens_lower_the_cost_as_the_provider_bills_them(collector: Any)
     assert uncached["cost_usd"] - cached["cost_usd"] == pytest.approx(16_384 * (2.50 - 1.25) / MTOK, abs=1e-9)
     (agent,) = [a for a in _get(collector, "/api/v1/burn")["agents"] if a["agent"] == "cache-agent"]
     assert agent["cache_hit_ratio"] == round(16_384 / 40_000, 4)
+    # what the cache saved is the difference the two runs show (OpenAI: no cache-write premium)
+    assert agent["cache_saved_usd"] == pytest.approx(UNCACHED_COST - CACHED_COST, abs=1e-9)
+
+
+def test_overview_tiles_in_money(collector: Any) -> None:
+    runs = _get(collector, "/api/v1/runs", limit=1000)["runs"]
+    window = {"since": "2000-01-01T00:00:00Z", "until": "2100-01-01T00:00:00Z"}
+    tiles = _get(collector, "/api/v1/overview", **window)["tiles"]
+    assert tiles["cost_usd"]["value"] == pytest.approx(sum(r["cost_usd"] or 0 for r in runs), abs=1e-9)
+    ok_priced = [r["cost_usd"] for r in runs if r["status"] == "ok" and r["termination_reason"] == "completed"]
+    ok_priced = [c for c in ok_priced if c is not None]
+    assert tiles["cost_per_success_usd"]["value"] == pytest.approx(sum(ok_priced) / len(ok_priced), abs=1e-9)
+    assert tiles["cost_usd"]["previous"] is None  # nothing ran before 2000: unknown, not $0
 
 
 def test_burn_in_money(collector: Any) -> None:
