@@ -639,11 +639,27 @@ def up(
     ] = 30.0,
     token: TokenOpt = None,
     prices: PricesOpt = None,
+    rules: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LOOPSIGHT_RULES",
+            help="Alert rules TOML file for the collector (with --demo and none given: the demo's sample rules).",
+        ),
+    ] = None,
 ) -> None:
     """Collector + dashboard (+ demo traffic) in one command; Ctrl-C stops everything."""
     collector_url = f"http://{config.DEFAULT_HOST}:{http_port}"
     me = [sys.executable, "-m", "loopsight"]
     env = {**os.environ, "LOOPSIGHT_COLLECTOR_URL": collector_url}
+    if rules is None and demo:
+        from loopsight.react.demo import DEMO_RULES
+
+        rules = str(DEMO_RULES)
+        env.setdefault("LOOPSIGHT_ALERT_INTERVAL", "10")  # the demo's alerts show within seconds
+    if rules is not None:
+        if not Path(rules).is_file():
+            raise fail(f"--rules {rules}: no such file")
+        env["LOOPSIGHT_RULES"] = str(Path(rules).resolve())
     if token:  # the collector, dashboard and demo all read it (the environment keeps it out of `ps`)
         env["LOOPSIGHT_TOKEN"] = token
     if prices:  # the collector's; checked here first, so a bad file stops before anything starts
@@ -677,6 +693,8 @@ def up(
         )
         console.print(f"[bold]dashboard[/bold]  http://{config.DEFAULT_HOST}:{dashboard_port}")
         console.print(f"[bold]store[/bold]      {db}")
+        if rules is not None:
+            console.print(f"[bold]rules[/bold]      {rules}")
         seed = 7
         if demo:
             console.print(f"sending {demo_runs} demo runs ...")

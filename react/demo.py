@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -32,6 +33,9 @@ from loopsight.react.scenarios import REQUIRED, plan
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
 CRASHED_MINUTES_AGO = 10.0
+DEMO_RULES = Path(__file__).with_name("demo_rules.toml")
+"""The alert rules ``loopsight up --demo`` loads: the demo's loops fire one, its crashed worker
+(:func:`crashed_worker`) fires the other, which resolves as that run ages out of its window."""
 
 
 def crashed_worker(minutes_ago: float = CRASHED_MINUTES_AGO) -> str:

@@ -64,3 +64,31 @@ notify = ["webhook:{hook.url}"]
         ]
     finally:
         evaluator.stop()
+
+
+def test_the_demo_rules_fire_on_the_demo_and_the_crashed_worker_resolves(store: Store, loopsight_spans: Any) -> None:
+    """What ``loopsight up --demo`` loads: both rules fire on the first batch; the crashed
+    worker's alert resolves once that run is older than its window, the loops' stays."""
+    from loopsight.react.demo import DEMO_RULES
+    from loopsight.react.scenarios import REQUIRED
+
+    run_scenarios(runs=len(REQUIRED), seed=7, concurrency=4, speed=40.0)  # a full pack: with the crashed worker
+    spans = loopsight_spans.spans
+    assert ingest_request(store, spans_to_request(spans)) == len(spans)
+    end = datetime.fromtimestamp(max(s.end_time for s in spans) / 1e9, UTC).replace(tzinfo=None)
+    evaluator = Evaluator(store.reader, str(DEMO_RULES), 10, notifier=Notifier(timeout=2.0, retries=1, backoff=0.05))
+    evaluator.notifier.start()
+    try:
+        first = evaluator.evaluate_once(end + timedelta(seconds=10))
+        assert [(r.rule.name, r.state.state) for r in first] == [
+            ("demo-loops", "firing"),
+            ("demo-crashed-worker", "firing"),
+        ]
+        assert first[1].verdict.current.value == 1  # the one crashed worker, no other run
+        later = evaluator.evaluate_once(end + timedelta(minutes=3))
+        assert [(r.rule.name, r.state.state) for r in later] == [
+            ("demo-loops", "firing"),
+            ("demo-crashed-worker", "resolved"),
+        ]
+    finally:
+        evaluator.stop()
