@@ -31,6 +31,7 @@ from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.retention import Retention, parse_duration
 from loopsight.errors import LoopsightError
+from loopsight.ingest.embedding import default_model
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
 from loopsight.prices import PriceBook, PricesError
@@ -151,6 +152,7 @@ def serve(
                 prices=book,
             )
         set_hash_key(store.secret_key())  # argument words hashed and vectors turned by the store's own key
+        default_model()  # the word vectors (0.5 s of CPU) before the first request, not inside it
     except StoreError as exc:
         raise StartupError(str(exc)) from None
 
