@@ -80,7 +80,7 @@ def _point(row: dict[str, Any], kind: str, group: dict[str, Any]) -> dict[str, A
         "bad_cut_rate": _ratio(int(row["bad_runs_cut"]), group["bad_runs"]),
         "looped_cut_rate": _ratio(looped_cut, group["looped_runs"]),
         "tokens_saved_share": _ratio(int(row["tokens_saved"]), group["bad_tokens"]),
-        "cost_saved_usd": row["cost_saved_usd"],  # None until steps are priced
+        "cost_saved_usd": row["cost_saved_usd"],  # None when none of the steps is priced
     }
 
 
@@ -170,11 +170,15 @@ def budgets(
     dists: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for row in dist_rows:
         key = (row["agent"], row["service"])
-        group = groups.setdefault(key, {"runs": 0, "bad_tokens": 0, **{f"{o}_runs": 0 for o in OUTCOMES}})
+        group = groups.setdefault(
+            key, {"runs": 0, "bad_tokens": 0, "bad_cost_usd": None, **{f"{o}_runs": 0 for o in OUTCOMES}}
+        )
         group["runs"] += int(row["runs"])
         group[f"{row['outcome']}_runs"] = int(row["runs"])
         if row["outcome"] in BAD:
             group["bad_tokens"] += int(row["tokens"] or 0)
+            if row["cost_usd"] is not None:
+                group["bad_cost_usd"] = round((group["bad_cost_usd"] or 0.0) + row["cost_usd"], 9)
         dists.setdefault(key, []).append(row)
     for group in groups.values():
         group["bad_runs"] = sum(group[f"{o}_runs"] for o in BAD)
@@ -225,6 +229,8 @@ def budgets(
             "failed_runs": group["failed_runs"],
             "other_runs": group["other_runs"],
             "bad_tokens": group["bad_tokens"],
+            "bad_cost_usd": group["bad_cost_usd"],
+            "cost_distribution": _distribution(dists[key], "cost"),
             "reference_loop": react,
             "budgets": kinds,
         }
@@ -249,7 +255,8 @@ def budget_replay(
 
     Each item: ``trace_id``, ``run_id``, ``outcome``, ``total`` (the run's figure), ``cut``,
     ``steps``, ``steps_kept``, ``last_step`` (the step number the budget stops the run at),
-    ``loop_first_step`` (where its earliest loop began, or null), ``tokens``, ``tokens_saved``.
+    ``loop_first_step`` (where its earliest loop began, or null), ``tokens``, ``tokens_saved``,
+    ``cost_saved_usd`` (what those tokens cost; null when none of the run's steps is priced).
 
     Example:
         >>> budget_replay(con, kind="steps", value=6, agent="research-agent", limit=1)  # doctest: +SKIP

@@ -1,9 +1,25 @@
 -- Per step of every run in scope, the figures before it (run_step_totals: step_totals.sql run by the
--- writer over the traces each commit touches), as the CTE step_rows of the budget questions.
-SELECT trace_id, run_id, step, ordinal, tokens,
-       cum_tool_calls - tool_calls AS calls_before, cum_tokens - tokens AS tokens_before, start_ms
-FROM run_step_totals
-WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
-  AND ($service::VARCHAR IS NULL OR service = $service)
-  AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
-  AND ($until::TIMESTAMP IS NULL OR started_at < $until)
+-- writer over the traces each commit touches) and what its model calls cost (run_calls priced by the
+-- rules PRICE_OF_CALL and CALL_COST, as priced_calls.sql prices them; NULL when none is priced), as the
+-- CTE step_rows of the budget questions.
+WITH step_costs AS (
+    SELECT c.trace_id, c.run_id, c.step, sum({{call_cost}}) AS cost_usd
+    FROM run_calls c
+    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
+    WHERE ($agent::VARCHAR IS NULL OR c.agent = $agent)
+      AND ($service::VARCHAR IS NULL OR c.service = $service)
+      AND ($since::TIMESTAMP IS NULL OR c.started_at >= $since)
+      AND ($until::TIMESTAMP IS NULL OR c.started_at < $until)
+      AND c.step IS NOT NULL
+      AND {{price_of_call}}
+    GROUP BY c.trace_id, c.run_id, c.step
+)
+SELECT t.trace_id, t.run_id, t.step, t.ordinal, t.tokens,
+       t.cum_tool_calls - t.tool_calls AS calls_before, t.cum_tokens - t.tokens AS tokens_before, t.start_ms,
+       k.cost_usd
+FROM run_step_totals t
+LEFT JOIN step_costs k ON k.trace_id = t.trace_id AND k.run_id = t.run_id AND k.step = t.step
+WHERE ($agent::VARCHAR IS NULL OR t.agent = $agent)
+  AND ($service::VARCHAR IS NULL OR t.service = $service)
+  AND ($since::TIMESTAMP IS NULL OR t.started_at >= $since)
+  AND ($until::TIMESTAMP IS NULL OR t.started_at < $until)

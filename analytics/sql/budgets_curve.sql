@@ -12,7 +12,7 @@
 -- and the curve only changes at buckets that hold a figure that counts (a run's total, a bad run's
 -- step): those are the candidates (and 1 for steps and tool calls).
 WITH stepped AS (
-    SELECT r.agent, r.service, r.outcome = 'looped' AS looped, s.tokens, least(s.ordinal, r.steps) AS by_steps,
+    SELECT r.agent, r.service, r.outcome = 'looped' AS looped, s.tokens, s.cost_usd, least(s.ordinal, r.steps) AS by_steps,
            least(s.calls_before, r.tool_calls) AS by_calls,
            least(CAST(ceil(s.start_ms) AS BIGINT), CAST(ceil(r.duration_ns / 1000000.0) AS BIGINT)) AS by_ms,
            least(s.tokens_before, r.tokens) AS by_tokens
@@ -26,31 +26,33 @@ totals AS (
            CAST(ceil(duration_ns / 1000000.0) AS BIGINT) AS ms, tokens
     FROM runs
 ),
--- kind: 1 steps, 2 tool_calls, 3 seconds (in ms), 4 tokens; weights: runs cut (ok, bad, looped), tokens, looped steps
+-- kind: 1 steps, 2 tool_calls, 3 seconds (in ms), 4 tokens; weights: runs cut (ok, bad, looped), tokens,
+-- looped steps, the step's cost (NULL: unpriced)
 figures AS (
-    SELECT agent, service, 1 AS kind, steps AS x, ok, bad, looped, 0 AS tokens, 0 AS steps FROM totals
+    SELECT agent, service, 1 AS kind, steps AS x, ok, bad, looped, 0 AS tokens, 0 AS steps,
+           CAST(NULL AS DOUBLE) AS cost, 0 AS is_step FROM totals
     UNION ALL
-    SELECT agent, service, 2, tool_calls, ok, bad, looped, 0, 0 FROM totals
+    SELECT agent, service, 2, tool_calls, ok, bad, looped, 0, 0, NULL, 0 FROM totals
     UNION ALL
-    SELECT agent, service, 3, ms, ok, bad, looped, 0, 0 FROM totals
+    SELECT agent, service, 3, ms, ok, bad, looped, 0, 0, NULL, 0 FROM totals
     UNION ALL
-    SELECT agent, service, 4, tokens, ok, bad, looped, 0, 0 FROM totals
+    SELECT agent, service, 4, tokens, ok, bad, looped, 0, 0, NULL, 0 FROM totals
     UNION ALL
-    SELECT agent, service, 1, by_steps, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
+    SELECT agent, service, 1, by_steps, 0, 0, 0, tokens, CAST(looped AS BIGINT), cost_usd, 1 FROM stepped
     UNION ALL
-    SELECT agent, service, 2, by_calls, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
+    SELECT agent, service, 2, by_calls, 0, 0, 0, tokens, CAST(looped AS BIGINT), cost_usd, 1 FROM stepped
     UNION ALL
-    SELECT agent, service, 3, by_ms, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
+    SELECT agent, service, 3, by_ms, 0, 0, 0, tokens, CAST(looped AS BIGINT), cost_usd, 1 FROM stepped
     UNION ALL
-    SELECT agent, service, 4, by_tokens, 0, 0, 0, tokens, CAST(looped AS BIGINT) FROM stepped
+    SELECT agent, service, 4, by_tokens, 0, 0, 0, tokens, CAST(looped AS BIGINT), cost_usd, 1 FROM stepped
     UNION ALL
     -- a budget of 1 is always a candidate for the counted kinds (an agent that never calls a tool)
-    SELECT DISTINCT agent, service, 1, 1, 0, 0, 0, 0, 0 FROM totals
+    SELECT DISTINCT agent, service, 1, 1, 0, 0, 0, 0, 0, NULL, 0 FROM totals
     UNION ALL
-    SELECT DISTINCT agent, service, 2, 1, 0, 0, 0, 0, 0 FROM totals
+    SELECT DISTINCT agent, service, 2, 1, 0, 0, 0, 0, 0, NULL, 0 FROM totals
 ),
 scaled AS (
-    SELECT agent, service, kind, least(x, CAST(100000000000000000 AS BIGINT)) AS x, ok, bad, looped, tokens, steps
+    SELECT agent, service, kind, least(x, CAST(100000000000000000 AS BIGINT)) AS x, ok, bad, looped, tokens, steps, cost, is_step
     FROM figures
 ),
 digits AS (
@@ -73,7 +75,8 @@ buckets AS (
                 WHEN x <= 80 * u THEN 80 * u ELSE 100 * u
            END AS b,
            sum(ok) AS ok_runs, sum(bad) AS bad_runs, sum(looped) AS looped_runs,
-           sum(tokens) AS bad_tokens, sum(steps) AS looped_steps
+           sum(tokens) AS bad_tokens, sum(steps) AS looped_steps,
+           sum(cost) AS bad_cost, count(cost) AS priced_steps, sum(is_step) AS bad_steps
     FROM digits
     GROUP BY agent, service, kind, b
 )
@@ -85,9 +88,11 @@ SELECT agent, service,
        coalesce(sum(bad_tokens) OVER above, 0) AS tokens_saved,
        coalesce(sum(looped_runs) OVER above, 0) AS looped_runs_cut,
        coalesce(sum(looped_steps) OVER above, 0) AS looped_steps_avoided,
-       -- money: the cost of the steps not run, once steps are priced (left NULL until then)
-       CAST(NULL AS DOUBLE) AS cost_saved_usd
+       -- money: the cost of the bad runs' steps not run (0 with no bad run); NULL when none of them is priced
+       CASE WHEN sum(priced_steps) OVER whole > 0 OR sum(bad_steps) OVER whole = 0
+            THEN round(coalesce(sum(bad_cost) OVER above, 0), 9) END AS cost_saved_usd
 FROM buckets
 WHERE b >= 1
-WINDOW above AS (PARTITION BY agent, service, kind ORDER BY b DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+WINDOW above AS (PARTITION BY agent, service, kind ORDER BY b DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+       whole AS (PARTITION BY agent, service, kind)
 ORDER BY agent, service, kind, value

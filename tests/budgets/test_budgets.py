@@ -46,6 +46,13 @@ def test_runs_are_counted_by_outcome(con: Any) -> None:
         "failed_runs": 1,
     }
     assert (planner["other_runs"], planner["bad_tokens"], planner["reference_loop"]) == (1, BAD_TOKENS, False)
+    # money at $1 per million tokens: what the bad runs cost, and the run cost per outcome (tokens / 10^6)
+    assert planner["bad_cost_usd"] == pytest.approx(BAD_TOKENS / 1e6, abs=1e-9)
+    costs = planner["cost_distribution"]
+    assert costs["looped"]["runs"] == 2 and costs["looped"]["max"] == pytest.approx(3680 / 1e6, abs=1e-9)
+    assert costs["ok"]["p50"] == pytest.approx(
+        (320 + 630) / 2 / 1e6, abs=1e-9
+    )  # 10 ok runs of 320 tokens, 9 of 630, 1 of 1550
     assert [b["kind"] for b in planner["budgets"]] == list(KINDS)
 
 
@@ -157,6 +164,7 @@ def test_replay_of_one_budget_run_by_run(con: Any, budget_world: Any) -> None:
     assert {r["run_id"] for r in runs[:2]} == {i.run_id for i in budget_world.runs["looped"]}
     assert runs[0]["loop_first_step"] == 0 and runs[2]["loop_first_step"] is None
     assert all(r["cut"] for r in runs)
+    assert [r["cost_saved_usd"] for r in runs] == pytest.approx([r["tokens_saved"] / 1e6 for r in runs], abs=1e-9)
     everything = budget_replay(con, kind="steps", value=5, agent="planner", only_cut=False, limit=1000)
     assert len(everything) == 25 and not any(r["cut"] for r in everything[3:])
     assert sum(r["tokens_saved"] for r in everything) == cut(at(kind(agent(budgets(con), "planner"), "steps"), 5))[3]
@@ -182,6 +190,9 @@ def test_every_point_of_every_curve_equals_its_run_by_run_replay(con: Any, name:
             assert point["ok_runs_cut"] == sum(r["cut"] for r in runs if r["outcome"] == "ok")
             assert point["bad_runs_cut"] == sum(r["cut"] for r in bad)
             assert point["tokens_saved"] == sum(r["tokens_saved"] for r in bad)
+            # money: the fixture's model costs $1 per million tokens, so what is saved is tokens / 10^6
+            assert point["cost_saved_usd"] == pytest.approx(point["tokens_saved"] / 1e6, abs=1e-9)
+            assert point["cost_saved_usd"] == pytest.approx(sum(r["cost_saved_usd"] for r in bad), abs=1e-9)
 
 
 def test_the_react_fields_are_react_config_fields() -> None:
