@@ -455,17 +455,10 @@ def runs_cmd(
         err.print("no runs match", highlight=False)
 
 
-def _fmt(value: object) -> str:
-    """A figure for a table: thousands separated, fractions to 3 significant digits."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
 def _share(part: int, rate: float | None) -> str:
-    return f"{part:,}" if rate is None else f"{part:,} ({rate * 100:.3g} %)"
+    from loopsight.format import count, pct
+
+    return count(part) if rate is None else f"{count(part)} ({pct(rate)})"
 
 
 @app.command("budgets")
@@ -487,6 +480,7 @@ def budgets_cmd(
     collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.client import SourceError, open_source
     from loopsight.collector.api import BadParameter, parse_time
+    from loopsight.format import figure, usd
 
     try:
         window = {"since": parse_time("--since", since), "until": parse_time("--until", until)}
@@ -523,6 +517,7 @@ def budgets_cmd(
             "looping stopped",
             "steps earlier",
             "tokens saved",
+            "cost saved",
             "ok p50 / p99 / max",
         )
         for budget in entry["budgets"]:
@@ -530,14 +525,15 @@ def budgets_cmd(
             ok = budget["distribution"]["ok"]
             table.add_row(
                 budget["react_field"] if react else budget["kind"],
-                _fmt(budget["configured"]),
-                _fmt(budget["recommended"]) if budget["recommended"] is not None else f"- ({budget['reason']})",
+                figure(budget["configured"]),
+                figure(budget["recommended"]) if budget["recommended"] is not None else f"- ({budget['reason']})",
                 _share(point["ok_runs_cut"], point["ok_cut_rate"]) if point else "",
                 _share(point["bad_runs_cut"], point["bad_cut_rate"]) if point else "",
                 _share(point["looped_runs_cut"], point["looped_cut_rate"]) if point else "",
-                _fmt(point.get("looped_steps_avoided")) if point else "",
+                figure(point.get("looped_steps_avoided")) if point else "",
                 _share(point["tokens_saved"], point["tokens_saved_share"]) if point else "",
-                " / ".join(_fmt(ok[stat]) for stat in ("p50", "p99", "max")),
+                usd(point.get("cost_saved_usd"), precise=True) if point else "",
+                " / ".join(figure(ok[stat]) for stat in ("p50", "p99", "max")),
             )
         console.print(table)
         chosen = {b["react_field"]: b["recommended"] for b in entry["budgets"] if b["recommended"] is not None}
@@ -547,16 +543,23 @@ def budgets_cmd(
         if curve:
             for budget in entry["budgets"]:
                 points = Table(
-                    budget["kind"], "ok runs cut", "bad runs cut", "looping stopped", "steps earlier", "tokens saved"
+                    budget["kind"],
+                    "ok runs cut",
+                    "bad runs cut",
+                    "looping stopped",
+                    "steps earlier",
+                    "tokens saved",
+                    "cost saved",
                 )
                 for p in budget["curve"]:
                     points.add_row(
-                        _fmt(p["value"]) + (" *" if p["value"] == budget["recommended"] else ""),
+                        figure(p["value"]) + (" *" if p["value"] == budget["recommended"] else ""),
                         _share(p["ok_runs_cut"], p["ok_cut_rate"]),
                         _share(p["bad_runs_cut"], p["bad_cut_rate"]),
                         _share(p["looped_runs_cut"], p["looped_cut_rate"]),
-                        _fmt(p["looped_steps_avoided"]),
+                        figure(p["looped_steps_avoided"]),
                         _share(p["tokens_saved"], p["tokens_saved_share"]),
+                        usd(p["cost_saved_usd"], precise=True),
                     )
                 console.print(points)
 

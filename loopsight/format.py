@@ -57,6 +57,20 @@ def number(value: Any, decimals: int = 0) -> str:
         return str(value)
 
 
+def figure(value: Any) -> str:
+    """A measured figure of any size: whole numbers with separators, fractions to 3 significant digits.
+
+    Example:
+        >>> figure(12000), figure(2.5), figure(0.08), figure(1234.5), figure(None)
+        ('12,000', '2.5', '0.08', '1,234', '—')
+    """
+    if missing(value):
+        return MISSING
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return number(value)
+
+
 def count(value: Any) -> str:
     """A whole count with thousands separators (``12,345``)."""
     return number(value, 0)
