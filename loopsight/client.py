@@ -177,6 +177,10 @@ class ApiSource:
     def loop_counts(self, **params: Any) -> dict[str, int]:
         return self._get("/api/v1/loops", {**params, "limit": 0})["counts"]
 
+    def loops_page(self, **params: Any) -> dict[str, Any]:
+        """``{"loops": [...], "counts": {kind: n}, "total": N}``: the loops listed and how many the filters keep."""
+        return self._get("/api/v1/loops", params)
+
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params})["buckets"]
 
@@ -260,6 +264,10 @@ class _AnalyticsQuestions:
 
     def loop_counts(self, **params: Any) -> dict[str, int]:
         return self._call(analytics.loop_counts, **params)
+
+    def loops_page(self, **params: Any) -> dict[str, Any]:
+        counts = self.loop_counts(**{k: v for k, v in params.items() if k != "limit"})
+        return {"loops": self.loops(**params), "counts": counts, "total": sum(counts.values())}
 
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.loops_over_time, bucket_seconds=bucket_seconds, **params)
