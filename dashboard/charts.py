@@ -460,10 +460,10 @@ BUDGET_LINES = {
 }
 
 
-def budget_curve(curve: pd.DataFrame, unit: str, recommended: float | None = None) -> Chart:
+def budget_curve(curve: pd.DataFrame, unit: str, recommended: float | None = None, whole: bool = True) -> Chart:
     """One budget kind's curve (``value`` and the rates of :data:`BUDGET_LINES`, as ``/api/v1/budgets`` gives
     them): the share of successful runs cut, of bad runs cut and of the bad runs' tokens saved as the budget
-    value grows, with a rule at the recommended value."""
+    value grows, with a rule at the recommended value. ``whole``: the values are counts (whole ticks)."""
     present = [c for c in BUDGET_LINES if c in curve]
     long = curve.melt(id_vars=["value"], value_vars=present, var_name="measure", value_name="share").dropna()
     long["measure"] = [BUDGET_LINES[m][0] for m in long["measure"]]
@@ -474,13 +474,18 @@ def budget_curve(curve: pd.DataFrame, unit: str, recommended: float | None = Non
         alt.Chart(long)
         .mark_line(point=True, interpolate="step-after")
         .encode(
-            x=alt.X("value:Q", title=unit, scale=alt.Scale(type="log") if log else alt.Undefined),
+            x=alt.X(
+                "value:Q",
+                title=unit,
+                scale=alt.Scale(type="log") if log else alt.Undefined,
+                axis=alt.Axis(format=fmt.AXIS_COUNT if whole else ",~g", tickMinStep=1 if whole else alt.Undefined),
+            ),
             y=alt.Y("share:Q", title=None, axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
             color=alt.Color(
                 "measure:N",
                 title=None,
                 scale=alt.Scale(domain=labels, range=[BUDGET_LINES[c][1] for c in present]),
-                legend=alt.Legend(orient="bottom"),
+                legend=alt.Legend(orient="top"),
             ),
             tooltip=[
                 alt.Tooltip("value:Q", title=unit, format=",~f"),
@@ -490,6 +495,6 @@ def budget_curve(curve: pd.DataFrame, unit: str, recommended: float | None = Non
         )
     )
     if recommended is None:
-        return lines.properties(height=220)
+        return lines.properties(height=260)
     rule = alt.Chart(pd.DataFrame({"value": [recommended]})).mark_rule(strokeDash=[4, 3], color=LABEL_GREY)
-    return alt.layer(lines, rule.encode(x="value:Q")).properties(height=220)
+    return alt.layer(lines, rule.encode(x="value:Q")).properties(height=260)

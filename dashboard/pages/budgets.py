@@ -75,7 +75,10 @@ def curves(budgets: dict[str, dict[str, Any]]) -> None:
                 if curve.empty:
                     st.caption("No runs to replay.")
                     continue
-                ui.chart(charts.budget_curve(curve, UNITS[kind], budget.get("recommended")), key=f"budget_curve_{kind}")
+                ui.chart(
+                    charts.budget_curve(curve, UNITS[kind], budget.get("recommended"), whole=kind != "seconds"),
+                    key=f"budget_curve_{kind}",
+                )
 
 
 def distribution(budgets: dict[str, dict[str, Any]]) -> None:

@@ -53,10 +53,10 @@ def _config() -> dict[str, Any]:
         "run": st.column_config.TextColumn(
             "run", width=105, pinned=True, help="The trace id's first 12 characters (the whole id is the last column)."
         ),
-        "started_at": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss", width=145),
-        "agent": st.column_config.TextColumn("agent", width=135),
+        "started_at": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss", width=140),
+        "agent": st.column_config.TextColumn("agent", width=122),
         "status": st.column_config.TextColumn("status", width=58),
-        "termination_reason": st.column_config.TextColumn("termination", width=112),
+        "termination_reason": st.column_config.TextColumn("termination", width=108),
         "steps": st.column_config.NumberColumn("steps", width=50, format="%,d"),
         "tool_calls": st.column_config.NumberColumn("tool calls", width=68, format="%,d"),
         "tool_errors": st.column_config.NumberColumn("errors", width=54, format="%,d", help="failed tool calls"),
