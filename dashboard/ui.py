@@ -206,7 +206,7 @@ def questions(url_path: str, shared: Filters) -> list[Call]:
             ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
             ask("burn", limit=TOP_SPENDERS, **params),
             ask("loops_page", limit=LISTED_LOOPS, **params),
-            ask("stalls", **params),
+            ask("stalls_page", **params),
             tools_question(by_agent=True, **params),
         ]
     if url_path == "runs":
@@ -222,13 +222,11 @@ def questions(url_path: str, shared: Filters) -> list[Call]:
     if url_path == "stalls":
         return [
             ask("stalls", kind="stuck", agent=shared.agent, service=shared.service),
-            ask("stalls", **params),
-            ask("stall_counts", **params),
+            ask("stalls_page", **params),
         ]
     if url_path == "loops":
         return [
             ask("loops_page", limit=LISTED_LOOPS, **params),
-            ask("overview", **params),
             ask("loops_over_time", bucket_seconds=shared.bucket_seconds, **params),
         ]
     if url_path == "burn":

@@ -190,6 +190,10 @@ class ApiSource:
     def stall_counts(self, **params: Any) -> dict[str, int]:
         return self._get("/api/v1/stalls", {**params, "limit": 0})["counts"]
 
+    def stalls_page(self, **params: Any) -> dict[str, Any]:
+        """``{"stalls": [...], "counts": {kind: n}}``: the stalls listed and how many of each kind the filters keep."""
+        return self._get("/api/v1/stalls", params)
+
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/sessions", params)["sessions"]
 
@@ -277,6 +281,10 @@ class _AnalyticsQuestions:
 
     def stall_counts(self, **params: Any) -> dict[str, int]:
         return self._call(analytics.stall_counts, **params)
+
+    def stalls_page(self, **params: Any) -> dict[str, Any]:
+        counted = {k: v for k, v in params.items() if k != "limit"}
+        return {"stalls": self.stalls(**params), "counts": self.stall_counts(**counted)}
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.sessions, **params)

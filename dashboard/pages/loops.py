@@ -40,9 +40,15 @@ def wasted(frame: pd.DataFrame) -> tuple[int, float | None]:
     return tokens, float(priced.sum()) if len(priced) else None
 
 
-def tiles(params: dict[str, Any], frame: pd.DataFrame, total: int) -> None:
-    overview = ui.fetch_quiet("overview", **params)
-    tile = ((overview or {}).get("tiles") or {}).get("loop_rate") or {}
+def loop_rate(buckets: list[dict[str, Any]] | None) -> float | None:
+    """Runs with a loop / runs over the window, from the buckets of ``/api/v1/loops/over_time`` (each run
+    counts in the bucket of its start, so their sums are the window's)."""
+    runs = sum(int(b.get("runs") or 0) for b in buckets or [])
+    return sum(int(b.get("looping_runs") or 0) for b in buckets or []) / runs if runs else None
+
+
+def tiles(shared: filters.Filters, frame: pd.DataFrame, total: int) -> None:
+    buckets = ui.fetch_quiet("loops_over_time", bucket_seconds=shared.bucket_seconds, **shared.params())
     complete = len(frame) >= total
     tokens, usd = wasted(frame)
     bound = "" if complete else "≥ "
@@ -53,7 +59,7 @@ def tiles(params: dict[str, Any], frame: pd.DataFrame, total: int) -> None:
         "(no per-window total of this yet): narrow the window or pick an agent for the exact figure."
     )
     cols = st.columns(4)
-    cols[0].metric("Loop rate (runs with a loop)", ui.pct(tile.get("value")))
+    cols[0].metric("Loop rate (runs with a loop)", ui.pct(loop_rate(buckets)))
     cols[1].metric("Loops found", fmt.count(total), help="Every loop of the window, counted on the server.")
     cols[2].metric(
         "Tokens spent after a loop began",
@@ -88,7 +94,7 @@ def body() -> None:
         if column not in frame:
             frame[column] = pd.Series(dtype="object")
     total = int(answer.get("total") if answer.get("total") is not None else len(frame))
-    tiles(params, frame, total)
+    tiles(shared, frame, total)
     if frame.empty:
         if ui.fetch("runs", limit=1, **params):
             st.success("No loops in this window.", icon=":material/check_circle:")

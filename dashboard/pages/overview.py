@@ -136,8 +136,9 @@ def offenders(shared: filters.Filters) -> None:
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        stalls = ui.load("stalls", what="Stalls", **params)
-        if stalls is not None:
+        answer = ui.load("stalls_page", what="Stalls", **params)
+        if answer is not None:
+            stalls = answer.get("stalls") or []
             if not stalls:
                 st.caption("No stalls.")
             else:

@@ -66,14 +66,14 @@ def stuck_now(shared: filters.Filters) -> None:
 def body() -> None:
     shared = filters.current()
     stuck_now(shared)
-    stalls = ui.load("stalls", what="Stalls", **shared.params())
-    if stalls is None:
+    answer = ui.load("stalls_page", what="Stalls", **shared.params())
+    if answer is None:
         return
-    frame = ui.with_agents(stalls, shared.agent)
+    frame = ui.with_agents(answer.get("stalls") or [], shared.agent)
     frame = frame if len(frame) else pd.DataFrame(columns=[*COLUMNS, "agent"])
     past = frame[frame["kind"] != "stuck"]
     st.subheader("Stalls in this window")
-    counts = {k: int(n) for k, n in (ui.fetch_quiet("stall_counts", **shared.params()) or {}).items() if k != "stuck"}
+    counts = {k: int(n) for k, n in (answer.get("counts") or {}).items() if k != "stuck"}
     if past.empty:
         if ui.fetch("runs", limit=1, **shared.params()):
             st.success("No stalls in this window.", icon=":material/check_circle:")
