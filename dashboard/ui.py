@@ -543,11 +543,33 @@ def run_timeline(
     status: str | None = None,
     reason: str | None = None,
     color: str = "status",
+    starts: pd.Series | None = None,
 ) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
     """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
-    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown)."""
+    the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown).
+
+    ``starts``: the start times of every run shown, when the page lists them all: the buckets are then
+    sized to them at once, instead of narrowed down question by question."""
     start, end = shared.window()
     bucket = shared.bucket_seconds
+    if starts is not None and len(starts.dropna()):
+        low, high = frames.fitted_window(starts.dropna(), starts.dropna(), (start, end))
+        narrower = bucket_seconds(max((high - low).total_seconds(), 60))
+        if narrower < bucket:
+            bucket, since = narrower, low.floor(f"{narrower}s").to_pydatetime()
+            answer = load(
+                "terminations", what="Runs over time", bucket_seconds=bucket, **{**shared.params(), "since": since}
+            )
+            if answer is None:
+                return None
+            rows = _termination_rows(answer)
+            if not rows.empty:
+                low, high = frames.fitted_window(
+                    rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end)
+                )
+                counted = frames.runs_from_terminations(rows, bucket, color=color, status=status, reason=reason)
+                return counted, bucket, (low.to_pydatetime(), high.to_pydatetime())
+            bucket = shared.bucket_seconds
     answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
     if answer is None:
         return None

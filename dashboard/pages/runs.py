@@ -163,7 +163,8 @@ def _chart(
     """Runs over time, counted on the server over the whole window; for the filters it cannot count by
     (a tool, a token floor, a search) from the runs listed when they are all of them, else not drawn."""
     if server_side:
-        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color)
+        starts = frame["started_at"] if complete else None
+        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, starts=starts)
         if timeline is not None and not timeline[0].empty:
             counted, _bucket, window = timeline
             ui.chart(charts.runs_over_time(counted, window, color=color), key="runs_chart")
