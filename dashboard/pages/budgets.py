@@ -134,7 +134,9 @@ def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[s
         f"At {value_text(kind, value)}: {fmt.count(point.get('ok_runs_cut'))} successful runs cut "
         f"({fmt.pct(point.get('ok_cut_rate'))}), {fmt.count(point.get('bad_runs_cut'))} bad runs cut "
         f"({fmt.pct(point.get('bad_cut_rate'))}), {fmt.tokens(point.get('tokens_saved'))} tokens saved "
-        f"({fmt.pct(point.get('tokens_saved_share'))} of the bad runs' tokens)."
+        f"({fmt.pct(point.get('tokens_saved_share'))} of the bad runs' tokens)"
+        + (f", worth {fmt.usd(point['cost_saved_usd'], precise=True)}" if "cost_saved_usd" in point else "")
+        + "."
     )
     runs = ui.load(
         "budget_runs",
@@ -155,8 +157,12 @@ def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[s
         total=[value_text(kind, v) for v in frame["total"]],
         kept=[f"{fmt.count(k)} of {fmt.count(s)}" for k, s in zip(frame["steps_kept"], frame["steps"], strict=False)],
     )
+    shown = ["run", "outcome", "total", "kept", "last_step", "tokens", "tokens_saved"]
+    if "cost_saved_usd" in frame:
+        frame["cost_saved"] = [fmt.usd(v, precise=True) for v in frame["cost_saved_usd"]]
+        shown.append("cost_saved")
     ui.run_table(
-        frame[["trace_id", "run", "outcome", "total", "kept", "last_step", "tokens", "tokens_saved"]],
+        frame[["trace_id", *shown]],
         {
             "run": st.column_config.TextColumn("run", width=105, help="Click a row to open its timeline."),
             "outcome": st.column_config.TextColumn("outcome", width=80),
@@ -167,10 +173,11 @@ def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[s
             "tokens_saved": st.column_config.NumberColumn(
                 "tokens saved", format="%,d", width=100, help="a successful run cut saves nothing: it loses its answer"
             ),
+            "cost_saved": st.column_config.TextColumn("cost saved", width=90, help="its steps not run, priced"),
         },
         key="budget_runs_table",
         colored={"outcome": "budget_outcome"},
-        column_order=["run", "outcome", "total", "kept", "last_step", "tokens", "tokens_saved"],
+        column_order=shown,
         pinned=False,
     )
     if len(runs) >= CUT_RUNS:
