@@ -132,15 +132,15 @@ def body() -> None:
         [
             "trace_id",
             "run",
-            "started_at",
             "agent",
             "tool",
             "kind",
             "scope",
             "count",
-            "first_step",
             "wasted_tokens",
             "wasted_cost",
+            "first_step",
+            "started_at",
         ]
     ]
     ui.run_table(
@@ -148,11 +148,11 @@ def body() -> None:
         {
             "run": st.column_config.TextColumn("run", width=105, help="Click a row to open the run."),
             "started_at": st.column_config.DatetimeColumn("run started (UTC)", format="YYYY-MM-DD HH:mm:ss", width=150),
-            "agent": st.column_config.TextColumn("agent", width=135),
-            "tool": st.column_config.TextColumn("tool", width=190, help="For an oscillation: the tools it alternates"),
+            "agent": st.column_config.TextColumn("agent", width=125),
+            "tool": st.column_config.TextColumn("tool", width=170, help="For an oscillation: the tools it alternates"),
             "kind": st.column_config.TextColumn("kind", width=110),
             "scope": st.column_config.TextColumn(
-                "scope", width=80, help="run: within the run; session: across the runs of its session (on its last run)"
+                "scope", width=72, help="run: within the run; session: across the runs of its session (on its last run)"
             ),
             "count": st.column_config.NumberColumn("repeats", format="%,d", width=65),
             "first_step": st.column_config.NumberColumn("first step", format="%,d", width=70),
@@ -160,7 +160,7 @@ def body() -> None:
                 "wasted tokens", format="%,d", width=100, help="tokens the run spent from this loop's first step on"
             ),
             "wasted_cost": st.column_config.TextColumn(
-                "wasted cost", width=90, help="what those tokens cost; a dash: not priced"
+                "wasted cost", width=85, help="what those tokens cost; a dash: not priced"
             ),
         },
         key="loops_table",
