@@ -450,3 +450,51 @@ def compare_steps(frame: pd.DataFrame, diverged: int | None = None) -> Chart:
             .encode(x="step:Q", tooltip=[alt.Tooltip("label:N", title="")])
         )
     return alt.layer(*layers).properties(height=220)
+
+
+# The budget curve's lines: what a value costs (good runs cut) against what it gains.
+BUDGET_LINES = {
+    "ok_cut_rate": ("successful runs cut", colors.OK),
+    "bad_cut_rate": ("bad runs cut", colors.ERROR),
+    "tokens_saved_share": ("bad runs' tokens saved", colors.DIRECTION["input"]),
+}
+
+
+def budget_curve(curve: pd.DataFrame, unit: str, recommended: float | None = None, whole: bool = True) -> Chart:
+    """One budget kind's curve (``value`` and the rates of :data:`BUDGET_LINES`, as ``/api/v1/budgets`` gives
+    them): the share of successful runs cut, of bad runs cut and of the bad runs' tokens saved as the budget
+    value grows, with a rule at the recommended value. ``whole``: the values are counts (whole ticks)."""
+    present = [c for c in BUDGET_LINES if c in curve]
+    long = curve.melt(id_vars=["value"], value_vars=present, var_name="measure", value_name="share").dropna()
+    long["measure"] = [BUDGET_LINES[m][0] for m in long["measure"]]
+    labels = [BUDGET_LINES[c][0] for c in present]
+    # A grid of many values spans decades (1 … 1,000): a log axis keeps the small ones apart.
+    log = len(curve) > 12 and float(curve["value"].min()) > 0
+    lines = (
+        alt.Chart(long)
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X(
+                "value:Q",
+                title=unit,
+                scale=alt.Scale(type="log") if log else alt.Undefined,
+                axis=alt.Axis(format=fmt.AXIS_COUNT if whole else ",~g", tickMinStep=1 if whole else alt.Undefined),
+            ),
+            y=alt.Y("share:Q", title=None, axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color(
+                "measure:N",
+                title=None,
+                scale=alt.Scale(domain=labels, range=[BUDGET_LINES[c][1] for c in present]),
+                legend=alt.Legend(orient="top"),
+            ),
+            tooltip=[
+                alt.Tooltip("value:Q", title=unit, format=",~f"),
+                alt.Tooltip("measure:N", title="of"),
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
+        )
+    )
+    if recommended is None:
+        return lines.properties(height=260)
+    rule = alt.Chart(pd.DataFrame({"value": [recommended]})).mark_rule(strokeDash=[4, 3], color=LABEL_GREY)
+    return alt.layer(lines, rule.encode(x="value:Q")).properties(height=260)

@@ -39,8 +39,9 @@ LOOP_KIND = {
     "oscillation": "#76b7b2",
     "repeated_error": "#ec7a91",
     "semantic": "#7a5195",
-    "no_progress": "#9c755f",
+    "no_progress": "#bcbd22",
 }
+LOOP_SCOPE = {"run": "#4e79a7", "session": "#f28e2b"}
 STALL_KIND = {
     "slow_call": "#f28e2b",
     "backoff": "#e0b000",
@@ -61,6 +62,14 @@ TERMINATION = {
     "cancelled": "#bab0ac",
     "error": ERROR,
 }
+# A run's outcome as the budget advisor sorts runs (docs/budgets.md): ok is the price of a budget, the rest its gain.
+BUDGET_OUTCOME = {
+    "ok": OK,
+    "looped": LOOP_KIND["exact"],
+    "budget": TERMINATION["max_steps"],
+    "failed": ERROR,
+    "other": TERMINATION["cancelled"],
+}
 SPAN_KIND = {"agent": "#4c78a8", "llm": "#9467bd", "tool": "#17a2b8", "other": "#a0a0a0", "failed": ERROR}
 MARKER = {"error": ERROR, "retry": "#f28e2b", "loop": "#e377c2"}
 MARKER_SHAPE = {"error": "cross", "retry": "diamond", "loop": "triangle-down"}
@@ -70,6 +79,8 @@ SCALES: dict[str, dict[str, str]] = {
     "status": STATUS,
     "error_class": ERROR_CLASS,
     "loop_kind": LOOP_KIND,
+    "loop_scope": LOOP_SCOPE,
+    "budget_outcome": BUDGET_OUTCOME,
     "stall_kind": STALL_KIND,
     "stall_label": {STALL_LABELS[k]: v for k, v in STALL_KIND.items()},
     "termination_reason": TERMINATION,

@@ -32,7 +32,10 @@ RUN_COLUMNS = [
     "input_tokens",
     "output_tokens",
     "tokens",
+    "cost_usd",
+    "unpriced_calls",
     "duration_ms",
+    "session_id",
     "run_id",
 ]
 MAX_WATERFALL_SPANS = 400
@@ -466,6 +469,27 @@ def count_per_bucket(frame: pd.DataFrame, time: str, color: str, bucket_seconds:
     timed = frame.dropna(subset=[time]).assign(bucket=lambda f: f[time].dt.floor(f"{bucket_seconds}s"))
     counted = timed.groupby(["bucket", color], as_index=False).size().rename(columns={"size": "count"})
     return counted.assign(bucket_end=counted["bucket"] + pd.Timedelta(seconds=bucket_seconds))
+
+
+def loops_per_bucket(buckets: Iterable[dict[str, Any]], bucket_seconds: int) -> pd.DataFrame:
+    """``/api/v1/loops/over_time`` buckets as long form for a stacked chart: ``bucket``, ``kind``, ``count``,
+    ``bucket_end``, one row per bucket and loop kind with loops (counted on the server).
+
+    Example:
+        >>> loops_per_bucket([{"bucket": "2026-01-01T00:00:00Z", "runs": 4, "exact": 2, "semantic": 0}], 60)[["kind", "count"]].to_dict("records")
+        [{'kind': 'exact', 'count': 2}]
+    """
+    from loopsight.attributes import LOOP_KINDS
+
+    rows = [
+        {"bucket": b.get("bucket"), "kind": kind, "count": int(b.get(kind) or 0)}
+        for b in buckets
+        for kind in LOOP_KINDS
+        if b.get(kind)
+    ]
+    frame = pd.DataFrame(rows, columns=["bucket", "kind", "count"])
+    frame["bucket"] = to_time(frame["bucket"]).to_numpy() if len(frame) else pd.Series(dtype="datetime64[ns]")
+    return frame.assign(bucket_end=frame["bucket"] + pd.Timedelta(seconds=bucket_seconds))
 
 
 def runs_from_terminations(

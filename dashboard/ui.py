@@ -110,31 +110,11 @@ def fetch(method: str, *args: Any, **params: Any) -> Any:
     """``source().<method>(*args, **params)``, cached for 10 s per source and parameters.
 
     Parameters left at ``None`` are dropped first (the source drops them too), so two pages
-    asking the same question with differently spelt filters share one answer. Every run listed
-    teaches :func:`with_agents` its agent.
+    asking the same question with differently spelt filters share one answer.
     """
     src = source()
     given = tuple(sorted((k, v) for k, v in params.items() if v is not None and v != ""))
-    answer = _cached(src.key, src, method, args, given)
-    if method in ("runs", "run"):
-        _remember_agents(src.key, answer.get("runs") if isinstance(answer, dict) else answer)
-    return answer
-
-
-# trace id -> agent per source: a run's agent never changes, so what any list of runs showed is kept
-# (bounded), and loops and stalls, which the API lists without an agent, are matched against it.
-_KNOWN_AGENTS: dict[str, dict[str, str]] = {}
-KNOWN_AGENTS_MAX = 200_000
-
-
-def _remember_agents(key: str, runs: Any) -> None:
-    known = _KNOWN_AGENTS.setdefault(key, {})
-    for run in runs or []:
-        if isinstance(run, dict) and run.get("agent") and run.get("trace_id"):
-            known[str(run["trace_id"])] = str(run["agent"])
-    if len(known) > KNOWN_AGENTS_MAX:
-        for trace in list(known)[: len(known) - KNOWN_AGENTS_MAX]:
-            del known[trace]
+    return _cached(src.key, src, method, args, given)
 
 
 Call = tuple[str, tuple[Any, ...], dict[str, Any]]
@@ -172,28 +152,41 @@ def prefetch(calls: Iterable[Call]) -> None:
 
 
 PREFETCH_THREADS = 4
+# The runs one page of the Runs table lists (``total`` counts them all).
+RUNS_PAGE = 200
+# The sessions the Sessions page lists, the most recently active first.
+SESSIONS_LISTED = 100
 # An answer faster than this came from the cache.
 CACHED_SECONDS = 0.005
 # "All time" for the overview's tiles: the overview question reads a missing start as the last 24 hours.
 ALL_TIME = datetime(1970, 1, 1)
-# The runs the run page's picker lists.
+# The runs the run page's picker lists (newest first; a pasted trace id opens any other).
 PICK_LIMIT = 200
-# The window's newest runs the sidebar lists its services from (no route lists them yet); the same
-# request fills the run picker and names the agents of recent loops and stalls.
-SAMPLE_RUNS = 200
-# The runs the burn question lists with its per-agent rows: the overview's top spenders; the agents
-# of the sidebar's picker come from the same answer.
+# The runs the burn question lists with its per-agent rows: the overview's top spenders.
 TOP_SPENDERS = 5
+# The values a picker lists (``/api/v1/values``: one row per value, counted on the server).
+PICKER_VALUES = 500
+# The loops the Loops page and the overview list (the counts are the whole window's).
+LISTED_LOOPS = 1000
 
 
-def sample_question(shared: Filters) -> Call:
-    """The window's newest runs, whatever the agent and service filters (the sidebar's services)."""
-    return ask("runs", limit=SAMPLE_RUNS, since=shared.since(), until=shared.until())
+def values_question(field: str, shared: Filters) -> Call:
+    """The values of ``field`` (agent, service, tool) the window's runs have, for a picker: the agent
+    picker keeps the service filter and the service picker the agent filter, never their own."""
+    window = {"since": shared.since(), "until": shared.until()}
+    others = {
+        "agent": {"service": shared.service},
+        "service": {"agent": shared.agent},
+        "tool": {"agent": shared.agent, "service": shared.service},
+    }[field]
+    return ask("values", field, limit=PICKER_VALUES, **window, **others)
 
 
-def agents_question(shared: Filters) -> Call:
-    """The burn question the agent picker reads its agents from (the window's, service kept, agent not)."""
-    return ask("burn", limit=TOP_SPENDERS, since=shared.since(), until=shared.until(), service=shared.service)
+def picker_values(field: str, shared: Filters | None = None) -> list[str]:
+    """The values of ``field`` for a picker (sorted; empty when the source cannot say)."""
+    method, args, params = values_question(field, shared or current())
+    answer = fetch_quiet(method, *args, **params) or []
+    return sorted({str(v["value"]) for v in answer if v.get("value") not in (None, "")})
 
 
 def tools_question(by_agent: bool = False, **params: Any) -> Call:
@@ -212,14 +205,14 @@ def questions(url_path: str, shared: Filters) -> list[Call]:
             ask("overview", **{**params, "since": params["since"] or ALL_TIME}),
             ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
             ask("burn", limit=TOP_SPENDERS, **params),
-            ask("loops", **params),
-            ask("stalls", **params),
+            ask("loops_page", limit=LISTED_LOOPS, **params),
+            ask("stalls_page", **params),
             tools_question(by_agent=True, **params),
         ]
     if url_path == "runs":
         return [
-            ask("tools", **params),
-            ask("runs", limit=1000, **params),
+            values_question("tool", shared),
+            ask("runs_page", limit=RUNS_PAGE, **params),
             ask("terminations", bucket_seconds=shared.bucket_seconds, **params),
         ]
     if url_path == "run":
@@ -229,12 +222,19 @@ def questions(url_path: str, shared: Filters) -> list[Call]:
     if url_path == "stalls":
         return [
             ask("stalls", kind="stuck", agent=shared.agent, service=shared.service),
-            ask("stalls", **params),
+            ask("stalls_page", **params),
         ]
     if url_path == "loops":
-        return [ask("loops", limit=1000, **params), ask("overview", **params), ask("runs", limit=1000, **params)]
+        return [
+            ask("loops_page", limit=LISTED_LOOPS, **params),
+            ask("loops_over_time", bucket_seconds=shared.bucket_seconds, **params),
+        ]
     if url_path == "burn":
         return [ask("burn", limit=50, **params), ask("burn_curve", **params)]
+    if url_path == "sessions":
+        return [ask("sessions", limit=SESSIONS_LISTED, **params)]
+    if url_path == "budgets":
+        return [ask("budgets", **params)]
     if url_path == "tools":
         return [tools_question(**params), tools_question(by_agent=True, **params)]
     if url_path == "alerts":
@@ -505,73 +505,31 @@ def table(frame: pd.DataFrame, column_config: dict[str, Any] | None = None, max_
     )
 
 
-# Agents asked one by one to put an agent on rows the API gives without one (loops, stalls), when
-# the runs listed do not name them: past this many agents those rows keep a dash.
-MAX_AGENT_FANOUT = 40
-# The window's newest runs, listed once (cached) to name the agents of loops and stalls.
-NEWEST_RUNS = 1000
-
-
 def agent_names(shared: Filters | None = None) -> list[str]:
-    """The agents with runs in the window (the service filter kept, the agent filter not), from the burn
-    question's per-agent rows: a few rows, counted on the server, not a list of runs."""
-    shared = shared or current()
-    method, _, params = agents_question(shared)
-    answer = fetch_quiet(method, **params) or {}
-    return sorted({str(a["agent"]) for a in answer.get("agents") or [] if a.get("agent")})
+    """The agents with runs in the window (the service filter kept, the agent filter not), counted on the
+    server (``/api/v1/values``): a few rows, not a list of runs."""
+    return picker_values("agent", shared)
 
 
-@st.cache_data(ttl=10, show_spinner=False, max_entries=256)
-def _agents_by_trace(
-    key: str, _source: Source, method: str, agents: tuple[str, ...], params: tuple[tuple[str, Any], ...]
-) -> dict[str, str]:
-    """trace id -> agent: ``method`` asked once per agent, a few at a time."""
-
-    def one(agent: str) -> tuple[str, list[dict[str, Any]]]:
-        return agent, getattr(_source, method)(**{**dict(params), "agent": agent})
-
-    found: dict[str, str] = {}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for agent, rows in pool.map(one, agents):
-            for row in rows:
-                found.setdefault(str(row.get("trace_id")), agent)
-    return found
-
-
-def with_agents(method: str, rows: list[dict[str, Any]], **params: Any) -> tuple[pd.DataFrame, bool]:
-    """``rows`` (loops or stalls, which the API lists without an agent) with an ``agent`` column.
-
-    With the agent filter set that is the agent. Else each row's trace is looked up among the
-    runs already listed (any page's lists, and the window's newest runs, one cached request);
-    only traces still unknown make the question be asked once per agent (in parallel, cached),
-    and what that finds is kept. Returns the frame and whether every row got its agent (a
-    stuck run's agent is unknown until its run span arrives: "—").
-    """
+def with_agents(rows: list[dict[str, Any]], agent: str | None = None) -> pd.DataFrame:
+    """``rows`` (loops, stalls: each names its run's agent) as a frame whose ``agent`` column is never empty:
+    the row's own agent, else the agent filter in effect, else a dash (a stuck run's agent is not known
+    until its run span arrives)."""
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return frame.assign(agent=pd.Series(dtype="object")), True
-    if params.get("agent"):
-        return frame.assign(agent=params["agent"]), True
-    src = source()
-    known = _KNOWN_AGENTS.setdefault(src.key, {})
-    traces = [str(t) for t in frame["trace_id"]]
-    resolvable = frame["kind"] != "stuck" if "kind" in frame else pd.Series(True, index=frame.index)
+        return frame.assign(agent=pd.Series(dtype="object"))
+    own = frame["agent"] if "agent" in frame else pd.Series([None] * len(frame), index=frame.index)
+    return frame.assign(
+        agent=[fmt.MISSING if fmt.missing(a) and not agent else (agent if fmt.missing(a) else a) for a in own]
+    )
 
-    def unknown() -> list[str]:
-        return [t for t, ok in zip(traces, resolvable, strict=False) if ok and t not in known]
 
-    window = {k: params.get(k) for k in ("since", "until")}
-    if unknown():  # the window's newest runs: the sidebar's sample, then more
-        fetch_quiet("runs", limit=SAMPLE_RUNS, **window)
-    if unknown():
-        fetch_quiet("runs", limit=NEWEST_RUNS, **window)
-    names = agent_names()
-    if unknown() and 0 < len(names) <= MAX_AGENT_FANOUT:
-        cleaned = tuple(sorted((k, v) for k, v in params.items() if k != "agent" and v is not None))
-        with contextlib.suppress(SourceError):  # the rows keep a dash for their agent
-            known.update(_agents_by_trace(src.key, src, method, tuple(names), cleaned))
-    agents = [known.get(t, fmt.MISSING) for t in traces]
-    return frame.assign(agent=agents), fmt.MISSING not in agents
+def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
+    """A cost as :func:`loopsight.format.usd` shows it, ``unpriced`` when nothing of it has a price but
+    some calls were made (never $0)."""
+    if fmt.missing(value) and not fmt.missing(unpriced_calls) and unpriced_calls:
+        return "unpriced"
+    return fmt.usd(value, precise=precise)
 
 
 def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
@@ -585,13 +543,33 @@ def run_timeline(
     status: str | None = None,
     reason: str | None = None,
     color: str = "status",
-    listed: int = SAMPLE_RUNS,
+    starts: pd.Series | None = None,
 ) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
     """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
     the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown).
-    ``listed``: the number of the window's runs the page lists anyway (their times give the extent)."""
+
+    ``starts``: the start times of every run shown, when the page lists them all: the buckets are then
+    sized to them at once, instead of narrowed down question by question."""
     start, end = shared.window()
     bucket = shared.bucket_seconds
+    if starts is not None and len(starts.dropna()):
+        low, high = frames.fitted_window(starts.dropna(), starts.dropna(), (start, end))
+        narrower = bucket_seconds(max((high - low).total_seconds(), 60))
+        if narrower < bucket:
+            bucket, since = narrower, low.floor(f"{narrower}s").to_pydatetime()
+            answer = load(
+                "terminations", what="Runs over time", bucket_seconds=bucket, **{**shared.params(), "since": since}
+            )
+            if answer is None:
+                return None
+            rows = _termination_rows(answer)
+            if not rows.empty:
+                low, high = frames.fitted_window(
+                    rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end)
+                )
+                counted = frames.runs_from_terminations(rows, bucket, color=color, status=status, reason=reason)
+                return counted, bucket, (low.to_pydatetime(), high.to_pydatetime())
+            bucket = shared.bucket_seconds
     answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
     if answer is None:
         return None
@@ -599,14 +577,6 @@ def run_timeline(
     if rows.empty:
         return rows, bucket, (start or end, end)
     low, high = frames.fitted_window(rows["bucket"], rows["bucket"] + pd.Timedelta(seconds=bucket), (start, end))
-    total = window_total((answer or {}).get("totals") or []) if isinstance(answer, dict) else None
-    # ``listed``: how many of the window's runs the page lists anyway (the sidebar's sample, the Runs table).
-    runs = fetch_quiet("runs", limit=listed, **shared.params()) if total and total <= listed else None
-    if runs and len(runs) >= (total or 0):
-        # Every run of the window is listed: their start times give the extent without asking again.
-        started = frames.to_time([r.get("started_at") for r in runs]).dropna()
-        if len(started):
-            low, high = frames.fitted_window(started, started, (start, end))
     for _ in range(3):
         narrower = bucket_seconds(max((high - low).total_seconds(), 60))
         if narrower >= bucket:

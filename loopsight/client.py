@@ -177,6 +177,10 @@ class ApiSource:
     def loop_counts(self, **params: Any) -> dict[str, int]:
         return self._get("/api/v1/loops", {**params, "limit": 0})["counts"]
 
+    def loops_page(self, **params: Any) -> dict[str, Any]:
+        """``{"loops": [...], "counts": {kind: n}, "total": N}``: the loops listed and how many the filters keep."""
+        return self._get("/api/v1/loops", params)
+
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params})["buckets"]
 
@@ -185,6 +189,10 @@ class ApiSource:
 
     def stall_counts(self, **params: Any) -> dict[str, int]:
         return self._get("/api/v1/stalls", {**params, "limit": 0})["counts"]
+
+    def stalls_page(self, **params: Any) -> dict[str, Any]:
+        """``{"stalls": [...], "counts": {kind: n}}``: the stalls listed and how many of each kind the filters keep."""
+        return self._get("/api/v1/stalls", params)
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/sessions", params)["sessions"]
@@ -261,6 +269,10 @@ class _AnalyticsQuestions:
     def loop_counts(self, **params: Any) -> dict[str, int]:
         return self._call(analytics.loop_counts, **params)
 
+    def loops_page(self, **params: Any) -> dict[str, Any]:
+        counts = self.loop_counts(**{k: v for k, v in params.items() if k != "limit"})
+        return {"loops": self.loops(**params), "counts": counts, "total": sum(counts.values())}
+
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.loops_over_time, bucket_seconds=bucket_seconds, **params)
 
@@ -269,6 +281,10 @@ class _AnalyticsQuestions:
 
     def stall_counts(self, **params: Any) -> dict[str, int]:
         return self._call(analytics.stall_counts, **params)
+
+    def stalls_page(self, **params: Any) -> dict[str, Any]:
+        counted = {k: v for k, v in params.items() if k != "limit"}
+        return {"stalls": self.stalls(**params), "counts": self.stall_counts(**counted)}
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.sessions, **params)

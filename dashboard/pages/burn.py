@@ -1,5 +1,6 @@
-"""Token burn: the replayed-history curve per agent with its growth exponent, tokens per successful
-run, tokens spent on runs that ended without an answer, and the top runs by tokens."""
+"""Token burn: the replayed-history curve per agent with its growth exponent, tokens and money per successful
+run, spent on runs that ended without an answer, the prompt cache's share and what it saved, and the top runs
+by tokens with their cost."""
 
 from __future__ import annotations
 
@@ -9,7 +10,20 @@ import streamlit as st
 from loopsight.dashboard import charts, filters, frames, ui
 from loopsight.dashboard import format as fmt
 
-AGENT_COLUMNS = ["agent", "runs", "growth_exponent", "superlinear", "tokens_per_success", "tokens_on_failures"]
+AGENT_COLUMNS = [
+    "agent",
+    "runs",
+    "growth_exponent",
+    "superlinear",
+    "tokens_per_success",
+    "tokens_on_failures",
+    "cost_usd",
+    "cost_per_success_usd",
+    "cost_on_failures_usd",
+    "cache_hit_ratio",
+    "cache_saved_usd",
+]
+MONEY = ("cost_usd", "cost_per_success_usd", "cost_on_failures_usd", "cache_saved_usd")
 TOP_RUNS = 50
 
 
@@ -38,6 +52,12 @@ def body() -> None:
                 shown[column] = [fmt.tokens(v) for v in shown[column]]
         if "growth_exponent" in shown:
             shown["growth_exponent"] = [fmt.number(v, 2) for v in shown["growth_exponent"]]
+        unpriced = agents["unpriced_calls"] if "unpriced_calls" in agents else pd.Series(0, index=agents.index)
+        for column in MONEY:
+            if column in shown:
+                shown[column] = [ui.money(v, u, precise=True) for v, u in zip(shown[column], unpriced, strict=False)]
+        if "cache_hit_ratio" in shown:
+            shown["cache_hit_ratio"] = [fmt.pct(v) for v in shown["cache_hit_ratio"]]
         ui.table(
             shown,
             {
@@ -51,8 +71,27 @@ def body() -> None:
                 ),
                 "tokens_per_success": st.column_config.TextColumn("tokens per successful run"),
                 "tokens_on_failures": st.column_config.TextColumn("tokens on failed runs"),
+                "cost_usd": st.column_config.TextColumn("cost", help="its priced model calls (docs/cost.md)"),
+                "cost_per_success_usd": st.column_config.TextColumn(
+                    "cost per success", help="over the successful runs that have a price"
+                ),
+                "cost_on_failures_usd": st.column_config.TextColumn(
+                    "cost on failed runs", help="runs that did not succeed"
+                ),
+                "cache_hit_ratio": st.column_config.TextColumn(
+                    "cache hit ratio", help="input tokens served from the provider's prompt cache / input tokens"
+                ),
+                "cache_saved_usd": st.column_config.TextColumn(
+                    "cache saved",
+                    help="cached input at the input price less its cached price, less the cache writes' premium",
+                ),
             },
         )
+        if "unpriced_calls" in agents and agents["unpriced_calls"].fillna(0).sum():
+            st.caption(
+                f"{fmt.count(int(agents['unpriced_calls'].fillna(0).sum()))} model calls have no price "
+                "(left out of the costs, never counted as $0): give their models a price file (docs/cost.md)."
+            )
     st.subheader("Input tokens per step")
     curve = ui.load("burn_curve", what="Burn curve", **params)
     if curve is not None:
@@ -72,9 +111,22 @@ def body() -> None:
         runs["tokens"] = runs.get("input_tokens", 0) + runs.get("output_tokens", 0)
         top = runs.sort_values("tokens", ascending=False).head(TOP_RUNS)
         top = top.assign(run=[fmt.short_id(t) for t in top["trace_id"]])
+        for column in ("cost_usd", "wasted_cost_usd"):
+            if column in top:
+                top[column.removesuffix("_usd")] = [fmt.usd(v, precise=True) for v in top[column]]
         columns = [
             c
-            for c in ["trace_id", "run", "agent", "tokens", "input_tokens", "output_tokens", "wasted_tokens"]
+            for c in [
+                "trace_id",
+                "run",
+                "agent",
+                "tokens",
+                "input_tokens",
+                "output_tokens",
+                "cost",
+                "wasted_tokens",
+                "wasted_cost",
+            ]
             if c in top
         ]
         ui.run_table(
@@ -86,6 +138,8 @@ def body() -> None:
                 "input_tokens": st.column_config.NumberColumn("input", format="%,d"),
                 "output_tokens": st.column_config.NumberColumn("output", format="%,d"),
                 "wasted_tokens": st.column_config.NumberColumn("tokens after a loop began", format="%,d"),
+                "cost": st.column_config.TextColumn("cost", help="a dash: no priced model call"),
+                "wasted_cost": st.column_config.TextColumn("cost after a loop began"),
             },
             key="burn_table",
             column_order=[c for c in columns if c != "trace_id"],

@@ -14,7 +14,7 @@ from loopsight.dashboard import charts, filters, frames, ui
 from loopsight.dashboard import format as fmt
 
 HEX = re.compile(r"^[0-9a-f]{32}$")
-PICK_LIMIT = 200
+PICK_LIMIT = ui.PICK_LIMIT
 TILES = [
     ("status", "status", lambda r: str(r.get("status") or fmt.MISSING)),
     ("termination", "termination", lambda r: str(r.get("termination_reason") or fmt.MISSING)),

@@ -20,10 +20,14 @@ TILES = [
     ("tool_fail_rate", "Tool fail rate", "rate", True),
     ("tokens_per_success", "Tokens per success", "tokens", True),
     ("p95_duration_ms", "p95 run duration", "ms", True),
+    ("cost_usd", "Cost", "usd", True),
+    ("cost_per_success_usd", "Cost per success", "usd", True),
 ]
 HELP = {
     "tokens_per_success": "Input + output tokens per run that completed.",
     "p95_duration_ms": "95 % of the runs took at most this long.",
+    "cost_usd": "What the runs' priced model calls cost (docs/cost.md); a dash when none is priced, never $0.",
+    "cost_per_success_usd": "The cost of the successful runs that have a priced call, per such run.",
 }
 
 
@@ -34,11 +38,22 @@ def _format(value: float | int | None, kind: str) -> str:
         return fmt.duration(value)
     if kind == "tokens":
         return fmt.tokens(value, compact=True)
+    if kind == "usd":
+        return fmt.usd(value, precise=True)
     return fmt.count(value)
 
 
 def _exact(value: float | int | None, kind: str) -> str:
     return fmt.tokens(value) if kind == "tokens" else _format(value, kind)
+
+
+def _delta(change: float | int | None, kind: str) -> str | None:
+    """The tile's change in its own unit (money as money: ``+$0.0120``)."""
+    if kind == "usd":
+        if change is None or fmt.missing(change):
+            return None
+        return ("+" if change >= 0 else "-") + fmt.usd(abs(change), precise=True)
+    return fmt.delta(change, "count" if kind == "tokens" else kind)
 
 
 def tiles(shared: filters.Filters) -> bool:
@@ -61,7 +76,7 @@ def tiles(shared: filters.Filters) -> bool:
         column.metric(
             label,
             _format(tile.get("value"), kind),
-            fmt.delta(tile.get("change"), "count" if kind == "tokens" else kind) if compared else None,
+            _delta(tile.get("change"), kind) if compared else None,
             delta_color="inverse" if lower_better else "normal",
             help=" ".join(
                 t for t in (HELP.get(key, ""), f"This window: {_exact(tile.get('value'), kind)}.", previous) if t
@@ -97,33 +112,37 @@ def offenders(shared: filters.Filters) -> None:
         st.markdown("**Runs burning the most tokens**")
         burn = ui.load("burn", what="Token burn", limit=ui.TOP_SPENDERS, **params)
         if burn is not None:
-            top = pd.DataFrame(burn.get("runs") or [], columns=["trace_id", "agent", "input_tokens", "output_tokens"])
+            columns = ["trace_id", "agent", "input_tokens", "output_tokens", "cost_usd"]
+            top = pd.DataFrame(burn.get("runs") or [], columns=columns)
             if top.empty:
                 st.caption("No runs.")
             else:
                 top["tokens"] = top["input_tokens"].fillna(0) + top["output_tokens"].fillna(0)
                 top = top.nlargest(5, "tokens")
-                _small_table(top[["tokens", "trace_id", "agent"]], "top_tokens")
+                top["cost"] = [fmt.usd(v, precise=True) for v in top["cost_usd"]]
+                _small_table(top[["tokens", "trace_id", "agent", "cost"]], "top_tokens")
         st.page_link(ui.page("burn"), label="Token burn →")
     with col_loops:
         st.markdown("**Longest loops**")
-        loops = ui.load("loops", what="Loops", **params)
-        if loops is not None:
+        answer = ui.load("loops_page", what="Loops", limit=ui.LISTED_LOOPS, **params)
+        if answer is not None:
+            loops = answer.get("loops") or []
             if not loops:
                 st.caption("No loops.")
             else:
-                frame, _ = ui.with_agents("loops", loops, **params)
+                frame = ui.with_agents(loops, shared.agent)
                 frame = frame.sort_values("count", ascending=False).head(5)
                 _small_table(frame[["count", "kind", "agent", "trace_id", "tool"]], "top_loops", {"kind": "loop_kind"})
         st.page_link(ui.page("loops"), label="Loops →")
     with col_stalls:
         st.markdown("**Stalls**")
-        stalls = ui.load("stalls", what="Stalls", **params)
-        if stalls is not None:
+        answer = ui.load("stalls_page", what="Stalls", **params)
+        if answer is not None:
+            stalls = answer.get("stalls") or []
             if not stalls:
                 st.caption("No stalls.")
             else:
-                frame, _ = ui.with_agents("stalls", stalls, **params)
+                frame = ui.with_agents(stalls, shared.agent)
                 frame = frame.sort_values("duration_ms", ascending=False).head(5)
                 frame = frame.assign(kind=[STALL_LABELS.get(k, k) for k in frame["kind"]])
                 _small_table(
@@ -174,6 +193,7 @@ def _small_table(frame: pd.DataFrame, key: str, colored: dict[str, str] | None =
         "kind": st.column_config.TextColumn("kind", width=122),
         "agent": st.column_config.TextColumn("agent", width=125),
         "run": st.column_config.TextColumn("run", width=85),
+        "cost": st.column_config.TextColumn("cost", width=70, help="a dash: no priced model call"),
         "tool": st.column_config.TextColumn("tool"),
     }
     shown = frame.assign(run=[fmt.short_id(t, 8) for t in frame["trace_id"]])

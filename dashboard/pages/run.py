@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from loopsight.attributes import TERMINATION_REASONS
@@ -95,18 +96,20 @@ def run_picker() -> None:
     )
 
 
-def header(trace_id: str, run: dict[str, Any] | None, runs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> None:
+def header(trace_id: str, detail: dict[str, Any]) -> None:
     """The run's agent, tiles, whether it is stuck, and the link to compare it."""
-    # Only a trace whose run span has not arrived can be stuck: the question is asked for those alone.
+    runs, spans = detail.get("runs") or [], detail.get("spans") or []
+    run = runs[0] if runs else None
+    # Only a trace the API calls stuck (its run span has not arrived) is looked up among the stuck runs.
     stuck = None
-    if not run:
+    if not run and detail.get("stuck", True):
         stalls = ui.fetch_quiet("stalls", kind="stuck") or []
         stuck = next((s for s in stalls if s.get("trace_id") == trace_id and s.get("kind") == "stuck"), None)
     if run:
         st.subheader(
             f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False
         )
-        cols = st.columns([0.9, 2.6, 0.7, 1, 1.1, 1, 0.8, 0.7])
+        cols = st.columns([0.9, 2.3, 0.7, 1, 1.1, 1, 1, 0.8, 0.7])
         cols[0].metric("status", str(run.get("status") or fmt.MISSING))
         cols[1].metric("termination", str(run.get("termination_reason") or fmt.MISSING))
         cols[2].metric("steps", fmt.count(run.get("steps")))
@@ -116,12 +119,35 @@ def header(trace_id: str, run: dict[str, Any] | None, runs: list[dict[str, Any]]
             fmt.tokens(tokens, compact=True),
             help=f"{fmt.tokens(run.get('input_tokens'))} in, {fmt.tokens(run.get('output_tokens'))} out",
         )
-        cols[4].metric("duration", fmt.duration(run.get("duration_ms")))
-        cols[5].metric("tool errors", fmt.count(run.get("tool_errors")))
-        cols[6].metric("retries", fmt.count(run.get("retries")))
-        cols[7].metric("loops", fmt.count(run.get("loops")))
+        cols[4].metric(
+            "cost",
+            ui.money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
+            help=_cost_help(run),
+        )
+        cols[5].metric("duration", fmt.duration(run.get("duration_ms")))
+        cols[6].metric("tool errors", fmt.count(run.get("tool_errors")))
+        cols[7].metric("retries", fmt.count(run.get("retries")))
+        cols[8].metric("loops", fmt.count(run.get("loops")))
         if len(runs) > 1:
             st.caption(f"This trace holds {len(runs)} runs; the waterfall shows all of their spans.")
+        if run.get("session_id"):
+            st.page_link(
+                ui.page("sessions"),
+                label=f"Session {run['session_id']}"[:120],
+                icon=":material/forum:",
+                query_params={"session": str(run["session_id"])},
+            )
+        if run.get("arguments_captured") is False:
+            hint = run.get("arguments_hint")
+            st.info(
+                "This run's tool calls carry no arguments, so loops on repeated arguments cannot be judged."
+                + (
+                    f" Turn argument capture on with {ui.literal(hint)}."
+                    if hint
+                    else " Turn on its instrumentation's capture of tool arguments."
+                ),
+                icon=":material/visibility_off:",
+            )
     if stuck:
         st.warning(
             f"This run is stuck: it is in flight and nothing has happened for {fmt.duration(stuck.get('duration_ms'))} "
@@ -142,6 +168,48 @@ def header(trace_id: str, run: dict[str, Any] | None, runs: list[dict[str, Any]]
         label="Compare with another run",
         icon=":material/compare_arrows:",
         query_params={"a": trace_id},
+    )
+
+
+def _cost_help(run: dict[str, Any]) -> str:
+    parts = ["Its priced model calls (docs/cost.md); a dash when none is priced, never $0."]
+    if run.get("unpriced_calls"):
+        parts.append(f"{fmt.count(run['unpriced_calls'])} calls have no price and are left out.")
+    if run.get("cache_read_input_tokens"):
+        parts.append(f"{fmt.tokens(run['cache_read_input_tokens'])} input tokens came from the prompt cache.")
+    return " ".join(parts)
+
+
+def steps_table(steps: list[dict[str, Any]]) -> None:
+    """Per step: its calls, failures, loop hits, tokens and cost."""
+    frame = pd.DataFrame(steps)
+    if frame.empty:
+        return
+    for column in ("step", "llm_calls", "tool_calls", "tool_errors", "retries", "loop_hits", "input_tokens"):
+        if column not in frame:
+            frame[column] = None
+    shown = frame.assign(
+        duration=[fmt.duration(v) for v in frame.get("duration_ms", [None] * len(frame))],
+        cost=[fmt.usd(v, precise=True) for v in frame.get("cost_usd", [None] * len(frame))],
+        step=[fmt.text(v) for v in frame["step"]],
+    )
+    columns = ["step", "duration", "llm_calls", "tool_calls", "tool_errors", "retries", "loop_hits"]
+    columns += ["input_tokens", "output_tokens", "cost"]
+    ui.table(
+        shown[[c for c in columns if c in shown]],
+        {
+            "step": st.column_config.TextColumn("step", width=50),
+            "duration": st.column_config.TextColumn("duration", width=80),
+            "llm_calls": st.column_config.NumberColumn("model calls", format="%,d", width=80),
+            "tool_calls": st.column_config.NumberColumn("tool calls", format="%,d", width=70),
+            "tool_errors": st.column_config.NumberColumn("errors", format="%,d", width=60),
+            "retries": st.column_config.NumberColumn("retries", format="%,d", width=60),
+            "loop_hits": st.column_config.NumberColumn("loop hits", format="%,d", width=65),
+            "input_tokens": st.column_config.NumberColumn("input", format="%,d", width=75),
+            "output_tokens": st.column_config.NumberColumn("output", format="%,d", width=70),
+            "cost": st.column_config.TextColumn("cost", width=80, help="its priced model calls; a dash: unpriced"),
+        },
+        max_rows=40,
     )
 
 
@@ -257,6 +325,8 @@ def span_detail(trace_id: str, spans: list[dict[str, Any]], bars: Any, chosen: s
         facts.append(f"error {ui.literal(error)}")
     if not fmt.missing(span.get("input_tokens")) or not fmt.missing(span.get("output_tokens")):
         facts.append(f"tokens {fmt.tokens(span.get('input_tokens'))} in / {fmt.tokens(span.get('output_tokens'))} out")
+    if span.get("kind") == "llm":
+        facts.append(f"cost {fmt.usd(span.get('cost_usd'), precise=True)}")
     st.markdown(" · ".join(facts))
     content = frames.span_content(span)
     for title, key, text in content:
@@ -295,7 +365,6 @@ def body() -> None:
     if detail is None:
         return
     spans = detail.get("spans") or []
-    runs = detail.get("runs") or []
     if not spans:
         st.warning(
             f"No spans stored for trace {trace_id}. It may be older than the retention, or not exported yet.",
@@ -303,7 +372,7 @@ def body() -> None:
         )
         st.page_link(ui.page("runs"), label="Back to the runs")
         return
-    header(trace_id, runs[0] if runs else None, runs, spans)
+    header(trace_id, detail)
     bars, chosen = waterfall(trace_id, spans)
     left, right = st.columns([2, 3])
     with left:
@@ -313,6 +382,7 @@ def body() -> None:
             st.caption("No model calls in this run.")
         else:
             ui.chart(charts.tokens_per_step(tokens))
+        steps_table(detail.get("steps") or [])
     with right:
         st.subheader("Span detail")
         span_detail(trace_id, spans, bars, chosen)

@@ -1,4 +1,5 @@
-"""Runs: every agent run in the window, filterable; a click on a row opens its timeline."""
+"""Runs: every agent run in the window, filterable and searchable (``?q=`` in the URL), counted over the whole
+window, a page of them at a time; a click on a row opens its timeline."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from loopsight.attributes import TERMINATION_REASONS
 from loopsight.dashboard import charts, filters, frames, ui
 from loopsight.dashboard import format as fmt
 
-LIMIT = 1000
+LIMIT = ui.RUNS_PAGE
 COLUMNS = [
     "run",
     "started_at",
@@ -24,6 +25,7 @@ COLUMNS = [
     "retries",
     "loops",
     "tokens",
+    "cost",
     "duration",
     "service",
     "trace_id",
@@ -31,19 +33,19 @@ COLUMNS = [
 COLOR_BY = {"status": "status", "termination_reason": "termination reason"}
 
 
-def _window_count(shared: filters.Filters, status: str | None, reason: str | None) -> int | None:
-    """Runs in the whole window with this status and reason, counted on the server (``None`` if unknown)."""
-    answer = ui.fetch_quiet("terminations", bucket_seconds=shared.bucket_seconds, **shared.params())
-    totals = (answer or {}).get("totals") if isinstance(answer, dict) else None
-    if totals is None:
-        return None
-    total = 0
-    for row in totals:
-        if reason and row.get("termination_reason") != reason:
-            continue
-        runs, ok = int(row.get("runs") or 0), int(row.get("ok") or 0)
-        total += {"ok": ok, "error": runs - ok}.get(status or "", runs)
-    return total
+def _search_from_url() -> None:
+    """The search box starts from the link's ``q``; typing in it rewrites the URL (like the sidebar's filters)."""
+    if "runs_q" not in st.session_state:
+        st.session_state["runs_q"] = st.query_params.get("q") or ""
+
+
+def _search_to_url() -> None:
+    typed = (st.session_state.get("runs_q") or "").strip()
+    if typed:
+        st.query_params["q"] = typed
+    elif "q" in st.query_params:
+        del st.query_params["q"]
+    st.session_state["runs_offset"] = 1
 
 
 def _config() -> dict[str, Any]:
@@ -51,16 +53,19 @@ def _config() -> dict[str, Any]:
         "run": st.column_config.TextColumn(
             "run", width=105, pinned=True, help="The trace id's first 12 characters (the whole id is the last column)."
         ),
-        "started_at": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss", width=145),
-        "agent": st.column_config.TextColumn("agent", width=135),
+        "started_at": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss", width=140),
+        "agent": st.column_config.TextColumn("agent", width=122),
         "status": st.column_config.TextColumn("status", width=58),
-        "termination_reason": st.column_config.TextColumn("termination", width=112),
+        "termination_reason": st.column_config.TextColumn("termination", width=108),
         "steps": st.column_config.NumberColumn("steps", width=50, format="%,d"),
         "tool_calls": st.column_config.NumberColumn("tool calls", width=68, format="%,d"),
         "tool_errors": st.column_config.NumberColumn("errors", width=54, format="%,d", help="failed tool calls"),
         "retries": st.column_config.NumberColumn("retries", width=56, format="%,d"),
         "loops": st.column_config.NumberColumn("loops", width=50, format="%,d"),
         "tokens": st.column_config.NumberColumn("tokens", width=70, format="%,d", help="input + output"),
+        "cost": st.column_config.TextColumn(
+            "cost", width=70, help="its priced model calls; a dash: none is priced ('unpriced': calls without a price)"
+        ),
         "duration": st.column_config.TextColumn("duration", width=74),
         "service": st.column_config.TextColumn("service", width=120),
     }
@@ -68,7 +73,15 @@ def _config() -> dict[str, Any]:
 
 def body() -> None:
     shared = filters.current()
-    tool_names = sorted(str(t["tool"]) for t in ui.fetch_quiet("tools", **shared.params()) or [] if t.get("tool"))
+    _search_from_url()
+    tool_names = ui.picker_values("tool", shared)
+    search = st.text_input(
+        "Search runs",
+        key="runs_q",
+        on_change=_search_to_url,
+        placeholder="trace id, agent, service, tool, error, span name or attribute value",
+        max_chars=256,
+    ).strip()
     status_col, reason_col, tool_col, tokens_col, color_col = st.columns([1, 1.3, 1.3, 1.2, 1])
     status = status_col.selectbox("Status", ["any", "ok", "error"], key="runs_status")
     reason = reason_col.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="runs_reason")
@@ -87,11 +100,17 @@ def body() -> None:
         "termination_reason": chosen_reason,
         "tool": None if tool == "any" else tool,
         "min_tokens": min_tokens or None,
-        "limit": LIMIT,
+        "q": search or None,
     }
-    runs = ui.load("runs", what="Runs", **params)
-    if runs is None:
+    page_number = int(st.session_state.get("runs_offset") or 1)
+    answer = ui.load("runs_page", what="Runs", limit=LIMIT, offset=(page_number - 1) * LIMIT, **params)
+    if answer is None:
         return
+    runs = answer.get("runs") or []
+    total = answer.get("total")
+    if not runs and page_number > 1:
+        st.session_state["runs_offset"] = 1
+        st.rerun(scope="fragment")
     frame = frames.runs_frame(runs)
     if frame.empty:
         in_effect = [
@@ -99,23 +118,25 @@ def body() -> None:
             for label, value in (("status", status), ("termination", reason), ("used tool", tool))
             if value != "any"
         ]
+        if search:
+            in_effect.append(f"search {ui.literal(search)}")
         ui.empty_state(in_effect + ([f"at least {fmt.count(min_tokens)} tokens"] if min_tokens else []))
         return
-    server_side = tool == "any" and not min_tokens
-    total = _window_count(shared, chosen_status, chosen_reason) if server_side else None
-    listed = f"{fmt.count(len(frame))} runs" if total is None else f"{fmt.count(total)} runs"
+    total = len(frame) if total is None else int(total)
+    first = (page_number - 1) * LIMIT
     st.caption(
-        f"{listed} ({ui.describe(shared)})"
-        + (
-            f"; the table lists the newest {fmt.count(len(frame))}"
-            if total is not None and total > len(frame)
-            else (f"; showing the newest {fmt.count(LIMIT)}" if len(runs) >= LIMIT else "")
-        )
+        f"{fmt.count(total)} runs ({ui.describe(shared)}"
+        + (f", matching {ui.literal(search)}" if search else "")
+        + ")"
+        + (f"; rows {fmt.count(first + 1)}–{fmt.count(first + len(frame))}, newest first" if total > len(frame) else "")
         + ". Click a run to open its timeline."
     )
-    _chart(shared, frame, server_side, chosen_status, chosen_reason, color)
+    server_side = tool == "any" and not min_tokens and not search
+    _chart(shared, frame, server_side, chosen_status, chosen_reason, color, complete=total <= len(frame))
     table = frame.assign(
-        run=[fmt.short_id(t) for t in frame["trace_id"]], duration=[fmt.duration(v) for v in frame["duration_ms"]]
+        run=[fmt.short_id(t) for t in frame["trace_id"]],
+        duration=[fmt.duration(v) for v in frame["duration_ms"]],
+        cost=[ui.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
     )[COLUMNS]
     ui.run_table(
         table,
@@ -124,6 +145,10 @@ def body() -> None:
         colored={"status": "status", "termination_reason": "termination_reason"},
         pinned=False,
     )
+    pages = max(1, -(-total // LIMIT))
+    if pages > 1:
+        left, _right = st.columns([1, 4])
+        left.number_input(f"Page (of {fmt.count(pages)})", min_value=1, max_value=pages, step=1, key="runs_offset")
 
 
 def _chart(
@@ -133,22 +158,29 @@ def _chart(
     status: str | None,
     reason: str | None,
     color: str,
+    complete: bool,
 ) -> None:
+    """Runs over time, counted on the server over the whole window; for the filters it cannot count by
+    (a tool, a token floor, a search) from the runs listed when they are all of them, else not drawn."""
     if server_side:
-        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, listed=LIMIT)
+        starts = frame["started_at"] if complete else None
+        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, starts=starts)
         if timeline is not None and not timeline[0].empty:
             counted, _bucket, window = timeline
             ui.chart(charts.runs_over_time(counted, window, color=color), key="runs_chart")
             return
-    # Filters the server cannot count by (a tool, a token floor): the runs listed.
+    if not complete:
+        st.caption(
+            "No chart over time for these filters: the server counts runs over time by status and termination only, "
+            "and the runs listed are not all of those matching."
+        )
+        return
     start, end = shared.window()
     low, high = frames.fitted_window(frame["started_at"], frame["started_at"], (start, end))
     bucket = filters.bucket_seconds(max((high - low).total_seconds(), 60))
     counted = frames.runs_per_bucket(frame, bucket, color=color)
     low, high = frames.fitted_window(counted["bucket"], counted["bucket_end"], (start, end))
     ui.chart(charts.runs_over_time(counted, (low, high), color=color), key="runs_chart")
-    if len(frame) >= LIMIT:
-        st.caption(f"The chart counts the {fmt.count(LIMIT)} runs listed (no server count for these filters yet).")
 
 
 st.title("Runs")

@@ -51,7 +51,7 @@ def stuck_now(shared: filters.Filters) -> None:
     stalls = ui.load("stalls", what="Stuck runs", kind="stuck", agent=shared.agent, service=shared.service)
     if stalls is None:
         return
-    frame, _ = ui.with_agents("stalls", stalls, kind="stuck", agent=shared.agent, service=shared.service)
+    frame = ui.with_agents(stalls, shared.agent)
     frame = frame if len(frame) else pd.DataFrame(columns=[*COLUMNS, "agent"])
     stuck = frame[frame["kind"] == "stuck"]
     if stuck.empty:
@@ -66,13 +66,14 @@ def stuck_now(shared: filters.Filters) -> None:
 def body() -> None:
     shared = filters.current()
     stuck_now(shared)
-    stalls = ui.load("stalls", what="Stalls", **shared.params())
-    if stalls is None:
+    answer = ui.load("stalls_page", what="Stalls", **shared.params())
+    if answer is None:
         return
-    frame, _ = ui.with_agents("stalls", stalls, **shared.params())
+    frame = ui.with_agents(answer.get("stalls") or [], shared.agent)
     frame = frame if len(frame) else pd.DataFrame(columns=[*COLUMNS, "agent"])
     past = frame[frame["kind"] != "stuck"]
     st.subheader("Stalls in this window")
+    counts = {k: int(n) for k, n in (answer.get("counts") or {}).items() if k != "stuck"}
     if past.empty:
         if ui.fetch("runs", limit=1, **shared.params()):
             st.success("No stalls in this window.", icon=":material/check_circle:")
@@ -95,9 +96,17 @@ def body() -> None:
             ),
         )
     with right:
-        st.caption("Count by kind")
-        ui.chart(
-            charts.bar_by(past.assign(n=1), "kind", "n", color="kind", meaning="stall_label", title="stalls"),
+        st.caption("Count by kind, over the whole window")
+        by_kind = (
+            pd.DataFrame({"kind": [KIND_LABELS.get(k, k) for k in counts], "n": list(counts.values())})
+            if counts
+            else past.assign(n=1)
+        )
+        ui.chart(charts.bar_by(by_kind, "kind", "n", color="kind", meaning="stall_label", title="stalls"))
+    listed, total = len(past), sum(counts.values())
+    if total > listed:
+        st.caption(
+            f"{fmt.count(total)} stalls in the window; the time lost and the table cover the {fmt.count(listed)} listed."
         )
     _table(past.sort_values("duration_ms", ascending=False), "stalls_table")
 

@@ -52,11 +52,24 @@ def body() -> None:
         agent=[fmt.text(a) for a in table["agent"]],
         p50=[fmt.duration(v) for v in table["p50_ms"]],
         p95=[fmt.duration(v) for v in table["p95_ms"]],
+        after_failures=[fmt.usd(v, precise=True) for v in table.get("cost_after_failures_usd", [None] * len(table))],
     ).sort_values(["fail_bound", "calls"], ascending=False)
     table["at_least"] = [fmt.pct(v) for v in table["fail_bound"]]
     ui.table(
         table[
-            ["tool", "agent", "calls", "errors", "fail_rate", "at_least", "errors_by_class", "retries", "p50", "p95"]
+            [
+                "tool",
+                "agent",
+                "calls",
+                "errors",
+                "fail_rate",
+                "at_least",
+                "errors_by_class",
+                "retries",
+                "p50",
+                "p95",
+                "after_failures",
+            ]
         ],
         {
             "tool": st.column_config.TextColumn("tool", width=160),
@@ -76,6 +89,11 @@ def body() -> None:
             "retries": st.column_config.NumberColumn("retries", format="%,d", width=60),
             "p50": st.column_config.TextColumn("p50", width=70),
             "p95": st.column_config.TextColumn("p95", width=70),
+            "after_failures": st.column_config.TextColumn(
+                "cost after failures",
+                width=110,
+                help="what the model turns that read a failure of the tool cost (the step after it); a dash: unpriced",
+            ),
         },
     )
     st.caption(

@@ -73,6 +73,26 @@ def ranking_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
 
 
 @pytest.fixture(scope="module")
+def extras_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file with three turns of one conversation (a loop across its runs), runs on an
+    unpriced model, runs whose tool calls carry no arguments, successes and exact loops."""
+    return _fill(
+        str(tmp_path_factory.mktemp("dashboard-extras") / "extras.duckdb"),
+        rounds=3,
+        scenarios=("success", "loop", "unpriced", "no_arguments", "session_turn"),
+    )
+
+
+@pytest.fixture(scope="module")
+def budget_db(tmp_path_factory: pytest.TempPathFactory) -> FilledDB:
+    """A closed DuckDB file with 21 successful runs of 3 steps and 21 exact loops of 4 steps, one agent:
+    enough successes (20) for the budget advisor to recommend."""
+    return _fill(
+        str(tmp_path_factory.mktemp("dashboard-budgets") / "budgets.duckdb"), rounds=21, scenarios=("success", "loop")
+    )
+
+
+@pytest.fixture(scope="module")
 def empty_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A migrated DuckDB file with no spans."""
     from loopsight.stores.duckdb_store import Store

@@ -6,7 +6,9 @@ Scenarios: a clean success, a timeout retried with backoff then an idle gap, an 
 stopped by the guard, a fatal permission error, one run whose names and attributes are
 hostile text, and a run stuck in flight (its run span never ends, its last child ended
 12 minutes ago). On request only: a run repeating one failing call (two loops on the same calls), a tool
-failing half of its 12 calls and another failing its only call (for ranking), and a run with captured content.
+failing half of its 12 calls and another failing its only call (for ranking), a run with captured content,
+turns of one conversation that repeat a call across its runs, a run on an unpriced model and one whose tool
+calls carry no arguments.
 """
 
 from __future__ import annotations
@@ -56,15 +58,15 @@ class Emitted:
 
 
 class _Run:
-    def __init__(self, tracer, agent: str, start_ns: int) -> None:
+    def __init__(self, tracer, agent: str, start_ns: int, session: str | None = None) -> None:
         self.tracer = tracer
         self.agent = agent
         self.now = start_ns
+        attributes = {A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.BUDGET_MAX_STEPS: 8}
+        if session:
+            attributes[A.CONVERSATION_ID] = session
         self.root = tracer.start_span(
-            f"invoke_agent {agent}",
-            kind=SpanKind.INTERNAL,
-            start_time=start_ns,
-            attributes={A.OPERATION_NAME: A.OP_INVOKE_AGENT, A.AGENT_NAME: agent, A.BUDGET_MAX_STEPS: 8},
+            f"invoke_agent {agent}", kind=SpanKind.INTERNAL, start_time=start_ns, attributes=attributes
         )
         self.context = set_span_in_context(self.root)
 
@@ -91,7 +93,7 @@ class _Run:
         self,
         step: int,
         name: str,
-        args: dict,
+        args: dict | None,
         ms: int = 120,
         *,
         error: str | None = None,
@@ -104,10 +106,11 @@ class _Run:
             A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
             A.TOOL_NAME: name,
             A.STEP: step,
-            A.TOOL_ARGS_HASH: args_hash(args),
             A.TOOL_ATTEMPTS: retries + 1,
             **(extra or {}),
         }
+        if args is not None:
+            attributes[A.TOOL_ARGS_HASH] = args_hash(args)
         if loop_kind:
             attributes[A.LOOP_KIND] = loop_kind
         span = self.tracer.start_span(
@@ -261,6 +264,37 @@ def _captured(run: _Run) -> str:
     return run.end("completed")
 
 
+UNPRICED_MODEL = "house-model-1"
+
+
+def _unpriced(run: _Run) -> str:
+    """A run on a self-hosted model no price table knows: its cost is unknown, never $0."""
+    run.chat(0, 500, 20, extra={A.REQUEST_MODEL: UNPRICED_MODEL})
+    run.tool(0, "lookup_stock", {"sku": "K-2"}, ms=30)
+    run.chat(1, 800, 30, extra={A.REQUEST_MODEL: UNPRICED_MODEL})
+    return run.end("completed")
+
+
+def _no_arguments(run: _Run) -> str:
+    """A run whose tool calls were recorded without their arguments (capture off): loops on them cannot be judged."""
+    run.chat(0, 400, 20)
+    run.tool(0, "lookup_stock", None, ms=30)
+    run.chat(1, 600, 20)
+    return run.end("completed")
+
+
+SESSION_ID = "conv-7"
+
+
+def _session_turn(run: _Run) -> str:
+    """One turn of a conversation (``SESSION_ID``) that asks the same order again: three turns are a loop
+    across the session's runs (scope ``session``), none a loop of its own."""
+    run.chat(0, 600, 30)
+    run.tool(0, "query_order", {"order_id": "S-1"}, ms=40)
+    run.chat(1, 900, 40)
+    return run.end("completed")
+
+
 SCENARIOS = {
     "success": _success,
     "retried_timeout": _retried_timeout,
@@ -272,6 +306,9 @@ SCENARIOS = {
     "flaky": _flaky,
     "one_failure": _one_failure,
     "captured": _captured,
+    "session_turn": _session_turn,
+    "unpriced": _unpriced,
+    "no_arguments": _no_arguments,
 }
 # What emit() sends unless told: every scenario but the extras some tests ask for by name.
 DEFAULT_SCENARIOS = ("success", "retried_timeout", "loop", "fatal", "hostile", "stuck")
@@ -286,6 +323,9 @@ AGENTS = {
     "flaky": "search-bot",
     "one_failure": "export-bot",
     "captured": "order-assistant",
+    "session_turn": "support-chat",
+    "unpriced": "local-bot",
+    "no_arguments": "house-bot",
 }
 STUCK_MINUTES_AGO = 12
 
@@ -310,7 +350,8 @@ def emit(
             at = start + int(i * (minutes_ago * 60 * 1e9) / max(total, 1))
             if name == "stuck":
                 at = time.time_ns() - STUCK_MINUTES_AGO * 60 * 10**9
-            trace_id = SCENARIOS[name](_Run(tracer, AGENTS[name], at))
+            session = SESSION_ID if name == "session_turn" else None
+            trace_id = SCENARIOS[name](_Run(tracer, AGENTS[name], at, session))
             emitted.traces.setdefault(name, []).append(trace_id)
             i += 1
     provider.shutdown()

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from dashboard_helpers import charts, tables
 from dashboard_helpers import page as page_of
-from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, Emitted, emit_to_collector
+from dashboard_traffic import HOSTILE_AGENT, HOSTILE_SCRIPT, SESSION_ID, Emitted, emit_to_collector
 from ports import free_port
 from processes import stop_process
 
@@ -32,10 +32,12 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 PAGES = [
     ("", "Overview", 1),
     ("runs", "Runs", 1),
+    ("sessions", "Sessions", 0),
     ("stalls", "Stalls", 1),
     ("loops", "Loops", 2),
     ("burn", "Token burn", 1),
     ("tools", "Tools", 2),
+    ("budgets", "Budgets", 4),
     ("alerts", "Alerts", 1),
 ]
 
@@ -107,6 +109,8 @@ def live(collector_launcher, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         emitted = emit_to_collector(
             collector.url, rounds=1, scenarios=("loop", "retried_timeout", "hostile", "stuck"), minutes_ago=5
         )
+        turns = emit_to_collector(collector.url, rounds=3, scenarios=("session_turn",), minutes_ago=4)
+        emitted.traces.update(turns.traces)
         deadline = time.monotonic() + 30
         while not any(r.get("state") == "firing" for r in httpx.get(f"{collector.url}/api/v1/alerts").json()["rules"]):
             assert time.monotonic() < deadline, "the loop-rate rule did not fire:\n" + collector.log()
@@ -330,6 +334,7 @@ def test_runs_table_at_1440x900_and_a_click_opens_the_run_in_this_tab(live: Live
             "retries",
             "loops",
             "tokens",
+            "cost",
             "duration",
         ):
             assert needed in headers, f"{needed!r} cut off at 1440 px: {headers}"
@@ -407,7 +412,10 @@ def test_compare_view_and_agent_columns(live: Live, browser) -> None:
     for path, title in (("loops", "Loops"), ("stalls", "Stalls"), ("tools", "Tools")):
         ctx, page = _open(browser, f"{live.url}/{path}?range=all", title)
         try:
-            assert "agent" in _grid_headers(page, 0), path
+            headers = _grid_headers(page, 0)
+            assert "agent" in headers, path
+            if path == "loops":
+                assert {"scope", "wasted tokens", "wasted cost"} <= set(headers), f"cut off at 1440 px: {headers}"
         finally:
             ctx.close()
 
@@ -434,5 +442,39 @@ def test_dark_theme_follows_the_system_and_axes_stay_utc(live: Live, browser) ->
     ctx, page = _open(browser, f"{live.url}/alerts", "Alerts", color_scheme="light")
     try:
         assert sum(background(page)) > 3 * 200, "light system theme, light dashboard"
+    finally:
+        ctx.close()
+
+
+def test_search_box_goes_into_the_url_and_a_session_shows_its_loop(live: Live, browser) -> None:
+    ctx, page = _open(browser, f"{live.url}/runs?range=all", "Runs")
+    try:
+        box = page.get_by_role("textbox", name="Search runs")
+        box.fill("fetch_page")
+        box.press("Enter")
+        page.wait_for_url(re.compile(r"[?&]q=fetch_page"), timeout=20_000)
+        page.get_by_text("matching fetch_page", exact=False).first.wait_for(timeout=20_000)
+        assert "range=all" in page.url, "the sidebar's filters stay beside the search"
+    finally:
+        ctx.close()
+    ctx, page = _open(browser, f"{live.url}/runs?range=all&q=fetch_page", "Runs")
+    try:
+        assert page.get_by_role("textbox", name="Search runs").input_value() == "fetch_page", "a link keeps the search"
+    finally:
+        ctx.close()
+    ctx, page = _open(browser, f"{live.url}/sessions?range=all&session={SESSION_ID}", "Sessions", 0)
+    try:
+        page.get_by_text("span several runs of this session", exact=False).first.wait_for(timeout=20_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        headers = _grid_headers(page, 2)
+        assert "scope" in headers and "kind" in headers, headers
+        page.screenshot(path=str(ARTIFACTS / "session.png"), full_page=True)
+    finally:
+        ctx.close()
+    ctx, page = _open(browser, f"{live.url}/budgets?range=all", "Budgets", 4)
+    try:
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.get_by_text("What each value would have cut").count() == 1
+        page.screenshot(path=str(ARTIFACTS / "budgets.png"), full_page=True)
     finally:
         ctx.close()

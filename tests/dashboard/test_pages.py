@@ -13,7 +13,7 @@ from dashboard_traffic import HOSTILE_AGENT, HOSTILE_LINK
 import loopsight.dashboard
 from loopsight.dashboard import ui
 
-PAGES = ["overview", "runs", "run", "stalls", "loops", "burn", "tools", "alerts"]
+PAGES = ["overview", "runs", "run", "sessions", "stalls", "loops", "burn", "tools", "budgets", "alerts"]
 
 
 def _trace_ids(ids) -> set[str]:
