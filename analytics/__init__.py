@@ -17,6 +17,7 @@ from loopsight.analytics.loops import (
     loop_run_ids,
     loops,
     loops_over_time,
+    loops_page,
     top_looping_args,
     top_looping_tools,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "loop_run_ids",
     "loops",
     "loops_over_time",
+    "loops_page",
     "models",
     "overview",
     "search_traces",

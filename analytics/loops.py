@@ -106,6 +106,38 @@ def loop_counts(
     return {r["kind"]: r["loops"] for r in rows}
 
 
+def loops_page(
+    con: Connection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    agent: str | None = None,
+    service: str | None = None,
+    kind: str | None = None,
+    limit: int = 1000,
+) -> dict[str, Any]:
+    """The ``/api/v1/loops`` answer: the loops :func:`loops` lists, how many of each kind the filters
+    keep whatever the limit (``counts``, ``total``), and what they wasted, each looping run once
+    (``looping_runs``, ``wasted_tokens``, ``wasted_cost_usd``: ``None`` when none of it is priced,
+    ``unpriced_runs``).
+
+    Example:
+        >>> loops_page(con, agent="order-assistant", limit=10)["total"]  # doctest: +SKIP
+        37
+    """
+    counts = loop_counts(con, since=since, until=until, agent=agent, service=service, kind=kind)
+    waste = run(con, "loops_waste", _with_loops("loops_waste"), _params(since, until, agent, service, kind=kind))[0]
+    return {
+        "loops": loops(con, since=since, until=until, agent=agent, service=service, kind=kind, limit=limit),
+        "counts": counts,
+        "total": sum(counts.values()),
+        "looping_runs": int(waste["looping_runs"]),
+        "wasted_tokens": int(waste["wasted_tokens"]),
+        "wasted_cost_usd": waste["wasted_cost_usd"],
+        "unpriced_runs": int(waste["unpriced_runs"]),
+    }
+
+
 def loop_rate(
     con: Connection,
     *,

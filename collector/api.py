@@ -210,11 +210,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             "kind": parse_choice("kind", q(r).get("kind"), LOOP_KINDS),
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
         },
-        lambda con, p: {
-            "loops": analytics.loops(con, **p),
-            "counts": (counts := analytics.loop_counts(con, **{k: v for k, v in p.items() if k != "limit"})),
-            "total": sum(counts.values()),
-        },
+        lambda con, p: analytics.loops_page(con, **p),
     )
     loops_over_time = endpoint(
         lambda r: {**_filters(r), "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 3600, 1, 366 * 86400)},

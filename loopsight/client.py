@@ -178,7 +178,8 @@ class ApiSource:
         return self._get("/api/v1/loops", {**params, "limit": 0})["counts"]
 
     def loops_page(self, **params: Any) -> dict[str, Any]:
-        """``{"loops": [...], "counts": {kind: n}, "total": N}``: the loops listed and how many the filters keep."""
+        """``{"loops": [...], "counts": {kind: n}, "total": N, "wasted_tokens", "wasted_cost_usd", ...}``: the
+        loops listed, how many the filters keep and what they wasted (:func:`loopsight.analytics.loops_page`)."""
         return self._get("/api/v1/loops", params)
 
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
@@ -270,8 +271,7 @@ class _AnalyticsQuestions:
         return self._call(analytics.loop_counts, **params)
 
     def loops_page(self, **params: Any) -> dict[str, Any]:
-        counts = self.loop_counts(**{k: v for k, v in params.items() if k != "limit"})
-        return {"loops": self.loops(**params), "counts": counts, "total": sum(counts.values())}
+        return self._call(analytics.loops_page, **params)
 
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.loops_over_time, bucket_seconds=bucket_seconds, **params)

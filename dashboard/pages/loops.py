@@ -47,39 +47,26 @@ def loop_rate(buckets: list[dict[str, Any]] | None) -> float | None:
     return sum(int(b.get("looping_runs") or 0) for b in buckets or []) / runs if runs else None
 
 
-def tiles(shared: filters.Filters, frame: pd.DataFrame, total: int) -> None:
+def tiles(shared: filters.Filters, answer: dict[str, Any], total: int) -> None:
     buckets = ui.fetch_quiet("loops_over_time", bucket_seconds=shared.bucket_seconds, **shared.params())
-    complete = len(frame) >= total
-    tokens, usd = wasted(frame)
-    bound = "" if complete else "≥ "
-    partial = (
-        None
-        if complete
-        else f"Over the {fmt.count(len(frame))} newest of the window's {fmt.count(total)} loops "
-        "(no per-window total of this yet): narrow the window or pick an agent for the exact figure."
-    )
+    tokens, usd = answer.get("wasted_tokens"), answer.get("wasted_cost_usd")
+    if tokens is None:  # an older collector: the listed loops only
+        tokens, usd = wasted(ui.with_agents(answer.get("loops") or [], shared.agent))
     cols = st.columns(4)
     cols[0].metric("Loop rate (runs with a loop)", ui.pct(loop_rate(buckets)))
     cols[1].metric("Loops found", fmt.count(total), help="Every loop of the window, counted on the server.")
     cols[2].metric(
         "Tokens spent after a loop began",
-        bound + fmt.count(tokens),
-        help=" ".join(
-            t
-            for t in (
-                "Per run, the tokens spent from its earliest loop on (the Token burn page's figure): "
-                "a run with several loops counts once.",
-                partial,
-            )
-            if t
-        ),
+        fmt.count(tokens),
+        help="Per run, the tokens spent from its earliest loop on (the Token burn page's figure): "
+        "a run with several loops counts once; every looping run of the window, counted on the server.",
     )
+    unpriced = int(answer.get("unpriced_runs") or 0)
     cols[3].metric(
         "Money lost to loops",
-        fmt.MISSING if usd is None else bound + fmt.usd(usd, precise=True),
-        help=" ".join(
-            t for t in ("What those tokens cost (docs/cost.md); a dash when none of them is priced.", partial) if t
-        ),
+        fmt.MISSING if usd is None else fmt.usd(usd, precise=True),
+        help="What those tokens cost (docs/cost.md); a dash when none of them is priced"
+        + (f"; {fmt.count(unpriced)} looping runs unpriced, left out." if unpriced else "."),
     )
 
 
@@ -94,7 +81,7 @@ def body() -> None:
         if column not in frame:
             frame[column] = pd.Series(dtype="object")
     total = int(answer.get("total") if answer.get("total") is not None else len(frame))
-    tiles(shared, frame, total)
+    tiles(shared, answer, total)
     if frame.empty:
         if ui.fetch("runs", limit=1, **params):
             st.success("No loops in this window.", icon=":material/check_circle:")

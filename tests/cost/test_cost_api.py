@@ -137,6 +137,15 @@ def test_burn_in_money(collector: Any) -> None:
     assert runs[WORLD.trace_id("priced")]["wasted_cost_usd"] == 0
 
 
+def test_the_loops_answer_totals_the_waste_each_run_once(collector: Any) -> None:
+    body = _get(collector, "/api/v1/loops", limit=1)  # the totals do not depend on the list's limit
+    burn_runs = {r["trace_id"]: r for r in _get(collector, "/api/v1/burn", limit=1000)["runs"]}
+    looping = {(x["trace_id"], x["run_id"]) for x in _get(collector, "/api/v1/loops")["loops"]}
+    assert body["looping_runs"] == len(looping) and len(body["loops"]) == 1
+    assert body["wasted_tokens"] == sum(burn_runs[t]["wasted_tokens"] for t, _ in looping)
+    assert body["wasted_cost_usd"] == pytest.approx(LOOP_WASTED_COST, abs=1e-6)  # the world's one looping run
+
+
 def test_loops_carry_their_wasted_cost(collector: Any) -> None:
     loops = [x for x in _get(collector, "/api/v1/loops")["loops"] if x["trace_id"] == WORLD.trace_id("looping")]
     assert [(x["kind"], x["wasted_tokens"]) for x in loops] == [("exact", LOOP_WASTED_TOKENS)]

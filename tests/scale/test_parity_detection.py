@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loopsight.analytics import budget_replay, budgets, burn, loop_counts, loops, stall_counts, stalls
+from loopsight.analytics import budget_replay, budgets, burn, loop_counts, loops, loops_page, stall_counts, stalls
 from loopsight.analytics.burn import burn_curve
 from loopsight.analytics.loops import loop_rate, loop_run_ids, loops_over_time, top_looping_args, top_looping_tools
 from loopsight.analytics.stalls import time_to_first_tool
@@ -35,6 +35,7 @@ QUESTIONS: dict[str, Callable[..., Any]] = {
     "stalls": lambda con, **f: stalls(con, now=NOW, **f),
     "stall_counts": lambda con, **f: stall_counts(con, now=NOW, min_samples=2, min_gap_ms=500, **f),
     "loop_counts": lambda con, **f: loop_counts(con, **f),
+    "loops_page": lambda con, **f: loops_page(con, **f),
     "stalls_judged": lambda con, **f: stalls(con, now=NOW, min_samples=2, min_gap_ms=500, stuck_after_seconds=60, **f),
     "time_to_first_tool": lambda con, **f: time_to_first_tool(con, **f),
     "burn": lambda con, **f: burn(con, **f),
