@@ -28,10 +28,11 @@ compose = QUESTIONS.compose
 MAX_LIMIT = 100_000
 
 
-def _with_loops(name: str) -> str:
+def _with_loops(name: str, session: str | None = None) -> str:
     # Each loop question reads the detected loops as the CTE ``loop_rows``: the rows of
-    # loops_core.sql the deriver keeps in run_loops (loopsight.stores.derive).
-    return compose(name, loop_rows="loops_derived")
+    # loops_core.sql the deriver keeps in run_loops (loopsight.stores.derive); one session's
+    # with ``session`` (the question's parameters then carry it).
+    return compose(name, loop_rows="loops_of_session" if session is not None else "loops_derived")
 
 
 def _params(
@@ -52,6 +53,7 @@ def loops(
     kind: str | None = None,
     limit: int = 1000,
     costs: bool = True,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
     """The loops of runs started in [since, until), newest run first (the ``/api/v1/loops`` list).
 
@@ -62,7 +64,8 @@ def loops(
     ``None`` when none of them is priced; left out with ``costs=False``), ``scope`` (``run``, or
     ``session`` for a loop across the runs of one session, reported on the run of its last call),
     ``session_id`` and ``no_progress`` (true when every call of the loop returned the same result,
-    false when the results changed, null when not known).
+    false when the results changed, null when not known). ``session``: only the loops of that
+    session's runs (theirs and those across them).
 
     Example:
         >>> loops(con, kind="oscillation", limit=5)  # doctest: +SKIP
@@ -71,13 +74,13 @@ def loops(
     """
     if kind is not None and kind not in A.LOOP_KINDS:
         raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
-    params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)))
-    found = run(con, "loops", _with_loops("loops"), params)
+    params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)), session=session)
+    found = run(con, "loops", _with_loops("loops", session), params)
     if costs and found:
         # Equal wasted tokens in a run: the same wasted calls (loop_costs.sql), so the key is the run and them.
         wasted = {
             (r["trace_id"], r["run_id"], r["wasted_tokens"]): r["wasted_cost_usd"]
-            for r in run(con, "loop_costs", _with_loops("loop_costs"), params)
+            for r in run(con, "loop_costs", _with_loops("loop_costs", session), params)
         }
         for loop in found:
             key = (loop["trace_id"], loop["run_id"], loop["wasted_tokens"])
@@ -93,6 +96,7 @@ def loop_counts(
     agent: str | None = None,
     service: str | None = None,
     kind: str | None = None,
+    session: str | None = None,
 ) -> dict[str, int]:
     """How many loops of each kind :func:`loops` would list without a limit.
 
@@ -102,7 +106,8 @@ def loop_counts(
     """
     if kind is not None and kind not in A.LOOP_KINDS:
         raise ValueError(f"kind must be one of {', '.join(A.LOOP_KINDS)}, not {kind!r}")
-    rows = run(con, "loops_counts", _with_loops("loops_counts"), _params(since, until, agent, service, kind=kind))
+    params = _params(since, until, agent, service, kind=kind, session=session)
+    rows = run(con, "loops_counts", _with_loops("loops_counts", session), params)
     return {r["kind"]: r["loops"] for r in rows}
 
 
@@ -115,6 +120,7 @@ def loops_page(
     service: str | None = None,
     kind: str | None = None,
     limit: int = 1000,
+    session: str | None = None,
 ) -> dict[str, Any]:
     """The ``/api/v1/loops`` answer: the loops :func:`loops` lists, how many of each kind the filters
     keep whatever the limit (``counts``, ``total``), and what they wasted, each looping run once
@@ -125,10 +131,12 @@ def loops_page(
         >>> loops_page(con, agent="order-assistant", limit=10)["total"]  # doctest: +SKIP
         37
     """
-    counts = loop_counts(con, since=since, until=until, agent=agent, service=service, kind=kind)
-    waste = run(con, "loops_waste", _with_loops("loops_waste"), _params(since, until, agent, service, kind=kind))[0]
+    filters: dict[str, Any] = {"since": since, "until": until, "agent": agent, "service": service, "kind": kind}
+    filters["session"] = session
+    counts = loop_counts(con, **filters)
+    waste = run(con, "loops_waste", _with_loops("loops_waste", session), filters)[0]
     return {
-        "loops": loops(con, since=since, until=until, agent=agent, service=service, kind=kind, limit=limit),
+        "loops": loops(con, limit=limit, **filters),
         "counts": counts,
         "total": sum(counts.values()),
         "looping_runs": int(waste["looping_runs"]),

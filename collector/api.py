@@ -209,6 +209,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
             **_filters(r),
             "kind": parse_choice("kind", q(r).get("kind"), LOOP_KINDS),
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
+            "session": parse_text("session", q(r).get("session")),
         },
         lambda con, p: analytics.loops_page(con, **p),
     )

@@ -4,7 +4,6 @@ Deep link: ``?session=<id>``."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pandas as pd
@@ -95,18 +94,16 @@ def session_runs(session_id: str) -> None:
         column_order=["run", "started_at", "agent", "status", "termination_reason", "steps", "loops", "tokens", "cost"],
         pinned=False,
     )
-    session_loops(session_id, frame)
+    session_loops(session_id)
 
 
-def session_loops(session_id: str, runs: pd.DataFrame) -> None:
-    """The loops of the session's runs: the loops question over the session's own span of time, kept to it."""
+def session_loops(session_id: str) -> None:
+    """The loops of the session's runs (``/api/v1/loops?session=``), those across its runs included."""
     st.subheader("Loops in this session")
-    since = runs["started_at"].min().to_pydatetime()
-    until = runs["started_at"].max().to_pydatetime() + timedelta(seconds=1)
-    answer = ui.load("loops_page", what="Loops", since=since, until=until, limit=ui.LISTED_LOOPS)
+    answer = ui.load("loops_page", what="Loops", session=session_id, limit=ui.LISTED_LOOPS)
     if answer is None:
         return
-    loops = [loop for loop in answer.get("loops") or [] if loop.get("session_id") == session_id]
+    loops = answer.get("loops") or []
     if not loops:
         st.caption("No loops in this session's runs.")
         return

@@ -381,6 +381,10 @@ def test_a_loop_across_the_runs_of_a_session(store_with, vocab):
             "loops",
         }
         assert len(client.get("/api/v1/runs", params={"session": "sess-1"}).json()["runs"]) == 2
+        mine = client.get("/api/v1/loops", params={"session": "sess-1"}).json()
+        assert [(x["scope"], x["trace_id"]) for x in mine["loops"]] == [("session", trace[1])] and mine["total"] == 1
+        assert client.get("/api/v1/loops", params={"session": "sess-2"}).json()["total"] == 0
+        assert analytics.loop_counts(con, session="sess-1") == {"oscillation": 1}
         assert client.get("/api/v1/sessions", params={"limit": "x"}).status_code == 400
     finally:
         con.close()

@@ -67,6 +67,13 @@ def test_filtered_detection_is_the_same(duck: Any, clickhouse: Any, filters: dic
         test_detection_questions_are_the_same(duck, clickhouse, question, filters)
 
 
+def test_one_sessions_loops_are_the_same(duck: Any, clickhouse: Any) -> None:
+    expected = _same(loops_page(duck, session="sess-fixture"))
+    assert expected["total"] >= 1 and {x["session_id"] for x in expected["loops"]} == {"sess-fixture"}
+    assert _same(loops_page(clickhouse, session="sess-fixture")) == expected
+    assert loops_page(clickhouse, session="nobody")["total"] == 0
+
+
 def test_kind_limit_and_step_options_are_the_same(duck: Any, clickhouse: Any) -> None:
     assert _same(loops(clickhouse, kind="exact", limit=2)) == _same(loops(duck, kind="exact", limit=2))
     assert stalls(clickhouse, now=NOW, kind="backoff") == stalls(duck, now=NOW, kind="backoff")
