@@ -52,7 +52,7 @@ def list_runs(
     Example:
         >>> list_runs(con, status="error", termination_reason="loop_detected")  # doctest: +SKIP
     """
-    filters = _run_filters(
+    filters = run_filters(
         con, agent, service, status, termination_reason, since, until, trace_id, tool, min_tokens, run_ids, session, q
     )
     return query(con, "runs", limit=max(0, min(limit, MAX_LIMIT)), offset=max(0, offset), **filters)
@@ -80,7 +80,7 @@ def count_runs(
         >>> count_runs(con, agent="order-assistant", status="error")  # doctest: +SKIP
         17
     """
-    filters = _run_filters(
+    filters = run_filters(
         con, agent, service, status, termination_reason, since, until, trace_id, tool, min_tokens, run_ids, session, q
     )
     return int(query(con, "runs_count", **filters)[0]["runs"])
@@ -107,7 +107,7 @@ def search_traces(
     return [r["trace_id"] for r in found]
 
 
-def _run_filters(
+def run_filters(
     con: Connection,
     agent: str | None,
     service: str | None,
@@ -122,6 +122,8 @@ def _run_filters(
     session: str | None,
     q: str | None,
 ) -> dict[str, Any]:
+    """The parameters of ``runs_filtered.sql`` for these run filters (a search ``q`` is resolved to the
+    traces it finds first): the one definition the runs list, its count and the terminations share."""
     return {
         "agent": agent,
         "service": service,

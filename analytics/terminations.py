@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from loopsight.analytics.runs import run_filters
 from loopsight.analytics.sql import Connection, query
 
 MIN_BUCKET_SECONDS = 1
@@ -45,8 +46,15 @@ def terminations(
     until: datetime | None = None,
     agent: str | None = None,
     service: str | None = None,
+    status: str | None = None,
+    termination_reason: str | None = None,
+    tool: str | None = None,
+    min_tokens: int | None = None,
+    session: str | None = None,
+    q: str | None = None,
 ) -> dict[str, Any]:
-    """Runs per bucket and termination reason (long form, ready for a stacked chart).
+    """Runs per bucket and termination reason (long form, ready for a stacked chart), over the runs
+    the filters of :func:`loopsight.analytics.runs.list_runs` keep.
 
     ``terminations`` rows are ``{"bucket", "termination_reason", "runs", "ok", "rate"}``
     where ``rate`` is the reason's share of the bucket's runs and ``ok`` counts runs with
@@ -65,9 +73,10 @@ def terminations(
         raise ValueError(f"bucket of {bucket_seconds} s is out of range [{MIN_BUCKET_SECONDS}, {MAX_BUCKET_SECONDS}]")
     if since is not None and until is not None and (until - since).total_seconds() / bucket_seconds > MAX_BUCKETS:
         raise ValueError(f"the window holds more than {MAX_BUCKETS} buckets of {bucket_seconds} s: use a larger bucket")
-    rows = query(
-        con, "terminations", bucket_seconds=bucket_seconds, since=since, until=until, agent=agent, service=service
+    filters = run_filters(
+        con, agent, service, status, termination_reason, since, until, None, tool, min_tokens, None, session, q
     )
+    rows = query(con, "terminations", bucket_seconds=bucket_seconds, **filters)
     totals: dict[str, dict[str, Any]] = {}
     for row in rows:
         total = totals.setdefault(

@@ -150,20 +150,28 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
 
         return handle
 
-    def runs_params(request: Request) -> tuple[bool, dict[str, Any]]:
+    def run_filters(request: Request) -> dict[str, Any]:
+        """The run filters of ``/api/v1/runs`` (and the runs ``/api/v1/terminations`` counts)."""
         q = request.query_params
-        filters = {**_filters(request), "limit": parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT)}
-        if parse_choice("sort", q.get("sort"), ("started_at", "tokens"), "started_at") == "tokens":
-            return True, filters
-        return False, {
-            **filters,
-            "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
+        return {
+            **_filters(request),
             "status": parse_choice("status", q.get("status"), ("ok", "error")),
             "termination_reason": parse_text("termination_reason", q.get("termination_reason"), 64),
             "tool": parse_text("tool", q.get("tool")),
             "min_tokens": parse_int("min_tokens", q.get("min_tokens"), 0, 0, 10**15) or None,
             "session": parse_text("session", q.get("session")),
             "q": parse_text("q", q.get("q"), 256),
+        }
+
+    def runs_params(request: Request) -> tuple[bool, dict[str, Any]]:
+        q = request.query_params
+        filters = {**_filters(request), "limit": parse_int("limit", q.get("limit"), 50, 0, analytics.runs.MAX_LIMIT)}
+        if parse_choice("sort", q.get("sort"), ("started_at", "tokens"), "started_at") == "tokens":
+            return True, filters
+        return False, {
+            **run_filters(request),
+            "limit": filters["limit"],
+            "offset": parse_int("offset", q.get("offset"), 0, 0, 10**9),
         }
 
     def runs_work(con: Connection, parsed: tuple[bool, dict[str, Any]]) -> dict[str, Any]:
@@ -201,7 +209,10 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
     )
     overview = endpoint(_filters, lambda con, p: analytics.overview(con, **p))
     terminations = endpoint(
-        lambda r: {**_filters(r), "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 0, 1, 366 * 86400) or None},
+        lambda r: {
+            **run_filters(r),
+            "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 0, 1, 366 * 86400) or None,
+        },
         lambda con, p: analytics.terminations(con, **p),
     )
     loops = endpoint(

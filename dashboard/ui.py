@@ -544,22 +544,23 @@ def run_timeline(
     reason: str | None = None,
     color: str = "status",
     starts: pd.Series | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, int, tuple[datetime, datetime]] | None:
     """Runs per bucket over the window, counted on the server (``/api/v1/terminations``), and the part of
     the window they cover: ``(frame, bucket seconds, (start, end))``; ``None`` if that failed (shown).
 
     ``starts``: the start times of every run shown, when the page lists them all: the buckets are then
-    sized to them at once, instead of narrowed down question by question."""
+    sized to them at once, instead of narrowed down question by question. ``extra``: the Runs page's
+    own filters (a tool, a token floor, a search), counted on the server as the runs list counts them."""
     start, end = shared.window()
+    asked = {**shared.params(), **{k: v for k, v in (extra or {}).items() if v is not None}}
     bucket = shared.bucket_seconds
     if starts is not None and len(starts.dropna()):
         low, high = frames.fitted_window(starts.dropna(), starts.dropna(), (start, end))
         narrower = bucket_seconds(max((high - low).total_seconds(), 60))
         if narrower < bucket:
             bucket, since = narrower, low.floor(f"{narrower}s").to_pydatetime()
-            answer = load(
-                "terminations", what="Runs over time", bucket_seconds=bucket, **{**shared.params(), "since": since}
-            )
+            answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **{**asked, "since": since})
             if answer is None:
                 return None
             rows = _termination_rows(answer)
@@ -570,7 +571,7 @@ def run_timeline(
                 counted = frames.runs_from_terminations(rows, bucket, color=color, status=status, reason=reason)
                 return counted, bucket, (low.to_pydatetime(), high.to_pydatetime())
             bucket = shared.bucket_seconds
-    answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **shared.params())
+    answer = load("terminations", what="Runs over time", bucket_seconds=bucket, **asked)
     if answer is None:
         return None
     rows = _termination_rows(answer)
@@ -583,7 +584,7 @@ def run_timeline(
             break
         # The data covers a small part of the window: count again in buckets that fit that part.
         since = low.floor(f"{narrower}s").to_pydatetime()
-        finer = fetch_quiet("terminations", bucket_seconds=narrower, **{**shared.params(), "since": since})
+        finer = fetch_quiet("terminations", bucket_seconds=narrower, **{**asked, "since": since})
         finer_rows = _termination_rows(finer) if finer is not None else None
         if finer_rows is None or finer_rows.empty:
             break

@@ -131,8 +131,8 @@ def body() -> None:
         + (f"; rows {fmt.count(first + 1)}–{fmt.count(first + len(frame))}, newest first" if total > len(frame) else "")
         + ". Click a run to open its timeline."
     )
-    server_side = tool == "any" and not min_tokens and not search
-    _chart(shared, frame, server_side, chosen_status, chosen_reason, color, complete=total <= len(frame))
+    own = {"tool": params["tool"], "min_tokens": params["min_tokens"], "q": params["q"]}
+    _chart(shared, frame, own, chosen_status, chosen_reason, color, complete=total <= len(frame))
     table = frame.assign(
         run=[fmt.short_id(t) for t in frame["trace_id"]],
         duration=[fmt.duration(v) for v in frame["duration_ms"]],
@@ -154,26 +154,22 @@ def body() -> None:
 def _chart(
     shared: filters.Filters,
     frame: pd.DataFrame,
-    server_side: bool,
+    own: dict[str, Any],
     status: str | None,
     reason: str | None,
     color: str,
     complete: bool,
 ) -> None:
-    """Runs over time, counted on the server over the whole window; for the filters it cannot count by
-    (a tool, a token floor, a search) from the runs listed when they are all of them, else not drawn."""
-    if server_side:
-        starts = frame["started_at"] if complete else None
-        timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, starts=starts)
-        if timeline is not None and not timeline[0].empty:
-            counted, _bucket, window = timeline
-            ui.chart(charts.runs_over_time(counted, window, color=color), key="runs_chart")
-            return
+    """Runs over time, counted on the server over the whole window with every filter of the page
+    (``/api/v1/terminations`` takes the runs list's filters); from the listed runs if that fails."""
+    starts = frame["started_at"] if complete else None
+    timeline = ui.run_timeline(shared, status=status, reason=reason, color=color, starts=starts, extra=own)
+    if timeline is not None and not timeline[0].empty:
+        counted, _bucket, window = timeline
+        ui.chart(charts.runs_over_time(counted, window, color=color), key="runs_chart")
+        return
     if not complete:
-        st.caption(
-            "No chart over time for these filters: the server counts runs over time by status and termination only, "
-            "and the runs listed are not all of those matching."
-        )
+        st.caption("No chart over time for these filters: the runs listed are not all of those matching.")
         return
     start, end = shared.window()
     low, high = frames.fitted_window(frame["started_at"], frame["started_at"], (start, end))

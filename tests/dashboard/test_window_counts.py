@@ -27,6 +27,18 @@ def test_runs_caption_and_chart_count_the_whole_window_not_the_page(filled_db, m
     assert f"rows {3 * (pages - 1) + 1}–{filled_db.emitted.count}" in texts(app)
 
 
+def test_runs_over_time_counts_every_run_the_pages_own_filters_keep(filled_db, make_app, monkeypatch) -> None:
+    monkeypatch.setattr(ui, "RUNS_PAGE", 1)  # the list holds one run: the chart cannot be summed from it
+    app = page(make_app(db=filled_db.path), "runs")
+    tool = next(t for t in app.selectbox(key="runs_tool").options if t != "any")
+    app.selectbox(key="runs_tool").select(tool).run()
+    assert_clean(app)
+    assert len(tables(app)[0]) == 1
+    expected = DuckDBSource(filled_db.path).runs_page(tool=tool, limit=1)["total"]
+    ((_, (counted,)),) = charts(app)
+    assert expected > 1 and counted["runs"].sum() == expected, "counted on the server with the tool filter"
+
+
 def test_loops_tiles_and_chart_count_every_loop_beyond_the_list(looping_db, make_app, monkeypatch) -> None:
     monkeypatch.setattr(ui, "LISTED_LOOPS", 1)
     app = page(make_app(db=looping_db.path), "loops")

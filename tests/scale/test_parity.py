@@ -164,6 +164,16 @@ def test_terminations_are_the_same(duck: Any, clickhouse: Any, bucket_seconds: i
     assert _same(terminations(clickhouse, bucket_seconds=bucket_seconds, **WINDOW)) == expected
 
 
+@pytest.mark.parametrize("filters", [f for f in FILTERS if not {"limit", "offset", "since"} & f.keys()])
+def test_terminations_count_the_runs_the_runs_filters_keep(duck: Any, clickhouse: Any, filters: dict[str, Any]) -> None:
+    from loopsight.analytics.runs import count_runs
+    from loopsight.analytics.terminations import terminations
+
+    expected = _same(terminations(duck, bucket_seconds=3600, **filters))
+    assert sum(t["runs"] for t in expected["totals"]) == count_runs(duck, **filters)  # one filter definition
+    assert _same(terminations(clickhouse, bucket_seconds=3600, **filters)) == expected
+
+
 @pytest.mark.parametrize("filters", [{}, {"agent": "researcher"}, {"service": "shop"}], ids=["all", "agent", "service"])
 def test_overview_is_the_same(duck: Any, clickhouse: Any, filters: dict[str, Any]) -> None:
     from loopsight.analytics.overview import overview
