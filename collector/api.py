@@ -228,6 +228,10 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         lambda r: {**_filters(r), "bucket_seconds": parse_int("bucket", q(r).get("bucket"), 3600, 1, 366 * 86400)},
         lambda con, p: {"bucket_seconds": p["bucket_seconds"], "buckets": analytics.loops_over_time(con, **p)},
     )
+    looping_tools = endpoint(
+        lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 10, 0, 1000)},
+        lambda con, p: {"tools": analytics.top_looping_tools(con, **p)},
+    )
     values = endpoint(
         lambda r: {
             **_filters(r),
@@ -334,6 +338,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         Route("/api/v1/terminations", terminations, methods=["GET"]),
         Route("/api/v1/loops", loops, methods=["GET"]),
         Route("/api/v1/loops/over_time", loops_over_time, methods=["GET"]),
+        Route("/api/v1/loops/tools", looping_tools, methods=["GET"]),
         Route("/api/v1/values", values, methods=["GET"]),
         Route("/api/v1/stalls", stalls, methods=["GET"]),
         Route("/api/v1/sessions", sessions, methods=["GET"]),

@@ -185,6 +185,10 @@ class ApiSource:
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params})["buckets"]
 
+    def looping_tools(self, **params: Any) -> list[dict[str, Any]]:
+        """The tools that loop most over the window, loops per kind (``/api/v1/loops/tools``)."""
+        return self._get("/api/v1/loops/tools", params)["tools"]
+
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._get("/api/v1/stalls", params)["stalls"]
 
@@ -275,6 +279,9 @@ class _AnalyticsQuestions:
 
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.loops_over_time, bucket_seconds=bucket_seconds, **params)
+
+    def looping_tools(self, **params: Any) -> list[dict[str, Any]]:
+        return self._call(analytics.top_looping_tools, **params)
 
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
         return self._call(analytics.stalls, **params)

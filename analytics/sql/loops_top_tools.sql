@@ -6,7 +6,8 @@ SELECT tool,
        count(*) FILTER (WHERE kind = 'exact') AS exact,
        count(*) FILTER (WHERE kind = 'oscillation') AS oscillation,
        count(*) FILTER (WHERE kind = 'repeated_error') AS repeated_error,
-       count(*) FILTER (WHERE kind = 'semantic') AS semantic
+       count(*) FILTER (WHERE kind = 'semantic') AS semantic,
+       count(*) FILTER (WHERE kind = 'no_progress') AS no_progress
 FROM loop_rows
 GROUP BY tool
 ORDER BY loops DESC, wasted_tokens DESC, tool

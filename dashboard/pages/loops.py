@@ -28,6 +28,10 @@ COLUMNS = [
 ]
 
 
+TOP_TOOLS = 10
+"""The tools the chart of tools that loop most shows."""
+
+
 def wasted(frame: pd.DataFrame) -> tuple[int, float | None]:
     """Per run, the tokens and money spent from its earliest loop on (the loop that wastes the most, as
     burn_runs.sql counts it), each run once: ``(tokens, USD)``; USD ``None`` when none of it is priced."""
@@ -104,9 +108,17 @@ def body() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Tools that loop most")
-        ui.chart(charts.bar_by(frame, "tool", "count", color="kind", meaning="loop_kind", title="repeats"))
-        if len(frame) < total:
-            st.caption(f"Over the {fmt.count(len(frame))} newest loops of {fmt.count(total)}.")
+        tools = ui.fetch_quiet("looping_tools", limit=TOP_TOOLS, **params)
+        if tools:  # counted on the server over the whole window
+            by_kind = pd.DataFrame(
+                [{"tool": t["tool"], "kind": k, "loops": int(t.get(k) or 0)} for t in tools for k in LOOP_KINDS]
+            )
+            by_kind = by_kind[by_kind["loops"] > 0]
+            ui.chart(charts.bar_by(by_kind, "tool", "loops", color="kind", meaning="loop_kind", title="loops"))
+        else:
+            ui.chart(charts.bar_by(frame, "tool", "count", color="kind", meaning="loop_kind", title="repeats"))
+            if len(frame) < total:
+                st.caption(f"Over the {fmt.count(len(frame))} newest loops of {fmt.count(total)}.")
     with right:
         st.subheader("Loops over time")
         over_time(shared)
