@@ -1,18 +1,12 @@
+-- ctes: priced=priced_calls
 -- Per step of every run in scope, the figures before it (run_step_totals: step_totals.sql run by the
--- writer over the traces each commit touches) and what its model calls cost (run_calls priced by the
--- rules PRICE_OF_CALL and CALL_COST, as priced_calls.sql prices them; NULL when none is priced), as the
--- CTE step_rows of the budget questions.
+-- writer over the traces each commit touches) and what its model calls cost (priced_calls.sql; NULL
+-- when none is priced), as the CTE step_rows of the budget questions.
 WITH step_costs AS (
-    SELECT c.trace_id, c.run_id, c.step, sum({{call_cost}}) AS cost_usd
-    FROM run_calls c
-    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
-    WHERE ($agent::VARCHAR IS NULL OR c.agent = $agent)
-      AND ($service::VARCHAR IS NULL OR c.service = $service)
-      AND ($since::TIMESTAMP IS NULL OR c.started_at >= $since)
-      AND ($until::TIMESTAMP IS NULL OR c.started_at < $until)
-      AND c.step IS NOT NULL
-      AND {{price_of_call}}
-    GROUP BY c.trace_id, c.run_id, c.step
+    SELECT trace_id, run_id, step, sum(cost_usd) AS cost_usd
+    FROM priced
+    WHERE step IS NOT NULL
+    GROUP BY trace_id, run_id, step
 )
 SELECT t.trace_id, t.run_id, t.step, t.ordinal, t.tokens,
        t.cum_tool_calls - t.tool_calls AS calls_before, t.cum_tokens - t.tokens AS tokens_before, t.start_ms,

@@ -1,21 +1,15 @@
--- ctes: loop_rows=loops_derived, runs=budget_runs
+-- ctes: loop_rows=loops_derived, runs=budget_runs, priced=priced_calls
 -- Per group (agent[, service]) and outcome (budget_runs.sql): how many runs, their tokens and cost,
 -- and the distribution of each budget figure and of the runs' cost (quantiles interpolated linearly,
 -- seconds from the run's duration; a run's cost is its model calls priced by the rules PRICE_OF_CALL
--- and CALL_COST as priced_calls.sql prices them, NULL when none is priced: left out of the cost
+-- and CALL_COST (priced_calls.sql), NULL when none is priced: left out of the cost
 -- quantiles, never counted as $0).
 WITH run_costs AS (
-    SELECT c.trace_id, c.run_id, sum({{call_cost}}) AS cost_usd
-    FROM run_calls c
-    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
-    WHERE ($agent::VARCHAR IS NULL OR c.agent = $agent)
-      AND ($service::VARCHAR IS NULL OR c.service = $service)
-      AND ($since::TIMESTAMP IS NULL OR c.started_at >= $since)
-      AND ($until::TIMESTAMP IS NULL OR c.started_at < $until)
-      AND {{price_of_call}}
-    GROUP BY c.trace_id, c.run_id
+    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd
+    FROM priced
+    GROUP BY trace_id, run_id
 ),
-priced AS (
+with_cost AS (
     SELECT r.*, k.cost_usd
     FROM runs r
     LEFT JOIN run_costs k ON k.trace_id = r.trace_id AND k.run_id = r.run_id
@@ -31,6 +25,6 @@ SELECT agent, service, outcome, count(*) AS runs, sum(tokens) AS tokens, round(s
        quantile_cont(tokens, 0.99) AS tokens_p99, max(tokens) AS tokens_max,
        round(quantile_cont(cost_usd, 0.5), 9) AS cost_p50, round(quantile_cont(cost_usd, 0.9), 9) AS cost_p90,
        round(quantile_cont(cost_usd, 0.99), 9) AS cost_p99, round(max(cost_usd), 9) AS cost_max
-FROM priced
+FROM with_cost
 GROUP BY agent, service, outcome
 ORDER BY agent, service, outcome
