@@ -106,19 +106,7 @@ class WordVectors:
         A word tokenizes the same alone as inside a sentence (the tokenizer marks every word
         start, the first one included), so the vector of a text's word equals its vector here.
         """
-        vector = self._words.get(word)
-        if vector is None:
-            ids = self.token_ids(word)
-            if ids:
-                v = self.table[ids].mean(axis=0)
-                norm = float(self._np.sqrt(v @ v))
-                vector = (v / norm).astype(self._np.float32) if norm else self._zero
-            else:
-                vector = self._zero
-            if len(self._words) >= CACHE_LIMIT:
-                self._words.clear()
-            self._words[word] = vector
-        return vector
+        return self._pooled(word, self._words)
 
     def text(self, text: str) -> np.ndarray:
         """The unit vector of a text: the mean of all its tokens' vectors, L2-normalised (cached).
@@ -127,18 +115,22 @@ class WordVectors:
         uses :func:`ingest.features.text_features`, a sum of unit *word* vectors over content
         words, so that shared words cancel when two calls are compared.
         """
-        vector = self._texts.get(text)
+        return self._pooled(text, self._texts)
+
+    def _pooled(self, text: str, cache: dict[str, np.ndarray]) -> np.ndarray:
+        """The L2-normalised mean of ``text``'s token vectors (zero without tokens), kept in ``cache``."""
+        vector = cache.get(text)
         if vector is None:
             ids = self.token_ids(text)
+            vector = self._zero
             if ids:
                 v = self.table[ids].mean(axis=0)
                 norm = float(self._np.sqrt(v @ v))
-                vector = (v / norm).astype(self._np.float32) if norm else self._zero
-            else:
-                vector = self._zero
-            if len(self._texts) >= CACHE_LIMIT:
-                self._texts.clear()
-            self._texts[text] = vector
+                if norm:
+                    vector = (v / norm).astype(self._np.float32)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[text] = vector
         return vector
 
     def clear_caches(self) -> None:
