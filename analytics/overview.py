@@ -146,7 +146,8 @@ def overview(
     }
     costs = {
         row["current"]: row
-        for row in query(con, "overview_cost", previous_since=previous_since, since=since, until=until, **filters)
+        # priced_calls.sql's window is both of the tiles' windows: [previous_since, until)
+        for row in query(con, "overview_cost", since=previous_since, current_since=since, until=until, **filters)
     }
     count_loops = loop_runs or DEFAULT_LOOP_RUNS
     windows = {True: (since, until), False: (previous_since, since)}
