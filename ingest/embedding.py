@@ -118,16 +118,20 @@ class WordVectors:
         return self._pooled(text, self._texts)
 
     def _pooled(self, text: str, cache: dict[str, np.ndarray]) -> np.ndarray:
-        """The L2-normalised mean of ``text``'s token vectors (zero without tokens), kept in ``cache``."""
+        """The L2-normalised mean of ``text``'s token vectors (zero without tokens), kept in ``cache``.
+
+        The table is float32, so the vector is too."""
         vector = cache.get(text)
         if vector is None:
             ids = self.token_ids(text)
             vector = self._zero
             if ids:
-                v = self.table[ids].mean(axis=0)
+                # the sum, not the mean: the same direction, and numpy's mean costs ~30 µs a call
+                v = self.table[ids[0]].copy() if len(ids) == 1 else self.table[ids].sum(axis=0)
                 norm = float(self._np.sqrt(v @ v))
                 if norm:
-                    vector = (v / norm).astype(self._np.float32)
+                    v /= norm
+                    vector = v
             if len(cache) >= CACHE_LIMIT:
                 cache.clear()
             cache[text] = vector
