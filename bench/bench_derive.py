@@ -1,220 +1,90 @@
-"""Ingest cost of the derived per-run tables: the in-process ingest of bench_ingest.py with the
-writer's derivation (``loopsight.analytics.derive.refresh``) on and off, alternating rounds.
+"""What the derivation costs: ingest with the derive passes on and off, and one pass statement by statement.
+
+Default: the in-process ingest of ``bench_ingest.py`` with the deriver's passes on and off,
+alternating rounds ("off" replaces ``stores.duckdb_deriver.derive_traces`` with a no-op in this
+process; group commit, duplicates and ``derive_pending`` are the same):
 
     .venv/bin/python bench/bench_derive.py --runs 2000 --rounds 5
-    .venv/bin/python bench/bench_derive.py --queries /tmp/a.duckdb   # old vs new SQL, same store
 
-With ``--refresh DB`` it times the writer's derivation of one pass's scope (the newest
-``--traces`` runs of DB), ``--before``'s ``analytics/derive.py`` and SQL files against the current
-ones, interleaved and rolled back each time: medians of wall and CPU time (every thread) and
-whether both sides derived the same rows.
+``--statements DB``: fills DB (if it does not exist) with ``--runs`` runs of the load tool through
+the store's own writer, then for each scope size N (the newest N traces) runs
+``stores.derive.derive_traces`` ``--repeat`` times, each rolled back, timing every statement it
+executes; prints the median of each and of the whole pass. Against an earlier revision, run it
+again with that revision's package tree first on ``PYTHONPATH`` and a store of its own (schemas
+differ), alternating the two (``bench_ingest_ab.baseline_tree`` lays the tree out):
 
-    .venv/bin/python bench/bench_derive.py --refresh /tmp/a.duckdb --before f0dc733 --traces 10 50 500
+    .venv/bin/python bench/bench_derive.py --statements /tmp/now.duckdb --traces 100 2000
+    PYTHONPATH=$(.venv/bin/python -c 'import sys; sys.path.insert(0, "bench"); \\
+        import bench_ingest_ab as b; print(b.baseline_tree("a1c47d1", []))') \\
+        .venv/bin/python bench/bench_derive.py --statements /tmp/before.duckdb --traces 100 2000
 
-A ``--refresh`` DB that does not exist is first filled with ``--runs`` runs of the load tool
-(``--runs 6000``: 78 k spans; 600 traces are a pass of ~8 k spans, 6000 one of ~80 k).
-
-With ``--queries DB`` it instead times the questions that now read the derived tables against
-their previous text (from git revision ``--before``, reading the spans), interleaved on the same
-store and checked to give the same answer.
-
-"Off" replaces the writer's call with a no-op in this process only (the store is otherwise the
-same: group commit, dedup, run resolution, step derivation). Prints one JSON object.
+(The ``--queries`` and ``--refresh`` modes that earlier sections of docs/performance.md ran compared
+revisions before the restructure of issue 23, whose derivation lived in ``analytics/derive.py``:
+they are in this file at those revisions, ``git show 9561e7c:bench/bench_derive.py``.)
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_ingest
 
-from loopsight.collector import store as store_module
-
-BEFORE = "1c4154c"  # the last revision whose questions read only the spans
-
-QUESTIONS = {
-    # name: (question file, {cte: file}, extra parameters)
-    "list_runs (50)": (
-        "runs",
-        {},
-        {
-            "limit": 50,
-            "offset": 0,
-            "status": None,
-            "termination_reason": None,
-            "trace_id": None,
-            "tool": None,
-            "min_tokens": None,
-            "run_ids": None,
-        },
-    ),
-    "overview": ("overview", {}, {"previous_since": None}),
-    "terminations": ("terminations", {}, {"bucket_seconds": 3600}),
-    "top_runs": ("top_runs", {}, {"limit": 10}),
-    "loops": ("loops", {"loop_rows": "loops_core"}, {"kind": None, "limit": 1000}),
-    "loop_rate": ("loops_rate", {"loop_rows": "loops_core"}, {}),
-    "loops_over_time": ("loops_over_time", {"loop_rows": "loops_core"}, {"bucket_seconds": 3600}),
-    "top_looping_tools": ("loops_top_tools", {"loop_rows": "loops_core"}, {"limit": 10}),
-    "burn_runs": ("burn_runs", {"loop_rows": "loops_core"}, {"limit": 100}),
-    "burn_agents": (
-        "burn_agents",
-        {"burn_steps": "burn_steps"},
-        {"superlinear_k": 1.2, "min_runs": 3, "min_points": 10},
-    ),
-    "stalls": (
-        "stalls",
-        {},
-        {
-            "kind": None,
-            "stuck_after_seconds": 300.0,
-            "stuck_max_age_seconds": 21600.0,
-            "min_samples": 50,
-            "min_backoff_ms": 1000.0,
-            "min_gap_ms": 2000.0,
-            "limit": 1000,
-        },
-    ),
-    "time_to_first_tool": ("stalls_first_tool", {}, {}),
-}
-# The questions whose current text takes other CTEs than their text at --before.
-AFTER_CTES = {
-    "burn_agents": {"growth_rows": "burn_growth_derived"},
-    "stalls": {"members": "stalls_derived"},
-    "time_to_first_tool": {"members": "stalls_derived"},
-}
-NEW_CTES = {"loops_core": "loops_derived", "burn_steps": "burn_steps_derived"}
+from loopsight.stores import duckdb_deriver
 
 
-def _compose(read, question: str, ctes: dict[str, str]) -> str:
-    if not ctes:
-        return read(question)
-    head = ",\n".join(f"{name} AS (\n{read(file)}\n)" for name, file in ctes.items())
-    lines = read(question).splitlines()
-    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--"))
-    if lines[first].lstrip().upper().startswith("WITH "):
-        lines[first] = "," + lines[first].lstrip()[4:]
-        return f"WITH {head}\n" + "\n".join(lines)
-    return f"WITH {head}\n" + "\n".join(lines)
+class TimedConnection:
+    """A connection whose ``execute`` calls are timed by their first 70 characters."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.times: dict[str, list[float]] = collections.defaultdict(list)
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        key = " ".join(sql.split())[:70]
+        started = time.perf_counter()
+        result = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        self.times[key].append(time.perf_counter() - started)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
 
 
-def compare_queries(path: str, before: str, repeat: int, only: list[str] | None = None) -> None:
-    import subprocess
-    import time
-    from datetime import timedelta
+def fill(path: str, load_tool: str, runs: int) -> None:
+    """A store at ``path`` holding ``runs`` runs of the load tool, derived (the writer's pass on close)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    import duckdb
+    from loopsight.ingest.pipeline import prepare
+    from loopsight.stores.duckdb_store import Store
 
-    from loopsight.analytics.sql import load, rows
-    from loopsight.ingest.sketch import NEAR_BITS_LONG, SET_MASK, SIMHASH_MODE
-
-    root = Path(__file__).resolve().parent.parent
-
-    def old(name: str) -> str:
-        return subprocess.run(
-            ["git", "show", f"{before}:analytics/sql/{name}.sql"], cwd=root, check=True, capture_output=True, text=True
-        ).stdout
-
-    con = duckdb.connect(path, read_only=True)
-    end = con.execute("SELECT max(started_at) FROM run_facts").fetchone()[0] + timedelta(seconds=1)
-    sketch = {"near_bits_long": NEAR_BITS_LONG, "simhash_mode": SIMHASH_MODE, "set_mask": SET_MASK}
-    print("| window | question | before ms | after ms | speed-up | same answer |\n|---|---|---:|---:|---:|---|")
-    for label, since in (("24 h", end - timedelta(days=1)), ("7 days", end - timedelta(days=7)), ("no window", None)):
-        for name, (question, ctes, extra) in QUESTIONS.items():
-            if only and name not in only:
-                continue
-            params = {"since": since, "until": end, "agent": None, "service": None, **extra}
-            if question == "overview":
-                params["previous_since"] = since - (end - since) if since else None
-                params["since"] = since
-            if question == "stalls":
-                params["now"] = end
-            before_sql = _compose(old, question, ctes)
-            after_sql = _compose(
-                load, question, AFTER_CTES.get(name) or {k: NEW_CTES.get(v, v) for k, v in ctes.items()}
-            )
-            before_params = {**params, **(sketch if "loops_core" in ctes.values() else {})}
-            times: dict[str, list[float]] = {"before": [], "after": []}
-            answers = {}
-            for _ in range(repeat):
-                for which, sql, p in (("before", before_sql, before_params), ("after", after_sql, params)):
-                    started = time.perf_counter()
-                    answers[which] = rows(con, sql, p)
-                    times[which].append(time.perf_counter() - started)
-            b, a = statistics.median(times["before"]), statistics.median(times["after"])
-            same = answers["before"] == answers["after"] or sorted(map(repr, answers["before"])) == sorted(
-                map(repr, answers["after"])
-            )
-            print(f"| {label} | {name} | {b * 1e3:.0f} | {a * 1e3:.0f} | {b / a:.0f}x | {'yes' if same else 'NO'} |")
-    con.close()
+    requests, _ = bench_ingest.load_tool(load_tool).build_requests(runs)
+    store = Store.open(path)
+    try:
+        for body in requests:
+            store.submit(prepare(ExportTraceServiceRequest.FromString(body)).table).result()
+    finally:
+        store.close()
 
 
-def _before_derive(root: Path, before: str):
-    """``analytics/derive.py`` of ``before`` as a module, composing the SQL files of ``before``."""
-    import functools
-    import subprocess
-    import types
+def statements(path: str, traces: list[int], repeat: int) -> None:
+    from loopsight.stores import derive
 
-    from loopsight.analytics.sql import with_ctes
-
-    def show(path: str) -> str:
-        return subprocess.run(
-            ["git", "show", f"{before}:{path}"], cwd=root, check=True, capture_output=True, text=True
-        ).stdout
-
-    @functools.cache
-    def load(name: str) -> str:
-        text = show(f"analytics/sql/{name}.sql")
-        first = text.split("\n", 1)[0]
-        if not first.startswith("-- ctes:"):
-            return text
-        return with_ctes(
-            text, {cte: load(file) for cte, file in (p.strip().split("=") for p in first[len("-- ctes:") :].split(","))}
-        )
-
-    old = types.ModuleType("derive_before")
-    exec(compile(show("analytics/derive.py"), f"{before}:analytics/derive.py", "exec"), old.__dict__)
-    old.load = load
-    old.compose = lambda question, *, inline=False, **ctes: with_ctes(
-        load(question), {n: load(f) for n, f in ctes.items()}, inline=inline
-    )
-    if '"ParentSpanId"' not in old._COLUMNS:
-        old._COLUMNS += ', "ParentSpanId"'  # the current derive_runs.sql reads it (nested model spans)
-    return old
-
-
-def _derived_rows(con, tables: tuple[str, ...]) -> dict[str, list[tuple]]:
-    """The derived rows of the traces in ``touched``, sorted, floats to 9 significant digits
-    (a sum's order may differ)."""
-    found = {}
-    for table in tables:
-        rows = con.execute(
-            f'SELECT * FROM {table} WHERE trace_id IN (SELECT "TraceId" FROM touched) ORDER BY ALL'
-        ).fetchall()
-        found[table] = sorted(tuple(f"{v:.9g}" if isinstance(v, float) else v for v in r) for r in rows)
-    return found
-
-
-def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> None:
-    import time
-
-    import duckdb
-    import pyarrow as pa
-
-    from loopsight.analytics import derive
-
-    old = _before_derive(Path(__file__).resolve().parent.parent, before)
     con = duckdb.connect(path)
-    print(f"| scope | spans | {before} | current | ratio | {before} CPU | current CPU | CPU ratio | same rows |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in traces:
         ids = [
             r[0]
@@ -223,96 +93,36 @@ def compare_refresh(path: str, before: str, traces: list[int], repeat: int) -> N
             ).fetchall()
         ]
         con.register("touched", pa.table({"TraceId": ids}))
-        # the pass reads from the earliest run start of its traces (the writer's look-back bound)
+        # a pass reads from the earliest run start of its traces (the writer's look-back bound)
         since = con.execute(
             'SELECT min(started_at) FROM run_facts WHERE trace_id IN (SELECT "TraceId" FROM touched)'
         ).fetchone()[0]
-        spans = con.execute(
-            'SELECT count(*) FROM spans WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
-            {"since": since},
-        ).fetchone()[0]
-        wall: dict[str, list[float]] = {"before": [], "after": []}
-        cpu: dict[str, list[float]] = {"before": [], "after": []}
-        rows: dict[str, dict[str, list[tuple]]] = {}
-        for i in range(repeat):
-            # alternate which side goes first: a pass right after another finds warmer caches
-            for side, module in (
-                (("before", old), ("after", derive)) if i % 2 == 0 else (("after", derive), ("before", old))
-            ):
-                con.begin()
-                started, used = time.perf_counter(), bench_ingest.own_cpu_seconds()
-                module.refresh(con, since=since)
-                wall[side].append(time.perf_counter() - started)
-                cpu[side].append(bench_ingest.own_cpu_seconds() - used)
-                if side not in rows:
-                    rows[side] = _derived_rows(con, derive.TABLES)
-                con.rollback()
-        b, a = statistics.median(wall["before"]), statistics.median(wall["after"])
-        bc, ac = statistics.median(cpu["before"]), statistics.median(cpu["after"])
-        same = (
-            "yes"
-            if rows["before"] == rows["after"]
-            else "NO: " + ", ".join(t for t in derive.TABLES if rows["before"][t] != rows["after"][t])
-        )
-        print(
-            f"| {n} traces | {spans} | {b * 1e3:.0f} ms | {a * 1e3:.0f} ms | {b / a:.2f}x | {bc * 1e3:.0f} ms | {ac * 1e3:.0f} ms | {bc / ac:.2f}x | {same} |",
-            flush=True,
-        )
+        timed, whole = TimedConnection(con), []
+        for _ in range(repeat):
+            con.begin()
+            started = time.perf_counter()
+            derive.derive_traces(timed, since)
+            whole.append(time.perf_counter() - started)
+            con.rollback()
+        print(f"== {n} traces: whole pass median {statistics.median(whole) * 1e3:.1f} ms ({derive.__file__})")
+        for key, values in sorted(timed.times.items(), key=lambda kv: -statistics.median(kv[1])):
+            print(f"  {statistics.median(values) * 1e3:7.1f} ms  {key}")
     con.close()
 
 
-def build_store(path: str, tool, runs: int) -> None:
-    """A store at ``path`` holding ``runs`` runs of the load tool, derived (the writer's pass on close)."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    from loopsight.ingest.pipeline import prepare
-
-    requests, _ = tool.build_requests(runs)
-    store = store_module.Store.open(path)
-    try:
-        for body in requests:
-            store.submit(prepare(ExportTraceServiceRequest.FromString(body)).table).result()
-    finally:
-        store.close()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
-    parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument(
-        "--queries", metavar="DB", help="time the derived-table questions against their previous SQL on DB"
-    )
-    parser.add_argument("--before", default=BEFORE)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", nargs="*", help="with --queries: just these questions (names as printed)")
-    parser.add_argument(
-        "--refresh", metavar="DB", help="time --before's derivation of a commit's scope against the current one"
-    )
-    parser.add_argument("--traces", type=int, nargs="*", default=[10, 50, 500], help="with --refresh: scope sizes")
-    args = parser.parse_args()
-    if args.refresh:
-        if not Path(args.refresh).exists():
-            build_store(args.refresh, bench_ingest.load_tool(args.load_tool), args.runs)
-        compare_refresh(args.refresh, args.before, args.traces, max(args.repeat, 9))
-        return
-    if args.queries:
-        compare_queries(args.queries, args.before, args.repeat, args.only)
-        return
-    tool = bench_ingest.load_tool(args.load_tool)
-    requests, total = tool.build_requests(args.runs)
+def on_and_off(load_tool: str, runs: int, rounds: int) -> None:
+    requests, total = bench_ingest.load_tool(load_tool).build_requests(runs)
     workdir = Path(tempfile.mkdtemp(prefix="bench-derive-"))
-    derive = store_module.refresh_derived
+    derive = duckdb_deriver.derive_traces
     on, off = [], []
     try:
-        for _ in range(args.rounds):
-            store_module.refresh_derived = lambda con, since: None
+        for _ in range(rounds):
+            duckdb_deriver.derive_traces = lambda con, since, **kwargs: None
             off.append(bench_ingest.in_process(requests, total, workdir)[0])
-            store_module.refresh_derived = derive
+            duckdb_deriver.derive_traces = derive
             on.append(bench_ingest.in_process(requests, total, workdir)[0])
     finally:
-        store_module.refresh_derived = derive
+        duckdb_deriver.derive_traces = derive
         shutil.rmtree(workdir, ignore_errors=True)
     print(
         json.dumps(
@@ -328,6 +138,23 @@ def main() -> None:
             }
         )
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--load-tool", default="/work/shared/tools/otlp_load.py")
+    parser.add_argument("--runs", type=int, help="runs per round (default 2000), or to fill --statements' DB (6000)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--statements", metavar="DB", help="time one pass statement by statement on DB")
+    parser.add_argument("--traces", type=int, nargs="*", default=[20, 100, 1000], help="with --statements")
+    parser.add_argument("--repeat", type=int, default=7, help="with --statements: passes per scope size")
+    args = parser.parse_args()
+    if args.statements:
+        if not Path(args.statements).exists():
+            fill(args.statements, args.load_tool, args.runs or 6000)
+        statements(args.statements, args.traces, args.repeat)
+        return
+    on_and_off(args.load_tool, args.runs or 2000, args.rounds)
 
 
 if __name__ == "__main__":
