@@ -70,11 +70,22 @@ def own_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _load_word_vectors() -> None:
+    """Load the argument features' word vectors before the clock starts, as the collector does at
+    start-up (a revision without them has nothing to load)."""
+    try:
+        from loopsight.ingest.embedding import default_model
+    except ImportError:
+        return
+    default_model()
+
+
 def in_process(requests: list[bytes], total: int, workdir: Path) -> tuple[float, float]:
     """Spans per second through decode + normalize + Arrow + Store commit, no HTTP, and the
     CPU microseconds per span it took."""
     db = workdir / f"inproc-{time.monotonic_ns()}.duckdb"
     store = Store.open(str(db))
+    _load_word_vectors()
     cpu = own_cpu_seconds()
     started = time.perf_counter()
     futures = []
