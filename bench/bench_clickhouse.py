@@ -1,20 +1,18 @@
 """ClickHouse (chdb) sizing figures for docs/scale-out.md.
 
-Fills ``otel_traces`` as the contrib exporter does (the test fixture's spans, tiled with
-fresh ids and times), once with only the exporter's DDL and once with loopsight's
-materialized columns, then measures insert rate per CPU-second, compressed bytes per
-span, each analytics question's time, and which indexes the queries use.
+Fills ``otel_traces`` as the contrib exporter does (the test fixture's spans, tiled with fresh
+ids and times), then measures the exporter's insert rate, loopsight's import and derivation of
+those rows into its own tables (``sync``: what a store's pass does), the compressed bytes per span
+of each table, and each analytics question's time on the store.
 
-Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 900] [--before]`` (111 spans per copy);
-``--before`` also times, interleaved with the current SQL, the same questions computed per
-query as before the per-run tables: every run's loops, steps and members derived in the query,
-from the ``spans`` view (``otel_traces`` joined with the run index), not ``typed_spans``.
+Run: ``.venv/bin/python bench/bench_clickhouse.py [--copies 900]`` (111 spans per copy). (The
+``--before`` mode of earlier sections of docs/scale-out.md timed the questions against the model
+before issue 23's restructure: ``git show 9561e7c:bench/bench_clickhouse.py``.)
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import sys
 import tempfile
@@ -31,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from scale.fixture_spans import build
 
-from loopsight.analytics import sql as analytics_sql
 from loopsight.analytics.burn import burn
 from loopsight.analytics.loops import loops
 from loopsight.analytics.overview import overview
@@ -41,10 +38,9 @@ from loopsight.analytics.terminations import terminations
 from loopsight.analytics.tools import tool_stats
 from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import spans_to_request
-from loopsight.stores import clickhouse_run_index
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb
-from loopsight.stores.clickhouse_run_index import index_new_spans
-from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, upgrade
+from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.clickhouse_store import sync
 
 
 def tiled(base: pa.Table, copy: int) -> pa.Table:
@@ -84,101 +80,51 @@ def timed(fn: Callable[[], Any], repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def bytes_per_span(con: ClickHouseConnection, spans: int, like: str = "%") -> float:
+def table_bytes(con: ClickHouseConnection, table: str) -> int:
     (total,) = con.execute(
-        "SELECT sum(data_compressed_bytes) FROM system.columns WHERE database = currentDatabase() AND table = 'otel_traces' AND name LIKE {p:String}",
-        {"p": like},
+        "SELECT sum(data_compressed_bytes) FROM system.parts WHERE active AND database = currentDatabase() AND table = {t:String}",
+        {"t": table},
     ).fetchall()[0]
-    return total / spans
-
-
-_DERIVED = {
-    "loops_derived": "loops_core",
-    "burn_steps_derived": "burn_steps",
-    "stalls_members_derived": "stalls_members",
-}
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-class per_query:
-    """While active, the ClickHouse questions run as they did before the per-run tables."""
-
-    def __enter__(self) -> None:
-        self._file = analytics_sql.dialect_file
-
-        def before(dialect: str, name: str) -> str:
-            text = self._file(dialect, name)
-            for derived, source in _DERIVED.items():
-                text = text.replace(
-                    analytics_sql.load(f"clickhouse/{derived}"), analytics_sql.load(f"clickhouse/{source}")
-                )
-            return re.sub(
-                r"\b(\w+\.)?(TraceId|trace_id) IN \{traces:Array\(String\)\}",
-                "1",
-                text.replace("FROM typed_spans", "FROM spans"),
-            )
-
-        analytics_sql.dialect_file = before
-
-    def __exit__(self, *exc: object) -> None:
-        analytics_sql.dialect_file = self._file
+    return int(total or 0)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=900)
     parser.add_argument("--batch-copies", type=int, default=240)
-    parser.add_argument(
-        "--before", action="store_true", help="also time the questions derived per query (before the per-run tables)"
-    )
     args = parser.parse_args()
     base = request_to_otel_traces(spans_to_request(build()))
     spans = base.num_rows * args.copies
-    directory = tempfile.mkdtemp(prefix="loopsight-bench-ch-")
-
-    plain = connect_chdb(directory, database="exporter_only")
-    for statement in MIGRATIONS[0].statements(SchemaOptions()):
-        plain.command(statement)
-    wall_plain, cpu_plain = fill(plain, base, args.copies, args.batch_copies)
-    plain.command("OPTIMIZE TABLE otel_traces FINAL")
-
-    con = connect_chdb(directory, database="loopsight")
+    con = connect_chdb(tempfile.mkdtemp(prefix="loopsight-bench-ch-"), database="loopsight")
     upgrade(con)
     wall, cpu = fill(con, base, args.copies, args.batch_copies)
-    con.command("OPTIMIZE TABLE otel_traces FINAL")
-
     print(
         f"spans: {spans:,} ({base.num_rows} per tile x {args.copies}), batches of {base.num_rows * args.batch_copies:,}"
     )
-    print(
-        f"insert, exporter DDL only : {spans / wall_plain:,.0f} spans/s wall, {spans / cpu_plain:,.0f} spans per CPU-second"
-    )
-    print(f"insert, + loopsight columns: {spans / wall:,.0f} spans/s wall, {spans / cpu:,.0f} spans per CPU-second")
-    print(
-        f"compressed bytes/span: exporter-only {bytes_per_span(plain, spans):.1f}, with loopsight columns {bytes_per_span(con, spans):.1f} "
-        f"(of which loopsight_* {bytes_per_span(con, spans, 'loopsight%'):.1f})"
-    )
+    print(f"exporter insert into otel_traces: {spans / wall:,.0f} spans/s wall, {spans / cpu:,.0f} per CPU-second")
 
-    started = time.perf_counter()
-    traces = index_new_spans(con)
-    print(f"run index, first pass: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms")
+    started, used = time.perf_counter(), time.process_time()
+    traces = sync(con)
+    wall, cpu = time.perf_counter() - started, time.process_time() - used
+    print(
+        f"import + derive, first pass: {traces:,} traces, {spans / wall:,.0f} spans/s wall, "
+        f"{spans / cpu:,.0f} per CPU-second of this process"
+    )
     extra = pa.concat_tables([tiled(base, c) for c in range(args.copies, args.copies + 12)])
     con.insert_arrow("otel_traces", extra)
     started = time.perf_counter()
-    traces = index_new_spans(con)
+    traces = sync(con)
     print(
-        f"run index, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in {(time.perf_counter() - started) * 1000:,.0f} ms"
+        f"import + derive, incremental pass after {extra.num_rows:,} new spans: {traces:,} traces in "
+        f"{(time.perf_counter() - started) * 1000:,.0f} ms"
     )
     spans += extra.num_rows
-    # Time the questions alone: no indexer pass (analytics.sql refreshes at most every 5 s) while timing.
-    clickhouse_run_index._LAST[id(con._engine)] = time.monotonic() + 1e9
+    con.command("OPTIMIZE TABLE otel_traces FINAL")
+    con.command("OPTIMIZE TABLE spans FINAL")
+    print(
+        f"compressed bytes/span: the exporter's otel_traces {table_bytes(con, 'otel_traces') / spans:.1f}, "
+        f"loopsight's spans {table_bytes(con, 'spans') / spans:.1f}"
+    )
 
     since = datetime(2025, 3, 1, 9, 0)
     until = since + timedelta(seconds=args.copies + 3 * 2400)
@@ -193,32 +139,14 @@ def main() -> None:
         "loops": lambda: loops(con, since=since, until=until),
         "stalls": lambda: stalls(con, since=since, until=until, now=until),
         "burn": lambda: burn(con, since=since, until=until),
-        "count(*) FROM spans (view)": lambda: con.execute("SELECT count() FROM spans").fetchall(),
-        "bare scan: sum(Duration) FROM otel_traces": lambda: con.execute(
-            "SELECT sum(Duration) FROM otel_traces"
-        ).fetchall(),
+        "bare scan: sum(Duration) FROM spans": lambda: con.execute('SELECT sum("Duration") FROM spans').fetchall(),
     }
-    timings: dict[tuple[str, str], list[float]] = {}
-    variants = [("current", lambda: None)] + ([("per query (before)", per_query)] if args.before else [])
+    timings: dict[str, list[float]] = {}
     for _ in range(3):
-        for label, switch in variants:
-            with switch() or _nothing():
-                for name, fn in questions.items():
-                    timings.setdefault((name, label), []).append(timed(fn, 1))
-    for (name, label), values in timings.items():
-        print(f"[{label}] query {name}: {statistics.median(values) * 1000:,.0f} ms (median of 3)")
-
-    for label, sql in [
-        ("trace lookup on otel_traces", "SELECT count() FROM otel_traces WHERE TraceId = {t:String}"),
-        (
-            "a trace's typed spans, as the per-run derivation reads them",
-            "SELECT count() FROM typed_spans WHERE TraceId IN [{t:String}]",
-        ),
-        ("a trace's loop rows", "SELECT count() FROM loopsight_run_loops WHERE trace_id = {t:String}"),
-    ]:
-        print(f"EXPLAIN indexes=1 ({label}):")
-        for (line,) in con.execute("EXPLAIN indexes = 1 " + sql, {"t": trace_id}).fetchall():
-            print("   ", line)
+        for name, fn in questions.items():
+            timings.setdefault(name, []).append(timed(fn, 1))
+    for name, values in timings.items():
+        print(f"query {name}: {statistics.median(values) * 1000:,.0f} ms (median of 3)")
 
 
 if __name__ == "__main__":
