@@ -174,7 +174,7 @@ def make_batch(rng: np.random.Generator, runs: int, first_s: float = 0.0, last_s
         "step": pa.array(np.where(step >= 0, step, 0), pa.int32(), mask=step < 0),
         "tool": text(tool),
         "args_hash": text(np.where(is_tool, np.char.add("h", rng.integers(0, 50, n).astype(str)).astype(object), None)),
-        "args_sketch": pa.nulls(n, pa.uint64()),
+        "args_frame": pa.nulls(n, pa.uint64()),
         "model": text(np.where(is_llm, model, None)),
         "error_type": text(np.where(failed, "timeout", None)),
         "error_class": text(error_class),
@@ -362,7 +362,7 @@ def budget_queries(w: dict[str, datetime | None]) -> list[Query]:
 def detection_queries(w: dict[str, datetime | None]) -> list[Query]:
     """The detection engineer's questions, where their modules exist."""
     found = []
-    loop_cols = (*TOOL_COLS, "args_hash", "args_sketch", "step", "input_tokens", "output_tokens", "end_time")
+    loop_cols = (*TOOL_COLS, "args_hash", "args_frame", "step", "input_tokens", "output_tokens", "end_time")
     # stalls read the per-span stall facts kept at ingest (run_members), plus the in-flight spans
     member_cols = (
         "trace_id",
