@@ -12,8 +12,8 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
   with its NULL test beside it).
 - *CTEs*: one read twice is ``MATERIALIZED`` (DuckDB computes it once; ClickHouse would
   recompute ``row_number() OVER ()`` per read).
-- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/bit/hash/quantile/bucket
-  functions get their ClickHouse names, ``lag``/``lead`` and ``map['k']`` give NULL as in DuckDB,
+- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/map/quantile/bucket
+  functions get their ClickHouse names, ``map['k']`` gives NULL as in DuckDB,
   ``round`` rounds ties away from zero.
 - *settings*: outer-join misses are NULL, empty aggregates NULL, named tuples, UTC.
 
@@ -195,11 +195,6 @@ def _anonymous(name: str) -> Callable[[exp.Expression], bool]:
     return lambda n: isinstance(n, exp.Anonymous) and n.name.lower() == name
 
 
-def _nullable_lag(n: exp.Expression) -> exp.Expression:
-    n.set("this", _fn("toNullable", n.this))
-    return n
-
-
 def _missing_key_null(n: exp.Expression) -> exp.Expression:
     inner = n.copy()
     inner.set("_translated", True)
@@ -243,14 +238,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
         lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
         lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),
     ),
-    (
-        lambda n: isinstance(n, exp.WithinGroup) and isinstance(n.this, (exp.PercentileCont, exp.PercentileDisc)),
-        lambda n: exp.ParameterizedAgg(
-            this="quantileExactInclusive" if isinstance(n.this, exp.PercentileCont) else "quantileExactLow",
-            expressions=[n.this.this],
-            params=[n.expression.expressions[0].this],
-        ),
-    ),
     # DuckDB's time_bucket counts from 2000-01-03
     (
         lambda n: isinstance(n, exp.DateBin),
@@ -259,39 +246,8 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     (_anonymous("to_seconds"), lambda n: _fn("toIntervalSecond", *n.expressions)),
     (_anonymous("to_microseconds"), lambda n: _fn("toIntervalMicrosecond", *n.expressions)),
     (_anonymous("epoch_us"), lambda n: _fn("toUnixTimestamp64Micro", *n.expressions)),
-    (
-        lambda n: isinstance(n, exp.TimeToUnix),
-        lambda n: exp.Div(this=_fn("toUnixTimestamp64Micro", n.this), expression=exp.Literal.number("1e6")),
-    ),
-    (_anonymous("hash"), lambda n: _fn("cityHash64", *n.expressions)),  # internal keys only: values differ
-    (_anonymous("bit_count"), lambda n: _fn("bitCount", *n.expressions)),
-    (lambda n: isinstance(n, exp.BitwiseXor), lambda n: _fn("bitXor", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseAnd), lambda n: _fn("bitAnd", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseOr), lambda n: _fn("bitOr", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseRightShift), lambda n: _fn("bitShiftRight", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseLeftShift), lambda n: _fn("bitShiftLeft", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.Length), lambda n: _fn("length", n.this)),
-    (_anonymous("list_sum"), lambda n: _fn("arraySum", *n.expressions)),
     (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
-    (
-        _anonymous("list_unique"),
-        lambda n: _fn(
-            "length",
-            _fn(
-                "arrayDistinct",
-                _fn(
-                    "arrayFilter",
-                    exp.Lambda(this=_not_null(exp.to_identifier("x")), expressions=[exp.to_identifier("x")]),
-                    *n.expressions,
-                ),
-            ),
-        ),
-    ),
     (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.LogicalOr), lambda n: exp.Max(this=n.this)),
-    (lambda n: isinstance(n, exp.LogicalAnd), lambda n: exp.Min(this=n.this)),
-    (lambda n: isinstance(n, exp.AnyValue), lambda n: _fn("any", n.this)),
-    (lambda n: isinstance(n, exp.Log) and not n.expression, lambda n: _fn("log10", n.this)),  # DuckDB's log is log10
     (
         lambda n: isinstance(n, exp.Struct),
         lambda n: _fn(
@@ -326,14 +282,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
             n.expression,
             n.this,
         ),
-    ),
-    (
-        lambda n: (
-            isinstance(n, (exp.Lag, exp.Lead))
-            and not n.args.get("default")
-            and not (isinstance(n.this, exp.Anonymous) and n.this.name == "toNullable")
-        ),
-        _nullable_lag,
     ),
     (
         lambda n: (
