@@ -31,48 +31,17 @@ import pyarrow as pa
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
+from loopsight.model import arrow_schema
 from loopsight.stores import dialect
 
 log = logging.getLogger("loopsight.alerts")
 
 SAMPLE_RETENTION = timedelta(days=7)
 
-_TS = pa.timestamp("us")
-RULES = pa.schema(
-    [
-        ("name", pa.string()),
-        ("definition", pa.string()),
-        ("active", pa.bool_()),
-        ("state", pa.string()),
-        ("state_since", _TS),
-        ("pending_since", _TS),
-        ("value", pa.float64()),
-        ("baseline", pa.float64()),
-        ("samples", pa.int64()),
-        ("examples", pa.list_(pa.string())),
-        ("last_evaluated_at", _TS),
-        ("last_notified_at", _TS),
-        ("notified_firing", pa.bool_()),
-    ]
-)
+RULES = arrow_schema("alert_rules")
 """The columns of ``alert_rules`` that both engines hold (one row per rule name)."""
-EVENTS = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("rule", pa.string()),
-        ("occurred_at", _TS),
-        ("from_state", pa.string()),
-        ("to_state", pa.string()),
-        ("value", pa.float64()),
-        ("threshold", pa.float64()),
-        ("baseline", pa.float64()),
-        ("samples", pa.int64()),
-        ("examples", pa.list_(pa.string())),
-        ("notify_status", pa.string()),
-        ("notify_error", pa.string()),
-    ]
-)
-SAMPLES = pa.schema([("rule", pa.string()), ("sampled_at", _TS), ("value", pa.float64()), ("samples", pa.int64())])
+EVENTS = arrow_schema("alert_events")
+SAMPLES = arrow_schema("alert_samples")
 SCHEMAS = {"alert_rules": RULES, "alert_events": EVENTS, "alert_samples": SAMPLES}
 _CURRENT = f"SELECT {', '.join(RULES.names)} FROM alert_rules_current"
 

@@ -94,22 +94,6 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _fix(value: Any, t: pa.DataType) -> Any:
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {k: _fix(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_fix(v, t.value_type) for v in value]
-    if pa.types.is_struct(t):
-        return {f.name: _fix(value[f.name], f.type) for f in t}
-    return value
-
-
-def _needs_fix(t: pa.DataType) -> bool:
-    return pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t)
-
-
 class Result:
     """The answer to one statement: DB-API ``description`` and ``fetchall()``."""
 
@@ -127,10 +111,7 @@ class Result:
             target = _plain_type(column.type)
             if target != column.type:
                 column = column.cast(target, safe=False)
-            values = column.to_pylist()
-            if _needs_fix(target):
-                values = [_fix(v, target) for v in values]
-            columns.append(values)
+            columns.append(column.to_pylist(maps_as_pydicts="lossy"))  # a Map as a dict, as DuckDB gives it
         return list(zip(*columns, strict=False)) if columns else []
 
     def fetchone(self) -> tuple[Any, ...] | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loopsight.model import DERIVED, TABLES, clickhouse_type
+from loopsight.model import ALERT_TABLES, DERIVED, TABLES, clickhouse_type
 from loopsight.stores.clickhouse import ClickHouseConnection
 
 # traces_table.sql of the exporter, rendered as its Go code renders it: %s %s = "db"."table"
@@ -107,49 +107,6 @@ class SchemaOptions:
         return template.format(table=self.table, cluster=cluster, engine=self.engine, ttl=ttl, ttl_ts=ttl_ts)
 
 
-ALERT_TABLES = (
-    """CREATE TABLE IF NOT EXISTS alert_rules (
-    name String,
-    definition String,
-    active Bool DEFAULT true,
-    state LowCardinality(String) DEFAULT 'ok',
-    state_since Nullable(DateTime64(6)),
-    pending_since Nullable(DateTime64(6)),
-    value Nullable(Float64),
-    baseline Nullable(Float64),
-    samples Nullable(Int64),
-    examples Array(String),
-    last_evaluated_at Nullable(DateTime64(6)),
-    last_notified_at Nullable(DateTime64(6)),
-    notified_firing Bool DEFAULT false,
-    updated_at DateTime64(6) DEFAULT now64(6)
-) ENGINE = ReplacingMergeTree(updated_at)
-ORDER BY name""",
-    """CREATE TABLE IF NOT EXISTS alert_events (
-    id UInt64 DEFAULT generateSnowflakeID(),
-    rule String,
-    occurred_at DateTime64(6),
-    from_state LowCardinality(String),
-    to_state LowCardinality(String),
-    value Nullable(Float64),
-    threshold Nullable(Float64),
-    baseline Nullable(Float64),
-    samples Nullable(Int64),
-    examples Array(String),
-    notify_status LowCardinality(String) DEFAULT 'none',
-    notify_error Nullable(String)
-) ENGINE = MergeTree
-ORDER BY (rule, occurred_at, id)""",
-    """CREATE TABLE IF NOT EXISTS alert_samples (
-    rule String,
-    sampled_at DateTime64(6),
-    value Nullable(Float64),
-    samples Int64
-) ENGINE = MergeTree
-ORDER BY (rule, sampled_at)""",
-)
-
-
 # The evaluator's state on ClickHouse (loopsight.alerts.state_clickhouse): a notification's
 # outcome is a row keyed by its event instead of an UPDATE.
 ALERT_STATE_0007 = (
@@ -166,7 +123,14 @@ ORDER BY event_id""",
 _ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id", "model_prices": "(provider, model)"} | {
     name: "(trace_id, run_id)" for name in DERIVED
 }
+_ORDER |= {"alert_rules": "name", "alert_events": "(rule, occurred_at, id)", "alert_samples": "(rule, sampled_at)"}
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
+# Nothing is updated in place (loopsight.alerts.state_clickhouse): a rule's every change is a
+# new row of the whole rule, the newest kept.
+_ENGINE = {"alert_rules": "ReplacingMergeTree(updated_at)"}
+_EXTRA = {"alert_rules": ["    `updated_at` DateTime64(6) DEFAULT now64(6)"]}
+_DEFAULTS = {"current_timestamp": "now64(6)", "nextval('alert_event_id')": None}  # ids are made by the writer
+_TYPES = {("alert_events", "id"): "UInt64"}  # as alert_deliveries.event_id, which joins it
 
 
 def _nullable(kind: str, nullable: bool) -> bool:
@@ -174,24 +138,23 @@ def _nullable(kind: str, nullable: bool) -> bool:
 
 
 def model_table_ddl(table: str) -> str:
-    """``CREATE TABLE`` of one :data:`loopsight.model.TABLES` table on ClickHouse.
+    """``CREATE TABLE`` of one :data:`loopsight.model.TABLES` or ``ALERT_TABLES`` table on ClickHouse.
 
     Example:
         >>> model_table_ddl("derive_pending").splitlines()[1]
         "    `trace_id` String,"
     """
     columns = []
-    for column in TABLES[table]:
-        kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
-        default = ""
-        if column.default == "current_timestamp":
-            default = " DEFAULT now64(6)"
-        elif column.default is not None:
-            default = f" DEFAULT {column.default}"
-        columns.append(f"    `{column.name}` {kind}{default}")
+    for column in {**TABLES, **ALERT_TABLES}[table]:
+        kind = _TYPES.get((table, column.name)) or clickhouse_type(
+            column.type, nullable=_nullable(column.type, column.nullable)
+        )
+        default = _DEFAULTS.get(column.default or "", column.default)
+        columns.append(f"    `{column.name}` {kind}" + (f" DEFAULT {default}" if default is not None else ""))
     partition = f"\nPARTITION BY {_PARTITION[table]}" if table in _PARTITION else ""
-    body = ",\n".join(columns)
-    return f"CREATE TABLE IF NOT EXISTS {table} (\n{body}\n) ENGINE = MergeTree{partition}\nORDER BY {_ORDER[table]}"
+    body = ",\n".join(columns + _EXTRA.get(table, []))
+    engine = _ENGINE.get(table, "MergeTree")
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n{body}\n) ENGINE = {engine}{partition}\nORDER BY {_ORDER[table]}"
 
 
 ALERT_VIEWS = (
@@ -299,7 +262,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("0002_typed_columns", _superseded),
     Migration("0003_spans_view", _superseded),
-    Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
+    Migration("0004_alerts", lambda o: [model_table_ddl(table) for table in ALERT_TABLES]),
     Migration("0005_run_index", _superseded),
     Migration("0006_span_type_pydantic_run", _superseded),
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
