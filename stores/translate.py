@@ -31,7 +31,6 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.optimizer import qualify as _qualify_module
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -92,14 +91,9 @@ def translate(sql: str) -> tuple[str, frozenset[str]]:
 
 
 def _qualified(tree: Any) -> exp.Expression:
-    # DuckDB identifiers are case-insensitive and SQLGlot lower-cases them; ClickHouse's are
-    # case-sensitive: keep the query's spelling (the SQL quotes "TraceId" consistently).
-    keep = _qualify_module.normalize_identifiers
-    _qualify_module.normalize_identifiers = lambda expression, dialect=None, **kw: expression  # type: ignore[assignment]
-    try:
-        tree = qualify(tree, schema=_SCHEMA, dialect="duckdb", validate_qualify_columns=False, identify=False)
-    finally:
-        _qualify_module.normalize_identifiers = keep
+    # Qualified as ClickHouse reads names (case-sensitive): DuckDB's are not, and qualifying in
+    # its dialect would lower-case them (the SQL quotes "TraceId" consistently).
+    tree = qualify(tree, schema=_SCHEMA, dialect="clickhouse", validate_qualify_columns=False, identify=False)
     # A UNION's columns are named by its first branch (DuckDB); qualify may name a later branch's
     # columns otherwise ('agent' AS agent beside r.agent AS agent), which ClickHouse rejects.
     for union in tree.find_all(exp.SetOperation):
