@@ -8,16 +8,19 @@ columns. Beside it, loopsight keeps the same tables as on DuckDB (:mod:`loopsigh
 ``spans``, the per-run tables, ``derive_pending``), filled by the ClickHouse store
 (:mod:`loopsight.stores.clickhouse_store`), and the alert evaluator's state.
 
-Ordered migrations are recorded in ``loopsight_schema_migrations``. 0002-0011 built the
-earlier model (typed columns materialized on ``otel_traces``, a ``spans`` view, a run index);
-0012 drops what they made and creates the one model, which the store then fills from
-``otel_traces`` (the import starts from the oldest span), so existing data is kept.
+Ordered migrations are recorded in ``loopsight_schema_migrations``. Those that built the
+earlier model (0002-0011: typed columns materialized on ``otel_traces``, a ``spans`` view, a run
+index) are gone: 0012 drops what they made and creates the one model, which the store then
+fills from ``otel_traces`` (the import starts from the oldest span), so existing data is kept.
+The model's tables and columns are no migrations since: :func:`to_model`, after them, renders
+what the store lacks from :mod:`loopsight.model` (a table or column new to the spans or a
+derived table queues every trace), as 0015_run_step_totals and 0016_cost did by hand.
 
 Example:
     >>> from loopsight.stores.clickhouse import connect_chdb
     >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
     >>> upgrade(con)  # doctest: +SKIP
-    ['0001_otel_traces', '0002_typed_columns', ..., '0012_one_model']
+    ['0001_otel_traces', '0004_alerts', '0007_alert_deliveries', '0012_one_model', ...]
 """
 
 from __future__ import annotations
@@ -172,17 +175,6 @@ ALERT_VIEWS = (
 questions read these, written once (``loopsight.analytics.alert_state``)."""
 
 
-def model_columns_ddl(tables: tuple[str, ...]) -> list[str]:
-    """``ADD COLUMN IF NOT EXISTS`` every model column of ``tables`` (those a migration knows exist):
-    brings tables made by an earlier model up to it."""
-    statements = []
-    for table in tables:
-        for column in TABLES[table]:
-            kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
-            statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
-    return statements
-
-
 REDERIVE = "INSERT INTO derive_pending SELECT TraceId, min(Timestamp) FROM spans GROUP BY TraceId"
 """Queue every stored trace: the run rules changed, so every run is derived again."""
 
@@ -247,10 +239,6 @@ class Migration:
     statements: Callable[[SchemaOptions], list[str]]
 
 
-def _superseded(options: SchemaOptions) -> list[str]:
-    return []  # built the earlier model, which 0012 drops
-
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_otel_traces",
@@ -260,38 +248,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             o.render(EXPORTER_TRACE_ID_TS_VIEW),
         ],
     ),
-    Migration("0002_typed_columns", _superseded),
-    Migration("0003_spans_view", _superseded),
     Migration("0004_alerts", lambda o: [model_table_ddl(table) for table in ALERT_TABLES]),
-    Migration("0005_run_index", _superseded),
-    Migration("0006_span_type_pydantic_run", _superseded),
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
-    Migration("0008_args_sketch", _superseded),
-    Migration("0009_typed_spans", _superseded),
-    Migration("0010_run_facts", _superseded),
-    Migration("0011_bounded_numbers", _superseded),
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
     Migration(
-        "0014_sessions_and_frameworks",
-        lambda o: [
-            *model_columns_ddl(("spans", "run_facts", "run_loops")),
-            "ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch",
-            SECRET_TABLE,
-            REDERIVE,
-        ],
-    ),
-    Migration("0015_run_step_totals", lambda o: [model_table_ddl("run_step_totals"), REDERIVE]),
-    Migration(
-        "0016_cost",
-        lambda o: [
-            model_table_ddl("run_calls"),
-            model_table_ddl("model_prices"),
-            *model_columns_ddl(("run_facts",)),
-            REDERIVE,
-        ],
+        "0014_sessions_and_frameworks", lambda o: ["ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE]
     ),
 )
+"""The steps no model can say (the exporter's table, what earlier models made, views); the
+model's own tables and columns are made by :func:`to_model`."""
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
     version String,
@@ -308,8 +274,35 @@ def applied(con: ClickHouseConnection) -> list[str]:
     ]
 
 
+def to_model(con: ClickHouseConnection) -> list[str]:
+    """Create the tables and columns of :data:`loopsight.model.TABLES` the store lacks; when the
+    spans or a derived table gained any, queue every trace (the rules that fill them changed too).
+    Returns the statements run.
+    """
+    query = "SELECT table, name FROM system.columns WHERE database = currentDatabase()"
+    found = {(table, name) for table, name in con.execute(query).fetchall()}
+    tables = {table for table, _ in found}
+    statements, changed = [], set()
+    for table, columns in TABLES.items():
+        missing = [c for c in columns if (table, c.name) not in found]
+        if missing:
+            changed.add(table)
+        if table not in tables:
+            statements.append(model_table_ddl(table))
+            continue
+        for column in missing:
+            kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
+            statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
+    if changed & {"spans", *DERIVED}:
+        statements.append(REDERIVE)
+    for statement in statements:
+        con.command(statement)
+    return statements
+
+
 def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> list[str]:
-    """Apply the missing migrations in order; returns the ids applied now."""
+    """Apply the missing migrations in order, then bring the tables to the model; returns the
+    ids of the migrations applied now."""
     options = options or SchemaOptions(table=con.url.table)
     done = set(applied(con))
     now = []
@@ -320,4 +313,5 @@ def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> 
             con.command(statement)
         con.execute("INSERT INTO loopsight_schema_migrations (version) VALUES ({v:String})", {"v": migration.version})
         now.append(migration.version)
+    to_model(con)
     return now
