@@ -112,10 +112,15 @@ def import_exported(
     return stored
 
 
-def _scratch() -> duckdb.DuckDBPyConnection:
+def _scratch(**rows: pa.Table) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding the model's tables, those named filled with ``rows``."""
     scratch = duckdb.connect()
     for table in TABLES:
         scratch.execute(duckdb_ddl(table))
+    for table, data in rows.items():
+        scratch.register("fetched", data)
+        scratch.execute(f"INSERT INTO {table} BY NAME SELECT * FROM fetched")
+        scratch.unregister("fetched")
     return scratch
 
 
@@ -155,11 +160,8 @@ def _derive(con: ClickHouseConnection, ids: list[str], since: datetime, prices: 
         "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
         {"t": ids, "s": since},
     ).arrow()
-    scratch = _scratch()
+    scratch = _scratch(spans=spans)
     try:
-        scratch.register("fetched", spans)
-        scratch.execute("INSERT INTO spans BY NAME SELECT * FROM fetched")
-        scratch.unregister("fetched")
         scratch.register("touched", pa.table({"TraceId": ids}))
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
         rewritten = {
@@ -203,12 +205,8 @@ def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:
         "(SELECT trace_id, run_id FROM run_facts WHERE session_id IN {s:Array(String)})",
         params,
     ).arrow()
-    scratch = _scratch()
+    scratch = _scratch(run_facts=facts, spans=calls)
     try:
-        for name, table in (("run_facts", facts), ("spans", calls)):
-            scratch.register("fetched", table)
-            scratch.execute(f"INSERT INTO {name} BY NAME SELECT * FROM fetched")
-            scratch.unregister("fetched")
         scratch.register("derive_sessions", pa.table({"session_id": sessions}))
         session_loops(scratch)
         loops = scratch.sql("SELECT * FROM run_loops").to_arrow_table()
