@@ -38,16 +38,15 @@ log = logging.getLogger("loopsight.alerts")
 
 SAMPLE_RETENTION = timedelta(days=7)
 
+# The rows written, as loopsight.model has the tables (ClickHouse adds its version column).
 RULES = arrow_schema("alert_rules")
-"""The columns of ``alert_rules`` that both engines hold (one row per rule name)."""
 EVENTS = arrow_schema("alert_events")
 SAMPLES = arrow_schema("alert_samples")
-SCHEMAS = {"alert_rules": RULES, "alert_events": EVENTS, "alert_samples": SAMPLES}
 _CURRENT = f"SELECT {', '.join(RULES.names)} FROM alert_rules_current"
 
 
 class Tables(Protocol):
-    """How one engine writes the alert tables (the rows are :data:`SCHEMAS`' tables)."""
+    """How one engine writes the alert tables (rows of :data:`RULES`, :data:`EVENTS`, :data:`SAMPLES`)."""
 
     def transaction(self, con: Any) -> contextlib.AbstractContextManager[None]:
         """The writes of one call, together where the engine has transactions."""
