@@ -52,7 +52,7 @@ from loopsight.stores.derive import PENDING_SQL, derive_traces, price_rows, sess
 from loopsight.stores.files import KEY_BYTES
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.url import StoreURL
-from loopsight.stores.writer import STOP, Batch, Job, WriteQueue
+from loopsight.stores.writer import STOP, Batch, Job, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -356,7 +356,7 @@ class ClickHouseStore:
                 stop = True
             elif isinstance(work, Job):
                 self._job(work)
-            elif isinstance(work, list) and self._store(work):
+            elif isinstance(work, list) and commit(work, self._insert, self.stats, self._stored):
                 due = due if due is not None else time.monotonic() + self._derive_interval
             now = time.monotonic()
             if stop or now >= next_import:
@@ -373,23 +373,12 @@ class ClickHouseStore:
                 due = None
         self._con.close()
 
-    def _store(self, batch: list[Batch]) -> bool:
-        rows = sum(b.table.num_rows for b in batch)
-        started = time.perf_counter()
-        try:
-            inserted = store_batch(self._con, pa.concat_tables([b.table for b in batch]))
-        except Exception as exc:  # the batch fails as a whole; each request hears why
-            self.stats.failed_commits += 1
-            log.error("storing %d spans in ClickHouse failed: %s", rows, exc)
-            for item in batch:
-                item.future.set_exception(StoreError(str(exc)))
-            return False
-        self.stats.record_commit(inserted, rows - inserted, time.perf_counter() - started)
+    def _insert(self, batch: list[Batch]) -> int:
+        return store_batch(self._con, pa.concat_tables([b.table for b in batch]))
+
+    def _stored(self, inserted: int) -> None:
         with self._lock:
             self._committed += 1
-        for item in batch:
-            item.future.set_result(item.table.num_rows)
-        return True
 
     def _job(self, job: Job) -> None:
         try:

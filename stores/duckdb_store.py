@@ -41,7 +41,6 @@ import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -60,7 +59,7 @@ from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error, secret_key
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.sqlfiles import jsonable
-from loopsight.stores.writer import STOP, Job, WriteQueue
+from loopsight.stores.writer import STOP, Job, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -314,35 +313,30 @@ class Store:
         job.future.set_result(result)
 
     def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
-        started = time.perf_counter()
-        incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
-        bounds = pc.min_max(incoming.column("Timestamp"))
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        try:
-            con.begin()
-            con.register("incoming", incoming)
-            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchall()[0][0]
-            if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
-                con.execute(
-                    "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
-                    {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
-                )
-            con.commit()
-        except Exception as exc:  # the batch fails as a whole; each request hears why
-            rollback(con)
-            self.stats.failed_commits += 1
-            log.error("commit of %d spans failed: %s", incoming.num_rows, exc)
-            error = StoreError(f"could not store spans: {exc}")
-            for pending in batch:
-                pending.future.set_exception(error)
-            return
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister("incoming")
-        self.stats.record_commit(
-            inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started
-        )
-        if inserted:  # before the answers: a reader asking after one waits for this commit's pass
+        def store(batch: list[_Pending]) -> int:
+            incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
+            bounds = pc.min_max(incoming.column("Timestamp"))
+            try:
+                con.begin()
+                con.register("incoming", incoming)
+                params = {"lo": bounds["min"].as_py(), "hi": bounds["max"].as_py()}
+                inserted = int(con.execute(_INSERT_SQL, params).fetchall()[0][0])
+                if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
+                    con.execute(
+                        "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
+                        {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
+                    )
+                con.commit()
+            except Exception:
+                rollback(con)
+                raise
+            finally:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister("incoming")
+            return inserted
+
+        commit(batch, store, self.stats, self._stored)
+
+    def _stored(self, inserted: int) -> None:
+        if inserted:  # a commit of duplicates only leaves the pass nothing to do
             self.deriver.committed(inserted)
-        for pending in batch:
-            pending.future.set_result(pending.table.num_rows)

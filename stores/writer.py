@@ -4,9 +4,9 @@ Requests hand Arrow tables to :meth:`WriteQueue.submit`, which refuses them with
 :class:`~loopsight.stores.protocol.QueueFull` (answered 503 with Retry-After) while too many
 batches or spans wait. The store's one writer thread calls :meth:`WriteQueue.take`: a
 maintenance :class:`Job`, :data:`STOP`, or every batch queued up to ``max_batch_rows`` spans in
-the order they came (one group commit). The DuckDB store (:mod:`loopsight.stores.duckdb_store`)
-and the ClickHouse store (:mod:`loopsight.stores.clickhouse_store`) differ only in what a commit
-does.
+the order they came (one group commit), which :func:`commit` stores, counts and answers. The
+DuckDB store (:mod:`loopsight.stores.duckdb_store`) and the ClickHouse store
+(:mod:`loopsight.stores.clickhouse_store`) differ only in how a commit stores its spans.
 
 Example:
     >>> writes = WriteQueue(max_queue=8, max_batch_rows=1000)
@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -26,7 +28,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
-from loopsight.stores.protocol import QueueFull, StoreError
+from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
+
+log = logging.getLogger("loopsight.collector")
 
 
 @dataclass
@@ -154,3 +158,30 @@ class WriteQueue(Generic[B]):
             self._batches -= len(batches)
             self._rows -= rows
         return batches
+
+
+def commit(
+    batches: list[B],
+    store: Callable[[list[B]], int],
+    stats: WriterStats,
+    stored: Callable[[int], None] = lambda inserted: None,
+) -> bool:
+    """Store ``batches`` as one commit (``store`` returns the spans inserted, duplicates skipped),
+    count it, call ``stored(inserted)`` and only then answer each batch's request; the batches
+    fail as a whole, each request hearing why. False when it failed."""
+    rows = sum(b.table.num_rows for b in batches)
+    started = time.perf_counter()
+    try:
+        inserted = store(batches)
+    except Exception as exc:
+        stats.failed_commits += 1
+        log.error("commit of %d spans failed: %s", rows, exc)
+        error = StoreError(f"could not store spans: {exc}")
+        for batch in batches:
+            batch.future.set_exception(error)
+        return False
+    stats.record_commit(inserted, rows - inserted, time.perf_counter() - started)
+    stored(inserted)  # before the answers: a reader asking after one waits for this commit's pass
+    for batch in batches:
+        batch.future.set_result(batch.table.num_rows)
+    return True
