@@ -297,7 +297,7 @@ def _functions(tree: exp.Expression) -> exp.Expression:
                 return change(node)
         return node
 
-    for _ in range(8):  # nested operators (a & b & c): until nothing changes
+    for _ in range(8):  # a rewritten node's arguments are not visited: again until nothing changes
         before = tree.sql("clickhouse")
         tree = tree.transform(rewrite)
         if tree.sql("clickhouse") == before:
