@@ -200,34 +200,9 @@ _BUCKET_ORIGIN = _fn(
 )
 
 
-def _ordered_list(n: exp.ArrayAgg) -> exp.Expression:
-    """``list(x ORDER BY k DESC, j)`` → the values of ``groupArray((x, (-k, j)))`` sorted by their keys
-    (a descending key must be a number or a time: it is negated)."""
-    order = n.this
-    keys = []
-    for item in order.expressions:
-        key = item.this.copy()
-        if item.args.get("desc"):
-            key = exp.Neg(this=_fn("toFloat64", key))
-        keys.append(key)
-    pairs = _fn("groupArray", _fn("tuple", order.this.copy(), _fn("tuple", *keys)))
-    item = exp.to_identifier("t")
-    by_key = _fn(
-        "arraySort",
-        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(2)), expressions=[item.copy()]),
-        pairs,
-    )
-    return _fn(
-        "arrayMap",
-        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(1)), expressions=[item.copy()]),
-        by_key,
-    )
-
-
 _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Expression]], ...] = (
     (lambda n: isinstance(n, exp.ArraySort) and not n.expression, lambda n: _fn("arraySort", n.this)),
-    (lambda n: isinstance(n, exp.ArrayAgg) and not isinstance(n.this, exp.Order), lambda n: _fn("groupArray", n.this)),
-    (lambda n: isinstance(n, exp.ArrayAgg) and isinstance(n.this, exp.Order), _ordered_list),
+    (lambda n: isinstance(n, exp.ArrayAgg), lambda n: _fn("groupArray", n.this)),
     (
         lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
         lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),
