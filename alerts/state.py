@@ -1,7 +1,10 @@
-"""Rule state, transitions and metric samples in the DuckDB file (tables of migration 0002).
+"""Rule state, transitions and metric samples in the store (DuckDB migration 0002, ClickHouse 0004, 0007).
 
-On a ClickHouse store the same functions run :mod:`loopsight.alerts.state_clickhouse`;
-:func:`state_store` picks the store class for a connection factory.
+One :class:`StateStore` for both engines: it reads each rule's state from the view
+``alert_rules_current`` (both engines hold it) and builds every row it writes once; only how
+the rows reach the tables differs, a :class:`Tables` of the engine's (DuckDB: :class:`DuckDBTables`,
+rows upserted in one transaction; ClickHouse: :class:`loopsight.alerts.state_clickhouse.ClickHouseTables`,
+nothing updated in place).
 
 The evaluator loads each rule's state here at start, so a restart neither forgets a
 ``pending`` timer nor re-sends a ``firing`` notification. The read functions
@@ -19,151 +22,211 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
+import pyarrow as pa
 
 from loopsight.alerts.evaluate import RuleState, Transition, Verdict
 from loopsight.alerts.rules import Rule
+from loopsight.model import arrow_schema
 from loopsight.stores import dialect
 
 log = logging.getLogger("loopsight.alerts")
 
 SAMPLE_RETENTION = timedelta(days=7)
 
+# The rows written, as loopsight.model has the tables (ClickHouse adds its version column).
+RULES = arrow_schema("alert_rules")
+EVENTS = arrow_schema("alert_events")
+SAMPLES = arrow_schema("alert_samples")
+_CURRENT = f"SELECT {', '.join(RULES.names)} FROM alert_rules_current"
+
+
+class Tables(Protocol):
+    """How one engine writes the alert tables (rows of :data:`RULES`, :data:`EVENTS`, :data:`SAMPLES`)."""
+
+    def transaction(self, con: Any) -> contextlib.AbstractContextManager[None]:
+        """The writes of one call, together where the engine has transactions."""
+        ...
+
+    def put(self, con: Any, table: str, rows: pa.Table) -> None:
+        """Write ``rows``; a rule's row replaces the one of the same name."""
+        ...
+
+    def event_ids(self, con: Any, count: int) -> list[int]:
+        """``count`` new ``alert_events`` ids, increasing."""
+        ...
+
+    def delivered(self, con: Any, event_id: int, status: str, error: str | None) -> None:
+        """Record how the notification of event ``event_id`` went."""
+        ...
+
+    def prune(self, con: Any, before: datetime) -> None:
+        """Delete the ``alert_samples`` taken before ``before``."""
+        ...
+
+
+class DuckDBTables:
+    """The alert tables in the DuckDB file: rows upserted, each call one transaction."""
+
+    @contextlib.contextmanager
+    def transaction(self, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        con.begin()
+        try:
+            yield
+        except Exception:
+            with contextlib.suppress(duckdb.Error):
+                con.rollback()
+            raise
+        con.commit()
+
+    def put(self, con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+        how = "INSERT OR REPLACE" if table == "alert_rules" else "INSERT"
+        con.register("alert_rows", rows)
+        try:
+            con.execute(f"{how} INTO {table} BY NAME SELECT * FROM alert_rows")
+        finally:
+            con.unregister("alert_rows")
+
+    def event_ids(self, con: duckdb.DuckDBPyConnection, count: int) -> list[int]:
+        found = con.execute("SELECT nextval('alert_event_id') FROM range($n)", {"n": count}).fetchall()
+        return sorted(int(row[0]) for row in found)
+
+    def delivered(self, con: duckdb.DuckDBPyConnection, event_id: int, status: str, error: str | None) -> None:
+        con.execute(
+            "UPDATE alert_events SET notify_status = $status, notify_error = $error WHERE id = $id",
+            {"status": status, "error": error, "id": event_id},
+        )
+
+    def prune(self, con: duckdb.DuckDBPyConnection, before: datetime) -> None:
+        con.execute("DELETE FROM alert_samples WHERE sampled_at < $before", {"before": before})
+
 
 class StateStore:
-    """Reads and writes the alert tables through connections from ``connect()``."""
+    """Reads and writes the alert tables through connections from ``connect()``.
 
-    def __init__(self, connect: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+    ``tables``: how the engine writes them (default: the one for ``connect()``'s dialect).
+    """
+
+    def __init__(self, connect: Callable[[], Any], tables: Tables | None = None) -> None:
         self._connect = connect
+        self._tables = tables or _tables_for(connect)
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[Any]:
+        con = self._connect()
+        try:
+            with self._tables.transaction(con):
+                yield con
+        finally:
+            con.close()
 
     def sync_rules(self, rules: list[Rule]) -> dict[str, RuleState]:
         """Record the current rule definitions (others become inactive) and load their states."""
-        con = self._connect()
-        try:
-            con.begin()
-            con.execute(
-                "UPDATE alert_rules SET active = false WHERE active AND NOT list_contains($names, name)",
-                {"names": [r.name for r in rules]},
-            )
+        names = {r.name for r in rules}
+        with self._session() as con:
+            found = con.execute(_CURRENT)
+            current = {row[0]: dict(zip(RULES.names, row, strict=True)) for row in found.fetchall()}
+            records = [{**row, "active": False} for name, row in current.items() if row["active"] and name not in names]
             for rule in rules:
-                con.execute(
-                    "INSERT INTO alert_rules (name, definition, active) VALUES ($name, $definition, true) "
-                    "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, active = true",
-                    {"name": rule.name, "definition": json.dumps(rule.describe())},
-                )
-            con.commit()
-            found = con.execute(
-                "SELECT name, state, state_since, pending_since, last_notified_at, notified_firing "
-                "FROM alert_rules WHERE list_contains($names, name)",
-                {"names": [r.name for r in rules]},
-            ).fetchall()
-        finally:
-            con.close()
+                row = current.get(rule.name) or {"state": "ok", "examples": [], "notified_firing": False}
+                records.append({**row, "name": rule.name, "definition": json.dumps(rule.describe()), "active": True})
+            self._tables.put(con, "alert_rules", pa.Table.from_pylist(records, schema=RULES))
         return {
-            name: RuleState(state, since, pending, notified, bool(flag))
-            for name, state, since, pending, notified, flag in found
+            row["name"]: RuleState(
+                row["state"],
+                row.get("state_since"),
+                row.get("pending_since"),
+                row.get("last_notified_at"),
+                bool(row["notified_firing"]),
+            )
+            for row in records
+            if row["name"] in names
         }
 
     def save(
         self, rule: Rule, state: RuleState, verdict: Verdict, transitions: list[Transition], now: datetime
     ) -> list[int]:
-        """Persist one evaluation in one transaction; returns the new event ids in order."""
+        """Persist one evaluation; returns the new event ids in order.
+
+        The events are written before the rule's new state: where the engine has no
+        transaction, a crash in between re-evaluates from the old state and may record a
+        transition twice, but never loses one.
+        """
         current = verdict.current
-        con = self._connect()
-        ids: list[int] = []
-        try:
-            con.begin()
-            con.execute(
-                "UPDATE alert_rules SET state = $state, state_since = $state_since, pending_since = $pending_since, "
-                "last_notified_at = $last_notified_at, notified_firing = $notified_firing, value = $value, "
-                "baseline = $baseline, samples = $samples, examples = $examples, last_evaluated_at = $now "
-                "WHERE name = $name",
+        rule_row = {
+            "name": rule.name,
+            "definition": json.dumps(rule.describe()),
+            "active": True,
+            "state": state.state,
+            "state_since": state.state_since,
+            "pending_since": state.pending_since,
+            "value": current.value,
+            "baseline": verdict.baseline_value,
+            "samples": current.samples,
+            "examples": list(current.examples),
+            "last_evaluated_at": now,
+            "last_notified_at": state.last_notified_at,
+            "notified_firing": state.notified_firing,
+        }
+        sample = {"rule": rule.name, "sampled_at": now, "value": current.value, "samples": current.samples}
+        with self._session() as con:
+            ids = self._tables.event_ids(con, len(transitions)) if transitions else []
+            events = [
                 {
-                    "state": state.state,
-                    "state_since": state.state_since,
-                    "pending_since": state.pending_since,
-                    "last_notified_at": state.last_notified_at,
-                    "notified_firing": state.notified_firing,
-                    "value": current.value,
-                    "baseline": verdict.baseline_value,
-                    "samples": current.samples,
-                    "examples": list(current.examples),
-                    "now": now,
-                    "name": rule.name,
-                },
-            )
-            for t in transitions:
-                status = "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none")
-                event_id = con.execute(
-                    "INSERT INTO alert_events (rule, occurred_at, from_state, to_state, value, threshold, baseline, "
-                    "samples, examples, notify_status, notify_error) VALUES ($rule, $at, $from_state, $to_state, "
-                    "$value, $threshold, $baseline, $samples, $examples, $status, $note) RETURNING id",
-                    {
-                        "rule": t.rule,
-                        "at": t.at,
-                        "from_state": t.from_state,
-                        "to_state": t.to_state,
-                        "value": t.value,
-                        "threshold": t.threshold,
-                        "baseline": t.baseline,
-                        "samples": t.samples,
-                        "examples": t.examples,
-                        "status": status,
-                        "note": t.note or None,
-                    },
-                ).fetchall()[0][0]
-                ids.append(int(event_id))
-            con.execute(
-                "INSERT INTO alert_samples (rule, sampled_at, value, samples) VALUES ($rule, $at, $value, $samples)",
-                {"rule": rule.name, "at": now, "value": current.value, "samples": current.samples},
-            )
-            con.commit()
-        except Exception:
-            with contextlib.suppress(duckdb.Error):
-                con.rollback()
-            raise
-        finally:
-            con.close()
+                    "id": event_id,
+                    "rule": t.rule,
+                    "occurred_at": t.at,
+                    "from_state": t.from_state,
+                    "to_state": t.to_state,
+                    "value": t.value,
+                    "threshold": t.threshold,
+                    "baseline": t.baseline,
+                    "samples": t.samples,
+                    "examples": list(t.examples or []),
+                    "notify_status": "queued" if t.notify else ("suppressed" if t.note == "cooldown" else "none"),
+                    "notify_error": t.note or None,
+                }
+                for event_id, t in zip(ids, transitions, strict=True)
+            ]
+            if events:
+                self._tables.put(con, "alert_events", pa.Table.from_pylist(events, schema=EVENTS))
+            self._tables.put(con, "alert_rules", pa.Table.from_pylist([rule_row], schema=RULES))
+            self._tables.put(con, "alert_samples", pa.Table.from_pylist([sample], schema=SAMPLES))
         return ids
 
     def set_notify_status(self, event_id: int, status: str, error: str | None = None) -> None:
         """Record how a notification went (``sent`` / ``failed`` / ``dropped``)."""
-        con = self._connect()
-        try:
-            con.execute(
-                "UPDATE alert_events SET notify_status = $status, notify_error = $error WHERE id = $id",
-                {"status": status, "error": error, "id": event_id},
-            )
-        finally:
-            con.close()
+        with self._session() as con:
+            self._tables.delivered(con, event_id, status, error)
 
     def prune(self, now: datetime) -> None:
         """Drop metric samples older than the retention (transitions are kept)."""
-        con = self._connect()
-        try:
-            con.execute("DELETE FROM alert_samples WHERE sampled_at < $before", {"before": now - SAMPLE_RETENTION})
-        finally:
-            con.close()
+        with self._session() as con:
+            self._tables.prune(con, now - SAMPLE_RETENTION)
 
 
-def state_store(connect: Callable[[], Any]) -> Any:
-    """The state store for the connections ``connect()`` returns: DuckDB or ClickHouse.
-
-    Example:
-        >>> state_store(writer.reader)  # doctest: +SKIP
-        <loopsight.alerts.state_clickhouse.ClickHouseStateStore object at ...>
-    """
+def _tables_for(connect: Callable[[], Any]) -> Tables:
     con = connect()
     try:
         kind = dialect(con)
     finally:
         con.close()
     if kind != "clickhouse":
-        return StateStore(connect)
-    from loopsight.alerts.state_clickhouse import ClickHouseStateStore
+        return DuckDBTables()
+    from loopsight.alerts.state_clickhouse import ClickHouseTables
 
-    return ClickHouseStateStore(connect)
+    return ClickHouseTables()
+
+
+def state_store(connect: Callable[[], Any]) -> StateStore:
+    """The state store for the connections ``connect()`` returns, DuckDB or ClickHouse.
+
+    Example:
+        >>> state_store(writer.reader).sync_rules(rules)["loop-rate"].state  # doctest: +SKIP
+        'ok'
+    """
+    return StateStore(connect)

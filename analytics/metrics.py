@@ -110,7 +110,7 @@ _POPULATIONS = {
 _RATE_SELECT = """
 SELECT (SELECT count(*) FROM population) AS samples,
        (SELECT count(*) FROM population WHERE hit) AS hits,
-       (SELECT coalesce(list(trace_id ORDER BY latest DESC, trace_id), [])
+       (SELECT coalesce(list({'trace_id': trace_id, 'key': latest}), [])
           FROM (SELECT trace_id, max(started) AS latest FROM population WHERE hit
                 GROUP BY trace_id ORDER BY latest DESC, trace_id LIMIT $examples)) AS examples
 """
@@ -122,7 +122,7 @@ SELECT count(*) AS samples,
        quantile_cont(tokens, 0.5) AS p50,
        quantile_cont(tokens, 0.95) AS p95,
        max(tokens) AS max,
-       (SELECT coalesce(list(trace_id ORDER BY tokens DESC, trace_id), [])
+       (SELECT coalesce(list({{'trace_id': trace_id, 'key': tokens}}), [])
           FROM (SELECT trace_id, tokens FROM per_run ORDER BY tokens DESC, trace_id LIMIT $examples)) AS examples
 FROM per_run
 """
@@ -144,10 +144,17 @@ SELECT count(*) AS samples,
        quantile_cont(cost, 0.95) AS p95,
        max(cost) AS max,
        sum(cost) AS total,
-       (SELECT coalesce(list(trace_id ORDER BY cost DESC, trace_id), [])
+       (SELECT coalesce(list({{'trace_id': trace_id, 'key': cost}}), [])
           FROM (SELECT trace_id, cost FROM per_run ORDER BY cost DESC, trace_id LIMIT $examples)) AS examples
 FROM per_run
 """
+
+
+def _ranked(examples: list[dict[str, Any]]) -> list[str]:
+    """The example runs' trace ids, the highest key first, ties by id: the statements list the
+    examples they picked unordered, which both engines can write (no ordered aggregate)."""
+    by_id = sorted(examples, key=lambda e: e["trace_id"])
+    return [e["trace_id"] for e in sorted(by_id, key=lambda e: (e["key"] is not None, e["key"]), reverse=True)]
 
 
 def _execute(con: Connection, name: str, duckdb_sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -231,7 +238,7 @@ def measure(
         return Measurement(float(len(traces)), len(traces), traces[:MAX_EXAMPLES])
     sql = _POPULATIONS[spec.metric] + _RATE_SELECT
     samples, hits, examples = _execute(con, spec.metric, sql, params)[0]
-    return Measurement(hits / samples if samples else None, int(samples), list(examples))
+    return Measurement(hits / samples if samples else None, int(samples), _ranked(examples))
 
 
 def _distinct(values: Any) -> list[Any]:
@@ -250,7 +257,7 @@ def _runs_in(con: Connection, spec: MetricSpec, since: datetime, until: datetime
 def _tokens_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measurement]:
     samples, p50, p95, top, examples = _execute(con, "tokens", _TOKENS, params)[0]
     return {
-        stat: Measurement(None if not samples else float(value), int(samples), list(examples))
+        stat: Measurement(None if not samples else float(value), int(samples), _ranked(examples))
         for stat, value in (("p50", p50), ("p95", p95), ("max", top))
     }
 
@@ -258,7 +265,7 @@ def _tokens_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measur
 def _cost_per_run(con: Connection, params: dict[str, Any]) -> dict[str, Measurement]:
     samples, p50, p95, top, total, examples = _execute(con, "cost", _COST, params)[0]
     return {
-        stat: Measurement(None if not samples else float(value), int(samples), list(examples))
+        stat: Measurement(None if not samples else float(value), int(samples), _ranked(examples))
         for stat, value in (("p50", p50), ("p95", p95), ("max", top), ("total", total))
     }
 

@@ -27,7 +27,6 @@ from loopsight.ingest.normalize import (
     MAX_NANOS,
     SPAN_KINDS,
     STATUS_CODES,
-    TRUNCATION_MARKER,
     Limits,
     SpanRow,
     agent_row,
@@ -124,12 +123,7 @@ def _limited(pairs: Any, limits: Limits) -> dict[str, str]:
     for key, value in items:
         if len(out) >= limits.max_attributes:
             break
-        text = value if isinstance(value, str) else str(value)
-        if len(text) > cap:
-            text = text[:cap] + TRUNCATION_MARKER
-        if len(key) > MAX_KEY_LENGTH:
-            key = key[:MAX_KEY_LENGTH] + TRUNCATION_MARKER
-        out[key] = text
+        out[truncated(key, MAX_KEY_LENGTH)] = truncated(value if isinstance(value, str) else str(value), cap)
     return out
 
 

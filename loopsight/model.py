@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,55 @@ TABLES: Mapping[str, tuple[Column, ...]] = {
     "model_prices": MODEL_PRICES,
     "derive_pending": DERIVE_PENDING,
 }
+ALERT_RULES = _cols(
+    ("name", "VARCHAR", NOT_NULL),
+    ("definition", "VARCHAR", NOT_NULL),
+    ("active", "BOOLEAN", NOT_NULL, "true"),
+    ("state", "VARCHAR", NOT_NULL, "'ok'"),
+    ("state_since", "TIMESTAMP"),
+    ("pending_since", "TIMESTAMP"),
+    ("value", "DOUBLE"),
+    ("baseline", "DOUBLE"),
+    ("samples", "BIGINT"),
+    ("examples", "VARCHAR[]"),
+    ("last_evaluated_at", "TIMESTAMP"),
+    ("last_notified_at", "TIMESTAMP"),
+    ("notified_firing", "BOOLEAN", NOT_NULL, "false"),
+)
+"""The alert evaluator's memory of each rule (by ``name``): its definition (secrets redacted),
+state, pending start and last notification (``loopsight.alerts.state``)."""
+
+ALERT_EVENTS = _cols(
+    ("id", "BIGINT", NOT_NULL, "nextval('alert_event_id')"),
+    ("rule", "VARCHAR", NOT_NULL),
+    ("occurred_at", "TIMESTAMP", NOT_NULL),
+    ("from_state", "VARCHAR", NOT_NULL),
+    ("to_state", "VARCHAR", NOT_NULL),
+    ("value", "DOUBLE"),
+    ("threshold", "DOUBLE"),
+    ("baseline", "DOUBLE"),
+    ("samples", "BIGINT"),
+    ("examples", "VARCHAR[]"),
+    ("notify_status", "VARCHAR", NOT_NULL, "'none'"),
+    ("notify_error", "VARCHAR"),
+)
+"""One row per lifecycle transition of a rule, and how its notification went."""
+
+ALERT_SAMPLES = _cols(
+    ("rule", "VARCHAR", NOT_NULL),
+    ("sampled_at", "TIMESTAMP", NOT_NULL),
+    ("value", "DOUBLE"),
+    ("samples", "BIGINT", NOT_NULL),
+)
+"""Each evaluation's value (kept for a week)."""
+
+ALERT_TABLES: Mapping[str, tuple[Column, ...]] = {
+    "alert_rules": ALERT_RULES,
+    "alert_events": ALERT_EVENTS,
+    "alert_samples": ALERT_SAMPLES,
+}
+"""The alert evaluator's tables (DuckDB migration 0002; on ClickHouse rendered from here)."""
+
 DERIVED = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals", "run_calls")
 """The per-run tables the derivation fills, keyed by ``trace_id`` and ``started_at``."""
 
@@ -301,3 +351,26 @@ def _split(text: str) -> list[str]:
 def column_types(table: str) -> dict[str, str]:
     """``{column: DuckDB type}`` of ``table`` (for the SQL translator's schema)."""
     return {c.name: c.type for c in TABLES[table]}
+
+
+def arrow_schema(table: str) -> Any:
+    """The Arrow schema of rows of ``table`` (scalar columns and lists of them), for writing them.
+
+    Example:
+        >>> arrow_schema("alert_samples").names
+        ['rule', 'sampled_at', 'value', 'samples']
+    """
+    import pyarrow as pa  # only the stores and the alert evaluator write rows
+
+    scalars = {
+        "VARCHAR": pa.string(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us"),
+        "DOUBLE": pa.float64(),
+        "BIGINT": pa.int64(),
+    }
+    fields = []
+    for c in {**TABLES, **ALERT_TABLES}[table]:
+        kind = pa.list_(scalars[c.type[:-2]]) if c.type.endswith("[]") else scalars[c.type]
+        fields.append((c.name, kind))
+    return pa.schema(fields)

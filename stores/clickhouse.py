@@ -25,7 +25,7 @@ import contextlib
 import io
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -39,6 +39,15 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
 
 class ClickHouseError(LoopsightError):
     """A ClickHouse statement failed or the engine cannot be reached; the message says why."""
+
+
+@contextlib.contextmanager
+def _failing(what: str = "") -> Iterator[None]:
+    """An engine's exception as a :class:`ClickHouseError` with its message, ``what`` before it."""
+    try:
+        yield
+    except Exception as exc:  # chdb raises RuntimeError, clickhouse-connect its own, with the engine's message
+        raise ClickHouseError(f"{what}{str(exc).strip()}") from None
 
 
 def format_param(value: Any, top_level: bool = True) -> str:
@@ -94,22 +103,6 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _fix(value: Any, t: pa.DataType) -> Any:
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {k: _fix(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_fix(v, t.value_type) for v in value]
-    if pa.types.is_struct(t):
-        return {f.name: _fix(value[f.name], f.type) for f in t}
-    return value
-
-
-def _needs_fix(t: pa.DataType) -> bool:
-    return pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t)
-
-
 class Result:
     """The answer to one statement: DB-API ``description`` and ``fetchall()``."""
 
@@ -127,10 +120,7 @@ class Result:
             target = _plain_type(column.type)
             if target != column.type:
                 column = column.cast(target, safe=False)
-            values = column.to_pylist()
-            if _needs_fix(target):
-                values = [_fix(v, target) for v in values]
-            columns.append(values)
+            columns.append(column.to_pylist(maps_as_pydicts="lossy"))  # a Map as a dict, as DuckDB gives it
         return list(zip(*columns, strict=False)) if columns else []
 
     def fetchone(self) -> tuple[Any, ...] | None:
@@ -192,19 +182,14 @@ class _ChdbEngine(_Engine):
                     f"chdb already has {other!r} open in this process; one chdb data directory per process (asked for {path!r})"
                 )
             if path not in _CHDB:
-                try:
+                with _failing(f"cannot open chdb directory {path!r}: "):
                     _CHDB[path] = chdb.connect(path)
-                except Exception as exc:  # chdb raises RuntimeError with the engine's message
-                    raise ClickHouseError(f"cannot open chdb directory {path!r}: {exc}") from None
         self.path = path
         self.database = database
         self._con = _CHDB[path]
         if database != "default":
-            with _CHDB_LOCK:
-                try:
-                    self._con.query(f"CREATE DATABASE IF NOT EXISTS {database}", "CSV")
-                except Exception as exc:
-                    raise ClickHouseError(f"cannot create database {database!r}: {exc}") from None
+            with _CHDB_LOCK, _failing(f"cannot create database {database!r}: "):
+                self._con.query(f"CREATE DATABASE IF NOT EXISTS {database}", "CSV")
 
     def _use(self) -> None:
         # One embedded engine per process: statements of every handle share it, so each
@@ -225,34 +210,25 @@ class _ChdbEngine(_Engine):
             else format_param(v).translate(_TSV_ESCAPES)
             for k, v in params.items()
         }
-        with _CHDB_LOCK:
-            try:
-                self._use()
-                return self._con.query(sql, "ArrowTable", params=text or None)
-            except Exception as exc:
-                raise ClickHouseError(str(exc).strip()) from None
+        with _CHDB_LOCK, _failing():
+            self._use()
+            return self._con.query(sql, "ArrowTable", params=text or None)
 
     def command(self, sql: str) -> None:
-        with _CHDB_LOCK:
-            try:
-                self._use()
-                self._con.query(sql, "CSV")
-            except Exception as exc:
-                raise ClickHouseError(str(exc).strip()) from None
+        with _CHDB_LOCK, _failing():
+            self._use()
+            self._con.query(sql, "CSV")
 
     def insert_arrow(self, table: str, data: pa.Table) -> None:
         sink = io.BytesIO()
         with pa.ipc.new_stream(sink, data.schema) as writer:
             writer.write_table(data)
         columns = ", ".join(f"`{name}`" for name in data.column_names)
-        with _CHDB_LOCK:
-            try:
-                self._use()
-                with self._con.send_insert(f"INSERT INTO {table} ({columns})", "ArrowStream") as inserter:
-                    inserter.append(sink.getvalue())
-                    inserter.finish()
-            except Exception as exc:
-                raise ClickHouseError(f"insert into {table} failed: {str(exc).strip()}") from None
+        with _CHDB_LOCK, _failing(f"insert into {table} failed: "):
+            self._use()
+            with self._con.send_insert(f"INSERT INTO {table} ({columns})", "ArrowStream") as inserter:
+                inserter.append(sink.getvalue())
+                inserter.finish()
 
 
 class _ServerEngine(_Engine):
@@ -267,7 +243,7 @@ class _ServerEngine(_Engine):
             raise ClickHouseError(
                 "clickhouse:// stores need clickhouse-connect: pip install 'loopsight[clickhouse]'"
             ) from None
-        try:
+        with _failing(f"cannot reach ClickHouse at {url.redacted()}: "):
             self._client = clickhouse_connect.get_client(
                 host=url.host,
                 port=url.port,
@@ -277,28 +253,20 @@ class _ServerEngine(_Engine):
                 secure=url.secure,
                 autogenerate_session_id=False,
             )
-        except Exception as exc:
-            raise ClickHouseError(f"cannot reach ClickHouse at {url.redacted()}: {exc}") from None
 
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
         # Own formatting for datetimes: clickhouse-connect drops their microseconds.
         bound = {k: format_param(v) if isinstance(v, (datetime, list, tuple)) else v for k, v in params.items()}
-        try:
+        with _failing():
             return self._client.query_arrow(sql, parameters=bound or None)
-        except Exception as exc:
-            raise ClickHouseError(str(exc).strip()) from None
 
     def command(self, sql: str) -> None:
-        try:
+        with _failing():
             self._client.command(sql)
-        except Exception as exc:
-            raise ClickHouseError(str(exc).strip()) from None
 
     def insert_arrow(self, table: str, data: pa.Table) -> None:
-        try:
+        with _failing(f"insert into {table} failed: "):
             self._client.insert_arrow(table, data)
-        except Exception as exc:
-            raise ClickHouseError(f"insert into {table} failed: {str(exc).strip()}") from None
 
     def close(self) -> None:
         self._client.close()

@@ -8,16 +8,19 @@ columns. Beside it, loopsight keeps the same tables as on DuckDB (:mod:`loopsigh
 ``spans``, the per-run tables, ``derive_pending``), filled by the ClickHouse store
 (:mod:`loopsight.stores.clickhouse_store`), and the alert evaluator's state.
 
-Ordered migrations are recorded in ``loopsight_schema_migrations``. 0002-0011 built the
-earlier model (typed columns materialized on ``otel_traces``, a ``spans`` view, a run index);
-0012 drops what they made and creates the one model, which the store then fills from
-``otel_traces`` (the import starts from the oldest span), so existing data is kept.
+Ordered migrations are recorded in ``loopsight_schema_migrations``. Those that built the
+earlier model (0002-0011: typed columns materialized on ``otel_traces``, a ``spans`` view, a run
+index) are gone: 0012 drops what they made and creates the one model, which the store then
+fills from ``otel_traces`` (the import starts from the oldest span), so existing data is kept.
+The model's tables and columns are no migrations since: :func:`to_model`, after them, renders
+what the store lacks from :mod:`loopsight.model` (a table or column new to the spans or a
+derived table queues every trace), as 0015_run_step_totals and 0016_cost did by hand.
 
 Example:
     >>> from loopsight.stores.clickhouse import connect_chdb
     >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
     >>> upgrade(con)  # doctest: +SKIP
-    ['0001_otel_traces', '0002_typed_columns', ..., '0012_one_model']
+    ['0001_otel_traces', '0004_alerts', '0007_alert_deliveries', '0012_one_model', ...]
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loopsight.model import DERIVED, TABLES, clickhouse_type
+from loopsight.model import ALERT_TABLES, DERIVED, TABLES, clickhouse_type
 from loopsight.stores.clickhouse import ClickHouseConnection
 
 # traces_table.sql of the exporter, rendered as its Go code renders it: %s %s = "db"."table"
@@ -107,49 +110,6 @@ class SchemaOptions:
         return template.format(table=self.table, cluster=cluster, engine=self.engine, ttl=ttl, ttl_ts=ttl_ts)
 
 
-ALERT_TABLES = (
-    """CREATE TABLE IF NOT EXISTS alert_rules (
-    name String,
-    definition String,
-    active Bool DEFAULT true,
-    state LowCardinality(String) DEFAULT 'ok',
-    state_since Nullable(DateTime64(6)),
-    pending_since Nullable(DateTime64(6)),
-    value Nullable(Float64),
-    baseline Nullable(Float64),
-    samples Nullable(Int64),
-    examples Array(String),
-    last_evaluated_at Nullable(DateTime64(6)),
-    last_notified_at Nullable(DateTime64(6)),
-    notified_firing Bool DEFAULT false,
-    updated_at DateTime64(6) DEFAULT now64(6)
-) ENGINE = ReplacingMergeTree(updated_at)
-ORDER BY name""",
-    """CREATE TABLE IF NOT EXISTS alert_events (
-    id UInt64 DEFAULT generateSnowflakeID(),
-    rule String,
-    occurred_at DateTime64(6),
-    from_state LowCardinality(String),
-    to_state LowCardinality(String),
-    value Nullable(Float64),
-    threshold Nullable(Float64),
-    baseline Nullable(Float64),
-    samples Nullable(Int64),
-    examples Array(String),
-    notify_status LowCardinality(String) DEFAULT 'none',
-    notify_error Nullable(String)
-) ENGINE = MergeTree
-ORDER BY (rule, occurred_at, id)""",
-    """CREATE TABLE IF NOT EXISTS alert_samples (
-    rule String,
-    sampled_at DateTime64(6),
-    value Nullable(Float64),
-    samples Int64
-) ENGINE = MergeTree
-ORDER BY (rule, sampled_at)""",
-)
-
-
 # The evaluator's state on ClickHouse (loopsight.alerts.state_clickhouse): a notification's
 # outcome is a row keyed by its event instead of an UPDATE.
 ALERT_STATE_0007 = (
@@ -166,7 +126,14 @@ ORDER BY event_id""",
 _ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id", "model_prices": "(provider, model)"} | {
     name: "(trace_id, run_id)" for name in DERIVED
 }
+_ORDER |= {"alert_rules": "name", "alert_events": "(rule, occurred_at, id)", "alert_samples": "(rule, sampled_at)"}
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
+# Nothing is updated in place (loopsight.alerts.state_clickhouse): a rule's every change is a
+# new row of the whole rule, the newest kept.
+_ENGINE = {"alert_rules": "ReplacingMergeTree(updated_at)"}
+_EXTRA = {"alert_rules": ["    `updated_at` DateTime64(6) DEFAULT now64(6)"]}
+_DEFAULTS = {"current_timestamp": "now64(6)", "nextval('alert_event_id')": None}  # ids are made by the writer
+_TYPES = {("alert_events", "id"): "UInt64"}  # as alert_deliveries.event_id, which joins it
 
 
 def _nullable(kind: str, nullable: bool) -> bool:
@@ -174,24 +141,23 @@ def _nullable(kind: str, nullable: bool) -> bool:
 
 
 def model_table_ddl(table: str) -> str:
-    """``CREATE TABLE`` of one :data:`loopsight.model.TABLES` table on ClickHouse.
+    """``CREATE TABLE`` of one :data:`loopsight.model.TABLES` or ``ALERT_TABLES`` table on ClickHouse.
 
     Example:
         >>> model_table_ddl("derive_pending").splitlines()[1]
         "    `trace_id` String,"
     """
     columns = []
-    for column in TABLES[table]:
-        kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
-        default = ""
-        if column.default == "current_timestamp":
-            default = " DEFAULT now64(6)"
-        elif column.default is not None:
-            default = f" DEFAULT {column.default}"
-        columns.append(f"    `{column.name}` {kind}{default}")
+    for column in {**TABLES, **ALERT_TABLES}[table]:
+        kind = _TYPES.get((table, column.name)) or clickhouse_type(
+            column.type, nullable=_nullable(column.type, column.nullable)
+        )
+        default = _DEFAULTS.get(column.default or "", column.default)
+        columns.append(f"    `{column.name}` {kind}" + (f" DEFAULT {default}" if default is not None else ""))
     partition = f"\nPARTITION BY {_PARTITION[table]}" if table in _PARTITION else ""
-    body = ",\n".join(columns)
-    return f"CREATE TABLE IF NOT EXISTS {table} (\n{body}\n) ENGINE = MergeTree{partition}\nORDER BY {_ORDER[table]}"
+    body = ",\n".join(columns + _EXTRA.get(table, []))
+    engine = _ENGINE.get(table, "MergeTree")
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n{body}\n) ENGINE = {engine}{partition}\nORDER BY {_ORDER[table]}"
 
 
 ALERT_VIEWS = (
@@ -207,17 +173,6 @@ ALERT_VIEWS = (
 )
 """The alert state as DuckDB holds it (``alert_rules_current``, ``alert_events_current``): the
 questions read these, written once (``loopsight.analytics.alert_state``)."""
-
-
-def model_columns_ddl(tables: tuple[str, ...]) -> list[str]:
-    """``ADD COLUMN IF NOT EXISTS`` every model column of ``tables`` (those a migration knows exist):
-    brings tables made by an earlier model up to it."""
-    statements = []
-    for table in tables:
-        for column in TABLES[table]:
-            kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
-            statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
-    return statements
 
 
 REDERIVE = "INSERT INTO derive_pending SELECT TraceId, min(Timestamp) FROM spans GROUP BY TraceId"
@@ -284,10 +239,6 @@ class Migration:
     statements: Callable[[SchemaOptions], list[str]]
 
 
-def _superseded(options: SchemaOptions) -> list[str]:
-    return []  # built the earlier model, which 0012 drops
-
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_otel_traces",
@@ -297,38 +248,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             o.render(EXPORTER_TRACE_ID_TS_VIEW),
         ],
     ),
-    Migration("0002_typed_columns", _superseded),
-    Migration("0003_spans_view", _superseded),
-    Migration("0004_alerts", lambda o: list(ALERT_TABLES)),
-    Migration("0005_run_index", _superseded),
-    Migration("0006_span_type_pydantic_run", _superseded),
+    Migration("0004_alerts", lambda o: [model_table_ddl(table) for table in ALERT_TABLES]),
     Migration("0007_alert_deliveries", lambda o: list(ALERT_STATE_0007)),
-    Migration("0008_args_sketch", _superseded),
-    Migration("0009_typed_spans", _superseded),
-    Migration("0010_run_facts", _superseded),
-    Migration("0011_bounded_numbers", _superseded),
     Migration("0012_one_model", _one_model),
     Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
     Migration(
-        "0014_sessions_and_frameworks",
-        lambda o: [
-            *model_columns_ddl(("spans", "run_facts", "run_loops")),
-            "ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch",
-            SECRET_TABLE,
-            REDERIVE,
-        ],
-    ),
-    Migration("0015_run_step_totals", lambda o: [model_table_ddl("run_step_totals"), REDERIVE]),
-    Migration(
-        "0016_cost",
-        lambda o: [
-            model_table_ddl("run_calls"),
-            model_table_ddl("model_prices"),
-            *model_columns_ddl(("run_facts",)),
-            REDERIVE,
-        ],
+        "0014_sessions_and_frameworks", lambda o: ["ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE]
     ),
 )
+"""The steps no model can say (the exporter's table, what earlier models made, views); the
+model's own tables and columns are made by :func:`to_model`."""
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
     version String,
@@ -345,8 +274,35 @@ def applied(con: ClickHouseConnection) -> list[str]:
     ]
 
 
+def to_model(con: ClickHouseConnection) -> list[str]:
+    """Create the tables and columns of :data:`loopsight.model.TABLES` the store lacks; when the
+    spans or a derived table gained any, queue every trace (the rules that fill them changed too).
+    Returns the statements run.
+    """
+    query = "SELECT table, name FROM system.columns WHERE database = currentDatabase()"
+    found = {(table, name) for table, name in con.execute(query).fetchall()}
+    tables = {table for table, _ in found}
+    statements, changed = [], set()
+    for table, columns in TABLES.items():
+        missing = [c for c in columns if (table, c.name) not in found]
+        if missing:
+            changed.add(table)
+        if table not in tables:
+            statements.append(model_table_ddl(table))
+            continue
+        for column in missing:
+            kind = clickhouse_type(column.type, nullable=_nullable(column.type, column.nullable))
+            statements.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS `{column.name}` {kind}")
+    if changed & {"spans", *DERIVED}:
+        statements.append(REDERIVE)
+    for statement in statements:
+        con.command(statement)
+    return statements
+
+
 def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> list[str]:
-    """Apply the missing migrations in order; returns the ids applied now."""
+    """Apply the missing migrations in order, then bring the tables to the model; returns the
+    ids of the migrations applied now."""
     options = options or SchemaOptions(table=con.url.table)
     done = set(applied(con))
     now = []
@@ -357,4 +313,5 @@ def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> 
             con.command(statement)
         con.execute("INSERT INTO loopsight_schema_migrations (version) VALUES ({v:String})", {"v": migration.version})
         now.append(migration.version)
+    to_model(con)
     return now

@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,8 +50,9 @@ from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, c
 from loopsight.stores.clickhouse_schema import upgrade
 from loopsight.stores.derive import PENDING_SQL, derive_traces, price_rows, session_loops
 from loopsight.stores.files import KEY_BYTES
-from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
+from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.url import StoreURL
+from loopsight.stores.writer import STOP, Batch, Job, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -113,10 +112,15 @@ def import_exported(
     return stored
 
 
-def _scratch() -> duckdb.DuckDBPyConnection:
+def _scratch(**rows: pa.Table) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding the model's tables, those named filled with ``rows``."""
     scratch = duckdb.connect()
     for table in TABLES:
         scratch.execute(duckdb_ddl(table))
+    for table, data in rows.items():
+        scratch.register("fetched", data)
+        scratch.execute(f"INSERT INTO {table} BY NAME SELECT * FROM fetched")
+        scratch.unregister("fetched")
     return scratch
 
 
@@ -156,11 +160,8 @@ def _derive(con: ClickHouseConnection, ids: list[str], since: datetime, prices: 
         "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
         {"t": ids, "s": since},
     ).arrow()
-    scratch = _scratch()
+    scratch = _scratch(spans=spans)
     try:
-        scratch.register("fetched", spans)
-        scratch.execute("INSERT INTO spans BY NAME SELECT * FROM fetched")
-        scratch.unregister("fetched")
         scratch.register("touched", pa.table({"TraceId": ids}))
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
         rewritten = {
@@ -204,12 +205,8 @@ def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:
         "(SELECT trace_id, run_id FROM run_facts WHERE session_id IN {s:Array(String)})",
         params,
     ).arrow()
-    scratch = _scratch()
+    scratch = _scratch(run_facts=facts, spans=calls)
     try:
-        for name, table in (("run_facts", facts), ("spans", calls)):
-            scratch.register("fetched", table)
-            scratch.execute(f"INSERT INTO {name} BY NAME SELECT * FROM fetched")
-            scratch.unregister("fetched")
         scratch.register("derive_sessions", pa.table({"session_id": sessions}))
         session_loops(scratch)
         loops = scratch.sql("SELECT * FROM run_loops").to_arrow_table()
@@ -236,21 +233,6 @@ def sync(
     return derive_pending(con, lookback=lookback, prices=prices)
 
 
-@dataclass
-class _Batch:
-    table: pa.Table
-    future: Future[int] = field(default_factory=Future)
-
-
-@dataclass
-class _Job:
-    work: Callable[[ClickHouseConnection], Any]
-    future: Future[Any] = field(default_factory=Future)
-
-
-_STOP = object()
-
-
 class ClickHouseStore:
     """The collector's ClickHouse store: one thread inserting, importing and deriving."""
 
@@ -271,16 +253,13 @@ class ClickHouseStore:
         self.path = con.url.redacted()
         self.prices = prices
         self._con = con
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
-        self._max_batch_rows = max_batch_rows
+        self._writes: WriteQueue[Batch] = WriteQueue(max_queue=max_queue, max_batch_rows=max_batch_rows)
         self._derive_interval = derive_interval
         self._import_interval = import_interval
         self._lookback = run_lookback
         self._barrier_timeout = barrier_timeout
         self._limits = limits
         self.stats = WriterStats()
-        self._closed = False
-        self._queued_rows = 0
         self._lock = threading.Lock()
         self._committed = 0  # commits stored; a pass covers the ones made before it began
         self._derived = 0
@@ -301,35 +280,22 @@ class ClickHouseStore:
         return cls(con, **kwargs)
 
     def submit(self, table: pa.Table) -> Future[int]:
-        """Queue a batch; the future resolves to its row count once stored."""
-        if self._closed:
-            raise QueueFull("the store is shutting down")
-        batch = _Batch(table)
-        try:
-            self._queue.put_nowait(batch)
-        except queue.Full:
-            raise QueueFull("write queue is full") from None
-        with self._lock:
-            self._queued_rows += table.num_rows
-        return batch.future
+        """Queue a batch; the future resolves to its row count once stored (raises :class:`QueueFull`)."""
+        return self._writes.submit(table, Batch)
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        """Batches waiting for the writer."""
+        return self._writes.depth
 
     @property
     def queued_rows(self) -> int:
         """Spans waiting for the writer."""
-        return self._queued_rows
+        return self._writes.rows
 
     def run_job(self, work: Callable[[ClickHouseConnection], Any]) -> Future[Any]:
         """Run ``work(connection)`` on the store's thread between commits."""
-        job = _Job(work)
-        if self._closed:
-            job.future.set_exception(StoreError("the store is closed"))
-            return job.future
-        self._queue.put(job)
-        return job.future
+        return self._writes.run_job(work)
 
     def size_bytes(self) -> int:
         """Bytes on disk of this database's tables (0 when the server does not say)."""
@@ -357,16 +323,10 @@ class ClickHouseStore:
         return self._con.cursor()
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every batch submitted so far is stored and derived; False on timeout."""
+        """Wait until every batch acknowledged so far is derived; False on timeout."""
         if threading.current_thread() is self._thread:
             return True
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(left)
         with self._lock:
             target = self._committed
             self._asked = True
@@ -379,10 +339,8 @@ class ClickHouseStore:
 
     def close(self) -> None:
         """Store what is queued, derive it, stop the thread."""
-        if self._closed:
+        if not self._writes.close():
             return
-        self._closed = True
-        self._queue.put(_STOP)
         self._thread.join()
         self._con.close()
 
@@ -393,16 +351,12 @@ class ClickHouseStore:
         while not stop:
             now = time.monotonic()
             wait = min(next_import, due if due is not None else next_import) - now
-            try:
-                item = self._queue.get(timeout=max(0.0, min(wait, 0.05)) if not self._asked else 0.0)
-            except queue.Empty:
-                item = None
-            if item is _STOP:
-                self._queue.task_done()
+            work = self._writes.take(timeout=max(0.0, min(wait, 0.05)) if not self._asked else 0.0)
+            if work is STOP:
                 stop = True
-            elif isinstance(item, _Job):
-                self._job(item)
-            elif isinstance(item, _Batch) and self._store([item, *self._more(item.table.num_rows)]):
+            elif isinstance(work, Job):
+                self._job(work)
+            elif isinstance(work, list) and commit(work, self._insert, self.stats, self._stored):
                 due = due if due is not None else time.monotonic() + self._derive_interval
             now = time.monotonic()
             if stop or now >= next_import:
@@ -419,50 +373,18 @@ class ClickHouseStore:
                 due = None
         self._con.close()
 
-    def _more(self, rows: int) -> list[_Batch]:
-        batch: list[_Batch] = []
-        while rows < self._max_batch_rows:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if not isinstance(item, _Batch):  # a job or the stop mark: back in line after this batch
-                self._queue.put(item)
-                self._queue.task_done()
-                break
-            batch.append(item)
-            rows += item.table.num_rows
-        return batch
+    def _insert(self, batch: list[Batch]) -> int:
+        return store_batch(self._con, pa.concat_tables([b.table for b in batch]))
 
-    def _store(self, batch: list[_Batch]) -> bool:
-        rows = sum(b.table.num_rows for b in batch)
-        with self._lock:
-            self._queued_rows -= rows
-        started = time.perf_counter()
-        try:
-            inserted = store_batch(self._con, pa.concat_tables([b.table for b in batch]))
-        except Exception as exc:  # the batch fails as a whole; each request hears why
-            self.stats.failed_commits += 1
-            log.error("storing %d spans in ClickHouse failed: %s", rows, exc)
-            for item in batch:
-                item.future.set_exception(StoreError(str(exc)))
-                self._queue.task_done()
-            return False
-        self.stats.record_commit(inserted, rows - inserted, time.perf_counter() - started)
+    def _stored(self, inserted: int) -> None:
         with self._lock:
             self._committed += 1
-        for item in batch:
-            item.future.set_result(item.table.num_rows)
-            self._queue.task_done()
-        return True
 
-    def _job(self, job: _Job) -> None:
+    def _job(self, job: Job) -> None:
         try:
             job.future.set_result(job.work(self._con))
         except Exception as exc:
             job.future.set_exception(exc)
-        finally:
-            self._queue.task_done()
 
     def _pass(self, covered: int) -> None:
         started = time.perf_counter()

@@ -39,10 +39,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -59,8 +57,9 @@ from loopsight.prices import PriceBook, default_book
 from loopsight.stores.derive import reprice
 from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error, secret_key
-from loopsight.stores.protocol import QueueFull, StoreError, WriterStats
+from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.sqlfiles import jsonable
+from loopsight.stores.writer import STOP, Job, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -123,14 +122,6 @@ class _Pending:
         )
 
 
-@dataclass
-class _Job:
-    work: Callable[[duckdb.DuckDBPyConnection], Any]
-    future: Future[Any] = field(default_factory=Future)
-
-
-_STOP = object()
-
 _MAP_COLUMNS = ("ResourceAttributes", "SpanAttributes")
 
 # Arrow MAP -> DuckDB MAP conversion validates every key one by one; handing DuckDB the
@@ -179,14 +170,9 @@ class Store:
         bundled table alone) reprices every model the file holds now, and new ones as they come."""
         self.path = path
         self._con = con
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._max_queue = max_queue
-        self._max_queue_rows = max_queue_rows
-        self._max_batch_rows = max_batch_rows
-        self._queued_batches = 0
-        self._queued_rows = 0
-        self._lock = threading.Lock()
-        self._closed = False
+        self._writes: WriteQueue[_Pending] = WriteQueue(
+            max_queue=max_queue, max_queue_rows=max_queue_rows, max_batch_rows=max_batch_rows
+        )
         self.stats = WriterStats()
         self.prices = prices or default_book()
         self.deriver = Deriver(con, self.stats, prices=self.prices, **derive)
@@ -249,40 +235,16 @@ class Store:
 
         Raises :class:`QueueFull` when the queue holds too many batches or rows.
         """
-        with self._lock:
-            if self._closed:
-                raise QueueFull("the store is shutting down")
-            if self._queued_batches >= self._max_queue or (
-                self._queued_rows and self._queued_rows + table.num_rows > self._max_queue_rows
-            ):
-                raise QueueFull(
-                    f"write queue is full ({self._queued_batches} batches, {self._queued_rows} spans waiting)"
-                )
-            self._queued_batches += 1
-            self._queued_rows += table.num_rows
-        pending = _Pending.of(table)
-        with self._lock:  # queued under the lock: close() puts its stop mark under it, so none lands after it
-            if not self._closed:
-                self._queue.put(pending)
-                return pending.future
-            self._queued_batches -= 1
-            self._queued_rows -= table.num_rows
-        raise QueueFull("the store is shutting down")
+        return self._writes.submit(table, _Pending.of)
 
     def run_job(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
         """Run ``work(connection)`` on the writer thread between commits (its own transaction)."""
-        job = _Job(work)
-        with self._lock:
-            if not self._closed:
-                self._queue.put(job)
-                return job.future
-        job.future.set_exception(StoreError("the store is closed"))
-        return job.future
+        return self._writes.run_job(work)
 
     @property
     def queue_depth(self) -> int:
         """Batches waiting for the writer."""
-        return self._queued_batches
+        return self._writes.depth
 
     @property
     def derive_pending_commits(self) -> int:
@@ -292,7 +254,7 @@ class Store:
     @property
     def queued_rows(self) -> int:
         """Spans waiting for the writer."""
-        return self._queued_rows
+        return self._writes.rows
 
     def reader(self, *, derived: bool = True) -> DuckDBReader:
         """A new connection to the same database for one reader (thread-safe to use alone).
@@ -321,11 +283,8 @@ class Store:
 
     def close(self) -> None:
         """Stop taking batches, commit everything queued, derive it, and close the file."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._queue.put(_STOP)
+        if not self._writes.close():
+            return
         self._thread.join()
         self.deriver.finish()
         try:
@@ -335,37 +294,14 @@ class Store:
 
     def _run(self) -> None:
         con = self._con.cursor()
-        while True:
-            first = self._queue.get()
-            if first is _STOP:
-                break
-            if isinstance(first, _Job):
-                self._run_job(con, first)
-                continue
-            batch = [first]
-            rows = first.table.num_rows
-            held: Any = None
-            while rows < self._max_batch_rows:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if not isinstance(item, _Pending):
-                    held = item
-                    break
-                batch.append(item)
-                rows += item.table.num_rows
-            with self._lock:
-                self._queued_batches -= len(batch)
-                self._queued_rows -= rows
-            self._commit(con, batch)
-            if held is _STOP:
-                break
-            if held is not None:
-                self._run_job(con, held)
+        while (work := self._writes.take()) is not STOP:
+            if isinstance(work, Job):
+                self._run_job(con, work)
+            elif isinstance(work, list):
+                self._commit(con, work)
         con.close()
 
-    def _run_job(self, con: duckdb.DuckDBPyConnection, job: _Job) -> None:
+    def _run_job(self, con: duckdb.DuckDBPyConnection, job: Job) -> None:
         try:
             con.begin()
             result = job.work(con)
@@ -377,35 +313,30 @@ class Store:
         job.future.set_result(result)
 
     def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
-        started = time.perf_counter()
-        incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
-        bounds = pc.min_max(incoming.column("Timestamp"))
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        try:
-            con.begin()
-            con.register("incoming", incoming)
-            inserted = con.execute(_INSERT_SQL, {"lo": lo, "hi": hi}).fetchall()[0][0]
-            if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
-                con.execute(
-                    "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
-                    {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
-                )
-            con.commit()
-        except Exception as exc:  # the batch fails as a whole; each request hears why
-            rollback(con)
-            self.stats.failed_commits += 1
-            log.error("commit of %d spans failed: %s", incoming.num_rows, exc)
-            error = StoreError(f"could not store spans: {exc}")
-            for pending in batch:
-                pending.future.set_exception(error)
-            return
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister("incoming")
-        self.stats.record_commit(
-            inserted, sum(p.table.num_rows for p in batch) - inserted, time.perf_counter() - started
-        )
-        if inserted:  # before the answers: a reader asking after one waits for this commit's pass
+        def store(batch: list[_Pending]) -> int:
+            incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
+            bounds = pc.min_max(incoming.column("Timestamp"))
+            try:
+                con.begin()
+                con.register("incoming", incoming)
+                params = {"lo": bounds["min"].as_py(), "hi": bounds["max"].as_py()}
+                inserted = int(con.execute(_INSERT_SQL, params).fetchall()[0][0])
+                if inserted:  # a trace listed twice (or with duplicates only) costs the pass nothing more
+                    con.execute(
+                        "INSERT INTO derive_pending SELECT unnest($traces), unnest($since)",
+                        {"traces": [t for p in batch for t in p.traces], "since": [t for p in batch for t in p.since]},
+                    )
+                con.commit()
+            except Exception:
+                rollback(con)
+                raise
+            finally:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister("incoming")
+            return inserted
+
+        commit(batch, store, self.stats, self._stored)
+
+    def _stored(self, inserted: int) -> None:
+        if inserted:  # a commit of duplicates only leaves the pass nothing to do
             self.deriver.committed(inserted)
-        for pending in batch:
-            pending.future.set_result(pending.table.num_rows)

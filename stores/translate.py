@@ -12,8 +12,8 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
   with its NULL test beside it).
 - *CTEs*: one read twice is ``MATERIALIZED`` (DuckDB computes it once; ClickHouse would
   recompute ``row_number() OVER ()`` per read).
-- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/bit/hash/quantile/bucket
-  functions get their ClickHouse names, ``lag``/``lead`` and ``map['k']`` give NULL as in DuckDB,
+- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/map/quantile/bucket
+  functions get their ClickHouse names, ``map['k']`` gives NULL as in DuckDB,
   ``round`` rounds ties away from zero.
 - *settings*: outer-join misses are NULL, empty aggregates NULL, named tuples, UTC.
 
@@ -31,7 +31,6 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.optimizer import qualify as _qualify_module
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -92,14 +91,9 @@ def translate(sql: str) -> tuple[str, frozenset[str]]:
 
 
 def _qualified(tree: Any) -> exp.Expression:
-    # DuckDB identifiers are case-insensitive and SQLGlot lower-cases them; ClickHouse's are
-    # case-sensitive: keep the query's spelling (the SQL quotes "TraceId" consistently).
-    keep = _qualify_module.normalize_identifiers
-    _qualify_module.normalize_identifiers = lambda expression, dialect=None, **kw: expression  # type: ignore[assignment]
-    try:
-        tree = qualify(tree, schema=_SCHEMA, dialect="duckdb", validate_qualify_columns=False, identify=False)
-    finally:
-        _qualify_module.normalize_identifiers = keep
+    # Qualified as ClickHouse reads names (case-sensitive): DuckDB's are not, and qualifying in
+    # its dialect would lower-case them (the SQL quotes "TraceId" consistently).
+    tree = qualify(tree, schema=_SCHEMA, dialect="clickhouse", validate_qualify_columns=False, identify=False)
     # A UNION's columns are named by its first branch (DuckDB); qualify may name a later branch's
     # columns otherwise ('agent' AS agent beside r.agent AS agent), which ClickHouse rejects.
     for union in tree.find_all(exp.SetOperation):
@@ -195,11 +189,6 @@ def _anonymous(name: str) -> Callable[[exp.Expression], bool]:
     return lambda n: isinstance(n, exp.Anonymous) and n.name.lower() == name
 
 
-def _nullable_lag(n: exp.Expression) -> exp.Expression:
-    n.set("this", _fn("toNullable", n.this))
-    return n
-
-
 def _missing_key_null(n: exp.Expression) -> exp.Expression:
     inner = n.copy()
     inner.set("_translated", True)
@@ -211,45 +200,12 @@ _BUCKET_ORIGIN = _fn(
 )
 
 
-def _ordered_list(n: exp.ArrayAgg) -> exp.Expression:
-    """``list(x ORDER BY k DESC, j)`` → the values of ``groupArray((x, (-k, j)))`` sorted by their keys
-    (a descending key must be a number or a time: it is negated)."""
-    order = n.this
-    keys = []
-    for item in order.expressions:
-        key = item.this.copy()
-        if item.args.get("desc"):
-            key = exp.Neg(this=_fn("toFloat64", key))
-        keys.append(key)
-    pairs = _fn("groupArray", _fn("tuple", order.this.copy(), _fn("tuple", *keys)))
-    item = exp.to_identifier("t")
-    by_key = _fn(
-        "arraySort",
-        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(2)), expressions=[item.copy()]),
-        pairs,
-    )
-    return _fn(
-        "arrayMap",
-        exp.Lambda(this=_fn("tupleElement", item.copy(), exp.Literal.number(1)), expressions=[item.copy()]),
-        by_key,
-    )
-
-
 _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Expression]], ...] = (
     (lambda n: isinstance(n, exp.ArraySort) and not n.expression, lambda n: _fn("arraySort", n.this)),
-    (lambda n: isinstance(n, exp.ArrayAgg) and not isinstance(n.this, exp.Order), lambda n: _fn("groupArray", n.this)),
-    (lambda n: isinstance(n, exp.ArrayAgg) and isinstance(n.this, exp.Order), _ordered_list),
+    (lambda n: isinstance(n, exp.ArrayAgg), lambda n: _fn("groupArray", n.this)),
     (
         lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
         lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),
-    ),
-    (
-        lambda n: isinstance(n, exp.WithinGroup) and isinstance(n.this, (exp.PercentileCont, exp.PercentileDisc)),
-        lambda n: exp.ParameterizedAgg(
-            this="quantileExactInclusive" if isinstance(n.this, exp.PercentileCont) else "quantileExactLow",
-            expressions=[n.this.this],
-            params=[n.expression.expressions[0].this],
-        ),
     ),
     # DuckDB's time_bucket counts from 2000-01-03
     (
@@ -259,39 +215,8 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     (_anonymous("to_seconds"), lambda n: _fn("toIntervalSecond", *n.expressions)),
     (_anonymous("to_microseconds"), lambda n: _fn("toIntervalMicrosecond", *n.expressions)),
     (_anonymous("epoch_us"), lambda n: _fn("toUnixTimestamp64Micro", *n.expressions)),
-    (
-        lambda n: isinstance(n, exp.TimeToUnix),
-        lambda n: exp.Div(this=_fn("toUnixTimestamp64Micro", n.this), expression=exp.Literal.number("1e6")),
-    ),
-    (_anonymous("hash"), lambda n: _fn("cityHash64", *n.expressions)),  # internal keys only: values differ
-    (_anonymous("bit_count"), lambda n: _fn("bitCount", *n.expressions)),
-    (lambda n: isinstance(n, exp.BitwiseXor), lambda n: _fn("bitXor", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseAnd), lambda n: _fn("bitAnd", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseOr), lambda n: _fn("bitOr", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseRightShift), lambda n: _fn("bitShiftRight", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.BitwiseLeftShift), lambda n: _fn("bitShiftLeft", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.Length), lambda n: _fn("length", n.this)),
-    (_anonymous("list_sum"), lambda n: _fn("arraySum", *n.expressions)),
     (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
-    (
-        _anonymous("list_unique"),
-        lambda n: _fn(
-            "length",
-            _fn(
-                "arrayDistinct",
-                _fn(
-                    "arrayFilter",
-                    exp.Lambda(this=_not_null(exp.to_identifier("x")), expressions=[exp.to_identifier("x")]),
-                    *n.expressions,
-                ),
-            ),
-        ),
-    ),
     (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
-    (lambda n: isinstance(n, exp.LogicalOr), lambda n: exp.Max(this=n.this)),
-    (lambda n: isinstance(n, exp.LogicalAnd), lambda n: exp.Min(this=n.this)),
-    (lambda n: isinstance(n, exp.AnyValue), lambda n: _fn("any", n.this)),
-    (lambda n: isinstance(n, exp.Log) and not n.expression, lambda n: _fn("log10", n.this)),  # DuckDB's log is log10
     (
         lambda n: isinstance(n, exp.Struct),
         lambda n: _fn(
@@ -329,14 +254,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     ),
     (
         lambda n: (
-            isinstance(n, (exp.Lag, exp.Lead))
-            and not n.args.get("default")
-            and not (isinstance(n.this, exp.Anonymous) and n.this.name == "toNullable")
-        ),
-        _nullable_lag,
-    ),
-    (
-        lambda n: (
             isinstance(n, exp.Bracket)
             and len(n.expressions) == 1
             and isinstance(n.expressions[0], exp.Literal)
@@ -355,7 +272,7 @@ def _functions(tree: exp.Expression) -> exp.Expression:
                 return change(node)
         return node
 
-    for _ in range(8):  # nested operators (a & b & c): until nothing changes
+    for _ in range(8):  # a rewritten node's arguments are not visited: again until nothing changes
         before = tree.sql("clickhouse")
         tree = tree.transform(rewrite)
         if tree.sql("clickhouse") == before:

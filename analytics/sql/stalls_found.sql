@@ -81,8 +81,9 @@ in_flight AS (
     GROUP BY "TraceId"
     -- a trace with no model and no tool call is no run (an agent's construction, say), nor stuck;
     -- nor is one whose root has arrived (it ended: a tool called outside any agent)
-    HAVING bool_or(span_type IN ('llm', 'tool')) AND NOT bool_or("ParentSpanId" = '')
-       AND ($agent::VARCHAR IS NULL OR bool_or(agent = $agent))
+    -- (max of a condition: whether any span meets it, written so for both engines)
+    HAVING max(span_type IN ('llm', 'tool')) AND NOT max("ParentSpanId" = '')
+       AND ($agent::VARCHAR IS NULL OR max(agent = $agent))
 ),
 stuck AS (
     SELECT trace_id, NULL::VARCHAR AS run_id, span_id, 'stuck' AS kind, tool,

@@ -13,9 +13,9 @@ SELECT run_id,
        count(*) FILTER (WHERE span_type = 'tool') AS tool_calls,
        count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
        coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
-       coalesce(sum(len(list_filter("Events", lambda e: e."Name" = 'retry'))), 0) AS retry_events,
+       coalesce(sum(array_length(list_filter("Events", lambda e: e."Name" = 'retry'))), 0) AS retry_events,
        count(*) FILTER (WHERE loop_kind IS NOT NULL
-                        OR len(list_filter("Events", lambda e: e."Name" = 'loop_detected')) > 0) AS loop_hits,
+                        OR array_length(list_filter("Events", lambda e: e."Name" = 'loop_detected')) > 0) AS loop_hits,
        coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
        coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens
 FROM spans s

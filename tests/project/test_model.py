@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from loopsight.migrations import upgrade
-from loopsight.model import TABLES, clickhouse_type, duckdb_ddl
+from loopsight.model import ALERT_TABLES, TABLES, clickhouse_type, duckdb_ddl
 
 
 def _normalized(kind: str) -> str:
@@ -19,7 +19,7 @@ def test_the_migrations_make_the_model(tmp_path: Path) -> None:
     upgrade(path)
     con = duckdb.connect(path, read_only=True)
     try:
-        for table, columns in TABLES.items():
+        for table, columns in {**TABLES, **ALERT_TABLES}.items():
             found = con.execute(
                 "SELECT column_name, data_type, is_nullable = 'YES', column_default FROM information_schema.columns "
                 "WHERE table_name = $t ORDER BY ordinal_position",
