@@ -6,7 +6,8 @@
 -- ``loops``: the loops detected in the run (run_loops, as the Loops page lists them).
 -- ``cost_usd``: its model calls priced (the rules of priced_calls.sql), NULL when none is priced;
 -- ``unpriced_calls``: its calls with tokens whose model has no price.
-WITH page AS (
+-- page is read three times below: materialized, cut once (DuckDB would inline it into each)
+WITH page AS MATERIALIZED (
     SELECT trace_id, run_id, agent, service, started_at,
            duration / 1e6 AS duration_ms,
            {{run_status}} AS status,
