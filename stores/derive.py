@@ -44,11 +44,14 @@ from loopsight.prices import PriceBook, default_book
 from loopsight.stores.sqlfiles import DERIVE
 
 # Per pending trace, the earliest start a pass must read from: its new spans or its known
-# runs (a run span starts before its children), less the skew margin, bounded by the look-back.
+# runs (a run span starts before its children), less the skew margin, bounded by the look-back;
+# and whether it has derived rows from ``since`` on (``derived``: a run of it is in run_facts
+# there, which a pass writes first), which a store that deletes before it inserts must replace.
 PENDING_SQL = """
 SELECT p.trace_id AS "TraceId",
        greatest(least(min(p.since), min(f.started_at)) - to_microseconds($skew_us::BIGINT),
-                min(p.since) - to_microseconds($lookback_us::BIGINT)) AS since
+                min(p.since) - to_microseconds($lookback_us::BIGINT)) AS since,
+       count(f.trace_id) > 0 AS derived
 FROM derive_pending p
 LEFT JOIN run_facts f
        ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - to_microseconds($lookback_us::BIGINT)

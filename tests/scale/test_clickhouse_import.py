@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from loopsight.analytics.runs import list_runs
 from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import prepare
+from loopsight.model import DERIVED
 from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, sync
 
 
@@ -54,6 +55,9 @@ def test_exporter_spans_get_their_runs_even_when_run_spans_come_late(
     assert sync(con) > 0
     assert list_runs(con, limit=100) == list_runs(duck, limit=100)
     assert _count(con, "SELECT count() FROM spans") == rows.num_rows
+    # the traces derived before had their rows replaced, the new ones none to delete: no row twice
+    for table in DERIVED:
+        assert _count(con, f"SELECT count() FROM {table}") == _count(duck, f"SELECT count(*) FROM {table}"), table
 
 
 def test_the_import_looks_back_from_its_watermark_only(new_clickhouse: Callable[[], Any], fixture_request: Any) -> None:
