@@ -151,7 +151,7 @@ def derive_pending(
         part = pending[start : start + TRACES_PER_PASS]
         ids = [p["TraceId"] for p in part]
         since = min(datetime.fromisoformat(p["since"].rstrip("Z")) for p in part)
-        _derive(con, ids, since, prices, derived=[p["TraceId"] for p in part if p["derived"]])
+        _derive(con, ids, since, prices, [p["TraceId"] for p in part if p["derived"]])
     return len(pending)
 
 
@@ -159,12 +159,11 @@ def _derive(
     con: ClickHouseConnection,
     ids: list[str],
     since: datetime,
-    prices: PriceBook | None = None,
-    *,
-    derived: list[str] | None = None,
+    prices: PriceBook | None,
+    derived: list[str],
 ) -> None:
     """Derive the traces ``ids`` from ``since`` on and write the rows back; ``derived``: those of
-    them with derived rows to replace (default: all of them)."""
+    them with derived rows to replace."""
     spans = con.execute(
         "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
         {"t": ids, "s": since},
@@ -198,9 +197,9 @@ def _derive(
     # A lightweight DELETE marks rows in every part holding one, so it costs more the more is
     # stored: only the traces derived before have rows to replace (run_facts, written first,
     # says which), and a pass of new traces deletes none.
-    replaced = {"t": ids if derived is None else derived, "s": since}
+    replaced = {"t": derived, "s": since}
     for table in DERIVED:
-        if replaced["t"]:
+        if derived:
             con.execute(
                 f"DELETE FROM {table} WHERE trace_id IN {{t:Array(String)}} AND started_at >= {{s:DateTime64(6)}}",
                 replaced,
