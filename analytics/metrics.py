@@ -76,7 +76,7 @@ GAUGE_WINDOW_SECONDS = 300.0  # the /metrics gauges cover the last 5 minutes (do
 _RUNS = """
 runs AS (
     SELECT trace_id, run_id, started_at AS started, agent, termination_reason, status_code AS status,
-           input_tokens + output_tokens AS tokens
+           input_tokens + output_tokens AS tokens, cost_usd AS cost
     FROM run_facts
     WHERE started_at >= $since AND started_at < $until
       AND ($agent::VARCHAR IS NULL OR agent = $agent)
@@ -128,17 +128,11 @@ FROM per_run
 """
 
 
-# Each run in the window with a priced model call, and its cost (the questions' pricing: priced_calls.sql).
+# Each run in the window with a priced model call, and its cost (stored in run_facts: the sum of its
+# priced calls, as priced_calls.sql holds them).
 _COST = f"""
 WITH {_RUNS},
-priced AS ({QUESTIONS.load("priced_calls")}),
-per_run AS (
-    SELECT r.trace_id, r.started, k.cost
-    FROM runs r
-    JOIN (SELECT trace_id, run_id, sum(cost_usd) AS cost FROM priced GROUP BY trace_id, run_id) k
-      ON k.trace_id = r.trace_id AND k.run_id = r.run_id
-    WHERE k.cost IS NOT NULL
-)
+per_run AS (SELECT trace_id, started, cost FROM runs WHERE cost IS NOT NULL)
 SELECT count(*) AS samples,
        quantile_cont(cost, 0.5) AS p50,
        quantile_cont(cost, 0.95) AS p95,

@@ -114,9 +114,13 @@ RUN_FACTS = _cols(
     ("arguments_captured", "BOOLEAN"),
     ("cache_read_tokens", "BIGINT"),
     ("cache_write_tokens", "BIGINT"),
+    ("cost_usd", "DOUBLE"),
+    ("cache_saved_usd", "DOUBLE"),
+    ("unpriced_calls", "BIGINT"),
 )
 """One row per run: its rollups (``stores/sql/derive_runs.sql``); the cache tokens are part of
-the input tokens."""
+the input tokens. ``cost_usd``, ``cache_saved_usd`` and ``unpriced_calls`` sum its ``run_calls``
+(NULL cost: none of them priced), stored when derived and when the prices change (docs/cost.md)."""
 
 RUN_LOOPS = _cols(
     *_RUN_KEY,
@@ -188,9 +192,14 @@ RUN_CALLS = _cols(
     ("cache_read_tokens", "BIGINT", NOT_NULL),
     ("cache_write_tokens", "BIGINT", NOT_NULL),
     ("ingested_at", "TIMESTAMP", NOT_NULL),
+    ("priced", "BOOLEAN"),
+    ("cost_usd", "DOUBLE"),
+    ("cache_saved_usd", "DOUBLE"),
 )
-"""One row per model call with tokens (``stores/sql/run_calls.sql``): what the questions price
-at read time against ``model_prices``; provider and model as the span names them (``''``: none)."""
+"""One row per model call with tokens (``stores/sql/run_calls.sql``); provider and model as the
+span names them (``''``: none). ``priced``, ``cost_usd`` and ``cache_saved_usd``: the call priced
+against ``model_prices`` by the rules of :mod:`loopsight.vocabulary` (``stores/sql/call_costs.sql``)
+when it is derived, and again whenever the writer's prices change (NULL cost: unpriced)."""
 
 MODEL_PRICES = _cols(
     ("provider", "VARCHAR", NOT_NULL),

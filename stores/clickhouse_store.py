@@ -48,7 +48,15 @@ from loopsight.model import DERIVED, TABLES, duckdb_ddl
 from loopsight.prices import PriceBook
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
 from loopsight.stores.clickhouse_schema import upgrade
-from loopsight.stores.derive import PENDING_SQL, derive_traces, price_rows, session_loops
+from loopsight.stores.derive import (
+    COSTS_MISSING_SQL,
+    PENDING_SQL,
+    derive_traces,
+    price_rows,
+    prices_changed,
+    recost,
+    session_loops,
+)
 from loopsight.stores.files import KEY_BYTES
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.url import StoreURL
@@ -126,15 +134,44 @@ def _scratch(**rows: pa.Table) -> duckdb.DuckDBPyConnection:
 
 def reprice(con: ClickHouseConnection, prices: PriceBook | None = None) -> int:
     """Rewrite ``model_prices`` for every (provider, model) pair ``run_calls`` holds (a writer
-    opening: prices apply to history, as on DuckDB); the pairs priced."""
+    opening: prices apply to history, as on DuckDB), and when that changes a stored call's price
+    (or calls have none stored yet), the stored costs (:func:`_recost`); the pairs priced."""
     from loopsight.prices import default_book
 
     pairs = [tuple(r) for r in con.execute("SELECT DISTINCT provider, model FROM run_calls").fetchall()]
     rows = price_rows(prices or default_book(), pairs)
+    stored = _scratch(model_prices=con.execute("SELECT * FROM model_prices").arrow())
+    try:
+        changed = prices_changed(stored, rows)
+    finally:
+        stored.close()
+    if changed or con.execute(COSTS_MISSING_SQL).fetchall()[0][0]:
+        _recost(con, rows)  # before the prices: a reprice cut short is done again at the next open
     con.command("TRUNCATE TABLE model_prices")
     if rows.num_rows:
         con.insert_arrow("model_prices", rows)
     return len(pairs)
+
+
+def _recost(con: ClickHouseConnection, prices: pa.Table) -> None:
+    """Price every stored call and run again with the ``model_prices`` rows ``prices``
+    (:func:`loopsight.stores.derive.recost`, in an in-memory DuckDB), then put each table's new
+    rows in its place at once (``EXCHANGE TABLES``: readers see the old costs or the new)."""
+    fetched = {table: con.execute(f"SELECT * FROM {table}").arrow() for table in ("run_calls", "run_facts")}
+    scratch = _scratch(model_prices=prices, **fetched)
+    try:
+        recost(scratch)
+        repriced = {table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in fetched}
+    finally:
+        scratch.close()
+    for table, rows in repriced.items():
+        staging = f"{table}_repriced"
+        con.command(f"DROP TABLE IF EXISTS {staging}")
+        con.command(f"CREATE TABLE {staging} AS {table}")
+        if rows.num_rows:
+            con.insert_arrow(staging, rows)
+        con.command(f"EXCHANGE TABLES {table} AND {staging}")
+        con.command(f"DROP TABLE {staging}")
 
 
 def derive_pending(
@@ -168,7 +205,8 @@ def _derive(
         "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
         {"t": ids, "s": since},
     ).arrow()
-    scratch = _scratch(spans=spans)
+    # the store's prices: the calls are priced by the rows readers see (new pairs added to them)
+    scratch = _scratch(spans=spans, model_prices=con.execute("SELECT * FROM model_prices").arrow())
     try:
         scratch.register("touched", pa.table({"TraceId": ids}))
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session

@@ -164,6 +164,14 @@ _SCOPE_RUNS = (
 )
 
 
+# Each run's stored cost: the sums of its priced calls (``{calls}``: run_calls rows with prices).
+# ``cost_usd`` NULL when none is priced, never 0.
+RUN_COSTS_SQL = (
+    "SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, sum(cache_saved_usd) AS cache_saved_usd, "
+    "count(*) FILTER (WHERE NOT priced) AS unpriced_calls FROM {calls} GROUP BY trace_id, run_id"
+)
+
+
 def _shadowed(name: str) -> str:
     """``sql/<name>.sql`` reading ``spans`` from the scope table instead of the stored spans."""
     return DERIVE.compose(name, inline=True, spans="derive_scope")
@@ -200,6 +208,8 @@ def refresh(
             'WHERE "Timestamp" >= $since AND run_id IS NOT NULL AND "TraceId" IN (SELECT "TraceId" FROM touched)',
             {"since": since},
         )
+    # the pairs new to model_prices first: the calls are priced as they are stored
+    price_models(con, prices)
     _fill(con, since, tables)
     if "run_loops" in tables and sessions:
         # the sessions the scope's spans name are those of its runs (derive_runs.sql takes the run's from them)
@@ -209,12 +219,12 @@ def refresh(
         )
         if con.execute("SELECT count(*) FROM derive_sessions").fetchall()[0][0]:
             session_loops(con)
-    price_models(con, prices)
     # Only after success: on an error the caller rolls back, which drops these temp tables
     # too, and a DROP in the aborted transaction would fail and hide what went wrong.
     con.execute("DROP TABLE IF EXISTS derive_sessions")
     con.execute("DROP TABLE IF EXISTS derive_scope")
     con.execute("DROP TABLE IF EXISTS derive_steps")
+    con.execute("DROP TABLE IF EXISTS derive_calls")
 
 
 def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[str, ...]) -> None:
@@ -230,8 +240,23 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
                 f'DELETE FROM {table} WHERE started_at >= $since AND trace_id IN (SELECT "TraceId" FROM derive_scope)',
                 {"since": since},
             )
+    if "run_facts" in tables:  # its costs below, once the calls are priced (run_calls.sql reads run_facts)
+        con.execute(f"INSERT INTO run_facts BY NAME SELECT *, 0 AS unpriced_calls FROM ({_shadowed('derive_runs')})")
+    if "run_calls" in tables:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE derive_calls AS SELECT * FROM ({_shadowed('call_costs')})", _NO_FILTERS
+        )
+        con.execute("INSERT INTO run_calls BY NAME SELECT * FROM derive_calls")
     if "run_facts" in tables:
-        con.execute(f"INSERT INTO run_facts BY NAME SELECT * FROM ({_shadowed('derive_runs')})")
+        calls = "derive_calls" if "run_calls" in tables else "run_calls"
+        con.execute(
+            "UPDATE run_facts SET cost_usd = k.cost_usd, cache_saved_usd = k.cache_saved_usd, "
+            f"unpriced_calls = k.unpriced_calls FROM ({RUN_COSTS_SQL.format(calls=calls)}) k "
+            "WHERE run_facts.trace_id = k.trace_id AND run_facts.run_id = k.run_id "
+            "AND ($since::TIMESTAMP IS NULL OR run_facts.started_at >= $since) "
+            'AND run_facts.trace_id IN (SELECT "TraceId" FROM derive_scope)',
+            {"since": since},
+        )
     if "run_loops" in tables:
         con.execute(
             f"INSERT INTO run_loops BY NAME SELECT * FROM ({_shadowed('loops_core')})",
@@ -253,8 +278,6 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
         con.execute(f"INSERT INTO run_members BY NAME SELECT * FROM ({_shadowed('stalls_members')})", _NO_FILTERS)
     if "run_step_totals" in tables:
         con.execute(f"INSERT INTO run_step_totals BY NAME SELECT * FROM ({_shadowed('step_totals')})", _NO_FILTERS)
-    if "run_calls" in tables:
-        con.execute(f"INSERT INTO run_calls BY NAME SELECT * FROM ({_shadowed('run_calls')})", _NO_FILTERS)
 
 
 def session_loops(con: duckdb.DuckDBPyConnection) -> None:
@@ -304,11 +327,72 @@ def price_models(con: duckdb.DuckDBPyConnection, prices: PriceBook | None = None
 
 def reprice(con: duckdb.DuckDBPyConnection, prices: PriceBook | None = None) -> int:
     """Rewrite ``model_prices`` for every pair ``run_calls`` holds, in the caller's transaction (a
-    writer opening: prices apply to history); the pairs priced."""
+    writer opening: prices apply to history), and when that changes a stored call's price (or a
+    call has none stored yet), price every stored call and run again (:func:`recost`); the pairs
+    priced."""
     pairs = con.execute("SELECT DISTINCT provider, model FROM run_calls").fetchall()
+    rows = price_rows(prices or default_book(), pairs)
+    changed = prices_changed(con, rows) or costs_missing(con)
     con.execute("DELETE FROM model_prices")
-    _insert_prices(con, price_rows(prices or default_book(), pairs))
+    _insert_prices(con, rows)
+    if changed:
+        recost(con)
     return len(pairs)
+
+
+_PRICE_COLUMNS = ", ".join(c.name for c in MODEL_PRICES)
+
+# The stored price rows of the pairs ``new_prices`` holds that it does not, and its rows that are not
+# stored: none when the calls stored are priced as they would be now (a pair only stored is not read).
+_PRICES_CHANGED_SQL = f"""
+SELECT count(*) FROM (
+    (SELECT {_PRICE_COLUMNS} FROM model_prices s
+     WHERE EXISTS (SELECT 1 FROM new_prices n WHERE n.provider = s.provider AND n.model = s.model)
+     EXCEPT ALL SELECT {_PRICE_COLUMNS} FROM new_prices)
+    UNION ALL
+    (SELECT {_PRICE_COLUMNS} FROM new_prices EXCEPT ALL SELECT {_PRICE_COLUMNS} FROM model_prices)
+)
+"""
+
+
+def prices_changed(con: duckdb.DuckDBPyConnection, rows: pa.Table) -> bool:
+    """Whether the ``model_prices`` rows ``rows`` (of every stored pair) would price a stored call
+    differently from the rows stored."""
+    con.register("new_prices", rows)
+    try:
+        return bool(con.execute(_PRICES_CHANGED_SQL).fetchall()[0][0])
+    finally:
+        con.unregister("new_prices")
+
+
+COSTS_MISSING_SQL = "SELECT count(*) FROM (SELECT 1 FROM run_calls WHERE priced IS NULL LIMIT 1)"
+"""A stored call without its price (a store whose tables just gained the cost columns)."""
+
+
+def costs_missing(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a stored call has no price stored (:data:`COSTS_MISSING_SQL`)."""
+    return bool(con.execute(COSTS_MISSING_SQL).fetchall()[0][0])
+
+
+def recost(con: duckdb.DuckDBPyConnection) -> None:
+    """Price every stored call again against ``model_prices`` (``call_costs.sql``) and sum each
+    run's cost into ``run_facts`` again, in the caller's transaction: after the prices changed."""
+    calls = DERIVE.compose("call_costs", calls="stored_calls")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE repriced_calls AS "
+        f"SELECT trace_id, run_id, started_at, span_id, priced, cost_usd, cache_saved_usd FROM ({calls})"
+    )
+    con.execute(
+        "UPDATE run_calls SET priced = r.priced, cost_usd = r.cost_usd, cache_saved_usd = r.cache_saved_usd "
+        "FROM repriced_calls r WHERE run_calls.started_at = r.started_at AND run_calls.trace_id = r.trace_id "
+        "AND run_calls.run_id = r.run_id AND run_calls.span_id = r.span_id"
+    )
+    con.execute(
+        "UPDATE run_facts SET cost_usd = k.cost_usd, cache_saved_usd = k.cache_saved_usd, "
+        f"unpriced_calls = k.unpriced_calls FROM ({RUN_COSTS_SQL.format(calls='run_calls')}) k "
+        "WHERE run_facts.trace_id = k.trace_id AND run_facts.run_id = k.run_id"
+    )
+    con.execute("DROP TABLE repriced_calls")
 
 
 def _insert_prices(con: duckdb.DuckDBPyConnection, rows: pa.Table) -> None:

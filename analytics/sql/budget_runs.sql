@@ -1,6 +1,6 @@
 -- The runs in scope of the budget advisor (docs/budgets.md), one row per run, as the CTE runs of
 -- the budget questions (loop_rows = loops_derived.sql): its group (agent, and service when
--- $by_service), its outcome and the four figures a budget bounds.
+-- $by_service), its outcome, the four figures a budget bounds and its stored cost (NULL: none priced).
 -- outcome: 'ok' (vocabulary RUN_OK: completed, not failed), else 'looped' (a detected loop or
 -- stopped by the loop guard), else 'budget' (stopped by a step, tool-call, time or token budget),
 -- else 'failed' (status Error, or ended by an error), else 'other' (cancelled, ...).
@@ -18,7 +18,7 @@ SELECT f.trace_id, f.run_id, f.agent,
        END AS outcome,
        l.loop_first_step,
        f.steps, f.tool_calls, greatest(coalesce(f.duration, 0), 0) AS duration_ns,
-       f.input_tokens + f.output_tokens AS tokens
+       f.input_tokens + f.output_tokens AS tokens, f.cost_usd
 FROM run_facts f
 LEFT JOIN looped l ON l.trace_id = f.trace_id AND l.run_id = f.run_id
 WHERE ($agent::VARCHAR IS NULL OR f.agent = $agent)

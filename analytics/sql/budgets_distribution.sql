@@ -1,19 +1,9 @@
--- ctes: loop_rows=loops_derived, runs=budget_runs, priced=priced_calls
+-- ctes: loop_rows=loops_derived, runs=budget_runs
 -- Per group (agent[, service]) and outcome (budget_runs.sql): how many runs, their tokens and cost,
 -- and the distribution of each budget figure and of the runs' cost (quantiles interpolated linearly,
--- seconds from the run's duration; a run's cost is its model calls priced by the rules PRICE_OF_CALL
--- and CALL_COST (priced_calls.sql), NULL when none is priced: left out of the cost
+-- seconds from the run's duration; a run's cost is its model calls priced, as stored (budget_runs.sql
+-- from run_facts; priced_calls.sql), NULL when none is priced: left out of the cost
 -- quantiles, never counted as $0).
-WITH run_costs AS (
-    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd
-    FROM priced
-    GROUP BY trace_id, run_id
-),
-with_cost AS (
-    SELECT r.*, k.cost_usd
-    FROM runs r
-    LEFT JOIN run_costs k ON k.trace_id = r.trace_id AND k.run_id = r.run_id
-)
 SELECT agent, service, outcome, count(*) AS runs, sum(tokens) AS tokens, round(sum(cost_usd), 9) AS cost_usd,
        quantile_cont(steps, 0.5) AS steps_p50, quantile_cont(steps, 0.9) AS steps_p90,
        quantile_cont(steps, 0.99) AS steps_p99, max(steps) AS steps_max,
@@ -25,6 +15,6 @@ SELECT agent, service, outcome, count(*) AS runs, sum(tokens) AS tokens, round(s
        quantile_cont(tokens, 0.99) AS tokens_p99, max(tokens) AS tokens_max,
        round(quantile_cont(cost_usd, 0.5), 9) AS cost_p50, round(quantile_cont(cost_usd, 0.9), 9) AS cost_p90,
        round(quantile_cont(cost_usd, 0.99), 9) AS cost_p99, round(max(cost_usd), 9) AS cost_max
-FROM with_cost
+FROM runs
 GROUP BY agent, service, outcome
 ORDER BY agent, service, outcome

@@ -1,10 +1,9 @@
--- ctes: priced=priced_calls
 -- Per agent: the growth exponent k of input tokens per step and the token totals by outcome.
 -- k is fitted by least squares on log(input(s) - input(first step)) = c_run + k * log(s - first step)
 -- with one intercept per run (the within-run estimator), so a constant prompt does not bend a
 -- linear history replay below 1. growth_rows = each run's centred sums (burn_growth.sql, or the
--- table run_growth through burn_growth_derived.sql); run totals from run_facts, their cost from the
--- priced calls (priced_calls.sql): per successful run over the priced ones, on failures summed, and the
+-- table run_growth through burn_growth_derived.sql); run totals and their stored cost from run_facts
+-- (the sums of their priced calls): per successful run over the priced ones, on failures summed, and the
 -- share of input tokens served from the provider's prompt cache and what that cache saved (CACHE_SAVING).
 WITH fit AS (
     SELECT agent, sum(sxy) / nullif(sum(sxx), 0) AS k, sum(sxx) AS sxx, sum(sxy) AS sxy, sum(syy) AS syy,
@@ -19,17 +18,11 @@ fit_se AS (
     FROM fit
     WHERE k IS NOT NULL
 ),
-run_costs AS (
-    SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, sum(cache_saved_usd) AS cache_saved_usd,
-           count(*) FILTER (WHERE NOT priced) AS unpriced_calls
-    FROM priced
-    GROUP BY trace_id, run_id
-),
 tokens AS (
     SELECT f.agent, f.ok, f.input_tokens + f.output_tokens AS tokens, f.input_tokens,
-           coalesce(f.cache_read_tokens, 0) AS cache_read_tokens, k.cost_usd, k.cache_saved_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
+           coalesce(f.cache_read_tokens, 0) AS cache_read_tokens, f.cost_usd, f.cache_saved_usd,
+           coalesce(f.unpriced_calls, 0) AS unpriced_calls
     FROM run_facts f
-    LEFT JOIN run_costs k ON k.trace_id = f.trace_id AND k.run_id = f.run_id
     WHERE ($agent::VARCHAR IS NULL OR f.agent = $agent)
       AND ($service::VARCHAR IS NULL OR f.service = $service)
       AND ($since::TIMESTAMP IS NULL OR f.started_at >= $since)

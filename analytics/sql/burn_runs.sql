@@ -1,12 +1,13 @@
--- Per run input / output / wasted tokens and their cost, most tokens first (run_facts; loop_rows =
--- loops_derived.sql; the calls priced by the rules of priced_calls.sql, only for the runs listed).
+-- Per run input / output / wasted tokens and their cost, most tokens first (run_facts and its stored
+-- cost; loop_rows = loops_derived.sql; the wasted cost from the stored cost of the calls, run_calls as
+-- priced_calls.sql holds them, only for the looping runs listed).
 WITH wasted AS (
     -- the earliest loop of a run wastes the most: everything after it began
     SELECT trace_id, run_id, max(wasted_tokens) AS wasted_tokens, min(first_at) AS first_at
     FROM loop_rows GROUP BY trace_id, run_id
 ),
 page AS (
-    SELECT t.trace_id, t.run_id, t.agent, t.started_at, t.input_tokens, t.output_tokens,
+    SELECT t.trace_id, t.run_id, t.agent, t.started_at, t.input_tokens, t.output_tokens, t.cost_usd,
            coalesce(w.wasted_tokens, 0) AS wasted_tokens, w.first_at
     FROM run_facts t
     LEFT JOIN wasted w ON w.trace_id = t.trace_id AND w.run_id = t.run_id
@@ -20,16 +21,14 @@ page AS (
 costs AS (
     -- wasted: the calls that began after the earliest loop began (the ones wasted_tokens counts);
     -- joined on the run's start as well, so the scan of run_calls skips all but the page's time range
-    SELECT c.trace_id, c.run_id, sum({{call_cost}}) AS cost_usd,
-           sum(CASE WHEN c.ts > g.first_at THEN {{call_cost}} END) AS wasted_cost_usd
+    SELECT c.trace_id, c.run_id, sum(CASE WHEN c.ts > g.first_at THEN c.cost_usd END) AS wasted_cost_usd
     FROM page g
     JOIN run_calls c ON c.started_at = g.started_at AND c.trace_id = g.trace_id AND c.run_id = g.run_id
-    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
-    WHERE {{price_of_call}}
+    WHERE g.wasted_tokens > 0
     GROUP BY c.trace_id, c.run_id
 )
 SELECT g.trace_id, g.run_id, g.agent, g.input_tokens, g.output_tokens, g.wasted_tokens,
-       round(k.cost_usd, 9) AS cost_usd,
+       round(g.cost_usd, 9) AS cost_usd,
        CASE WHEN g.wasted_tokens = 0 THEN 0 ELSE round(k.wasted_cost_usd, 9) END AS wasted_cost_usd
 FROM page g
 LEFT JOIN costs k ON k.trace_id = g.trace_id AND k.run_id = g.run_id

@@ -4,9 +4,9 @@
 -- RUN_STATUS of loopsight.vocabulary ('error' exactly where the run failed); how it ended is
 -- ``termination_reason``.
 -- ``loops``: the loops detected in the run (run_loops, as the Loops page lists them).
--- ``cost_usd``: its model calls priced (the rules of priced_calls.sql), NULL when none is priced;
--- ``unpriced_calls``: its calls with tokens whose model has no price.
--- page is read three times below: materialized, cut once (DuckDB would inline it into each)
+-- ``cost_usd``: its model calls priced, as stored (run_facts; priced_calls.sql), NULL when none is
+-- priced; ``unpriced_calls``: its calls with tokens whose model has no price.
+-- page is read twice below: materialized, cut once (DuckDB would inline it into each)
 WITH page AS MATERIALIZED (
     SELECT trace_id, run_id, agent, service, started_at,
            duration / 1e6 AS duration_ms,
@@ -14,7 +14,8 @@ WITH page AS MATERIALIZED (
            termination_reason, steps, llm_calls, tool_calls, tool_errors, retries,
            input_tokens, output_tokens, session_id, arguments_captured,
            coalesce(cache_read_tokens, 0) AS cache_read_input_tokens,
-           coalesce(cache_write_tokens, 0) AS cache_write_input_tokens
+           coalesce(cache_write_tokens, 0) AS cache_write_input_tokens,
+           cost_usd AS run_cost_usd, coalesce(unpriced_calls, 0) AS run_unpriced_calls
     FROM filtered
     ORDER BY started_at DESC, trace_id
     LIMIT $limit OFFSET $offset
@@ -24,19 +25,11 @@ loop_counts AS (  -- after the page is cut: counting every run's loops first cos
     FROM run_loops
     WHERE trace_id IN (SELECT trace_id FROM page)
     GROUP BY trace_id, run_id
-),
-costs AS (  -- after the page too: only its runs' calls are priced (as priced_calls.sql prices them);
-            -- joined on the run's start as well, so the scan of run_calls skips all but the page's time range
-    SELECT c.trace_id, c.run_id, sum({{call_cost}}) AS cost_usd,
-           count(*) FILTER (WHERE p.input_mtok IS NULL) AS unpriced_calls
-    FROM page g
-    JOIN run_calls c ON c.started_at = g.started_at AND c.trace_id = g.trace_id AND c.run_id = g.run_id
-    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
-    WHERE {{price_of_call}}
-    GROUP BY c.trace_id, c.run_id
 )
-SELECT p.*, coalesce(c.loops, 0) AS loops, round(k.cost_usd, 9) AS cost_usd, coalesce(k.unpriced_calls, 0) AS unpriced_calls
+SELECT p.trace_id, p.run_id, p.agent, p.service, p.started_at, p.duration_ms, p.status, p.termination_reason,
+       p.steps, p.llm_calls, p.tool_calls, p.tool_errors, p.retries, p.input_tokens, p.output_tokens,
+       p.session_id, p.arguments_captured, p.cache_read_input_tokens, p.cache_write_input_tokens,
+       coalesce(c.loops, 0) AS loops, round(p.run_cost_usd, 9) AS cost_usd, p.run_unpriced_calls AS unpriced_calls
 FROM page p
 LEFT JOIN loop_counts c ON c.trace_id = p.trace_id AND c.run_id = p.run_id
-LEFT JOIN costs k ON k.trace_id = p.trace_id AND k.run_id = p.run_id
 ORDER BY p.started_at DESC, p.trace_id

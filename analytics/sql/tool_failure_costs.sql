@@ -1,6 +1,6 @@
 -- Per tool (and agent with $by_agent): the model turns that followed its failed calls — the turn
 -- after the failure's step, the one that reads the failure (loopsight.vocabulary.STEP) — with their
--- tokens and cost (priced as priced_calls.sql prices; NULL when none is priced). A turn that
+-- tokens and cost (as stored: priced_calls.sql; NULL when none is priced). A turn that
 -- followed failures of two tools counts for both. Filters as tool_stats.sql (on the tool span).
 WITH failed AS (
     SELECT DISTINCT t.tool, CASE WHEN $by_agent THEN coalesce(r.agent, t.agent) END AS agent,
@@ -18,12 +18,11 @@ WITH failed AS (
 ),
 turns AS (
     SELECT f.tool, f.agent, c.trace_id, c.run_id, c.step,
-           sum(c.input_tokens + c.output_tokens) AS tokens, sum({{call_cost}}) AS cost_usd
+           sum(c.input_tokens + c.output_tokens) AS tokens, sum(c.cost_usd) AS cost_usd
     FROM failed f
     JOIN run_calls c ON c.trace_id = f.trace_id AND c.run_id = f.run_id AND c.step = f.step + 1
-    LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model
     -- the failures' traces first: ClickHouse then reads only their granules (632 -> 405 ms at 500 k spans)
-    WHERE {{price_of_call}} AND c.trace_id IN (SELECT trace_id FROM failed)
+    WHERE c.trace_id IN (SELECT trace_id FROM failed)
     GROUP BY f.tool, f.agent, c.trace_id, c.run_id, c.step
 )
 SELECT tool, agent, count(*) AS turns_after_failures, sum(tokens) AS tokens_after_failures,

@@ -1,6 +1,6 @@
 -- ctes: runs=run_spans
 -- One row per model call of every run in scope that reports tokens (the table run_calls): what the
--- read questions price against model_prices (analytics/sql/priced_calls.sql). Provider and model as
+-- derivation prices against model_prices (call_costs.sql). Provider and model as
 -- the span names them ('' when it does not); input tokens include the cached and cache-write ones
 -- (loopsight.vocabulary.CACHE_CONVENTION). An instrumentation's chat span inside another's is a row
 -- of its own, as run_facts sums both (producers record the tokens on one of the two).

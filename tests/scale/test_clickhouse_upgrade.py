@@ -55,7 +55,10 @@ def test_a_store_made_before_cost_gains_its_tables_and_columns_and_derives_again
     sync(con)
     for table in ("run_calls", "model_prices"):
         con.command(f"DROP TABLE {table}")
-    con.command("ALTER TABLE run_facts DROP COLUMN cache_read_tokens, DROP COLUMN cache_write_tokens")
+    con.command(
+        "ALTER TABLE run_facts DROP COLUMN cache_read_tokens, DROP COLUMN cache_write_tokens, "
+        "DROP COLUMN cost_usd, DROP COLUMN cache_saved_usd, DROP COLUMN unpriced_calls"
+    )
     con.command("TRUNCATE TABLE loopsight_schema_migrations")
     _record(con, "0015")
 
