@@ -1,9 +1,9 @@
 """What the models cost: per (provider, model) pair, its calls, tokens and cost, and the prices applied.
 
-Prices are applied when read (``analytics/sql/priced_calls.sql``: ``run_calls`` joined with
-``model_prices``, the rules ``PRICE_OF_CALL`` and ``CALL_COST`` of :mod:`loopsight.vocabulary`),
-so every figure follows the prices the store's writer resolved when it last opened
-(``docs/cost.md``). An unpriced model's cost is ``None``, never 0.
+Each call's cost is stored when it is derived (``run_calls``, priced against ``model_prices`` by
+the rules ``PRICE_OF_CALL`` and ``CALL_COST`` of :mod:`loopsight.vocabulary`, and again when the
+writer's prices change; read through ``analytics/sql/priced_calls.sql``), so every figure follows
+the prices the store's writer resolved when it last opened (``docs/cost.md``). An unpriced model's cost is ``None``, never 0.
 
 Example:
     >>> models(con, agent="research-agent")  # doctest: +SKIP

@@ -218,7 +218,8 @@ MODEL_PRICES = _cols(
 """USD per million tokens of every (provider, model) pair ``run_calls`` holds, for calls started
 in ``[valid_from, valid_until)`` with input tokens in ``[input_from, input_to)`` (a tier); prices
 NULL: unpriced. Written by the store's writer from :class:`loopsight.prices.PriceBook`: all of it
-when it opens, new pairs as they arrive (docs/cost.md)."""
+when it opens (the stored costs computed again when it changes), new pairs as they arrive
+(docs/cost.md)."""
 
 DERIVE_PENDING = _cols(("trace_id", "VARCHAR", NOT_NULL), ("since", "TIMESTAMP", NOT_NULL))
 """Traces whose derived rows are still to be recomputed, from ``since`` on."""

@@ -1,5 +1,5 @@
 """Model prices: the maintained table of ``genai-prices`` (shipped in its package, read offline)
-and the user's price file over it, as rows the stores join with the token counts at read time.
+and the user's price file over it, as rows the stores price each model call with when they derive it.
 
 A :class:`PriceBook` answers, for a ``(provider, model)`` pair as spans name it, the USD prices
 per million tokens of input, cached input (cache read), cache write and output — one row per
@@ -7,8 +7,9 @@ date range (a model's price changes on a day) and per input tier (a call above a
 threshold pays the tier's prices for all its tokens, as providers bill). A pair no source knows
 is *unpriced*: one row without prices, never $0. The stores keep these rows in
 ``model_prices`` (:data:`loopsight.model.MODEL_PRICES`), rewritten when a writer opens and
-extended as new pairs arrive, so a corrected price file changes every figure, history included,
-on restart (``docs/cost.md``).
+extended as new pairs arrive; the calls' and runs' costs stored from them are computed again
+when the rows change, so a corrected price file changes every figure, history included, on
+restart (``docs/cost.md``).
 
 Token convention (every store, every producer): a call's input tokens *include* its cached and
 cache-write tokens (OpenTelemetry GenAI's ``gen_ai.usage.input_tokens``); the cost of a call is

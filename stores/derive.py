@@ -16,10 +16,12 @@ at or after ``since``:
   (``loops_core.sql``), ``run_steps`` (input tokens per step, ``burn_steps.sql``), ``run_growth``
   (growth-fit sums, ``burn_growth.sql``), ``run_members`` (per-span stall facts,
   ``stalls_members.sql``), ``run_step_totals`` (per step what the run had spent,
-  ``step_totals.sql``) and ``run_calls`` (each model call's tokens, ``run_calls.sql``): each
-  rule's SQL run with ``spans`` shadowed by the spans in scope;
+  ``step_totals.sql``) and ``run_calls`` (each model call's tokens, ``run_calls.sql``, and its
+  cost, ``call_costs.sql``; each run's sums in ``run_facts``): each rule's SQL run with ``spans``
+  shadowed by the spans in scope;
 - ``model_prices`` rows for the (provider, model) pairs in scope it lacks, from the
-  :class:`~loopsight.prices.PriceBook` given (:func:`price_models`; :func:`reprice` rewrites them all).
+  :class:`~loopsight.prices.PriceBook` given, before the calls are priced (:func:`price_models`;
+  :func:`reprice` rewrites them all, and prices the stored calls and runs again when they change).
 
 Only the derived rows of runs that started at or after ``since`` are replaced: a run longer than
 the look-back keeps its earlier facts.
