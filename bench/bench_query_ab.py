@@ -215,13 +215,39 @@ def _questions(gen: Any, con: Any, sample: str) -> dict[str, Callable[[], Any]]:
         add(f"burn_agents [{label}]", "burn_agents", **w)
         add(f"burn_runs [{label}]", "burn_runs", **w)
         add(f"burn_curve [{label}]", "burn_curve", **w)
+        add(f"models [{label}]", "models", **w)
+        _cost_metrics(found, con, label, since, until)
     add("list_runs [no window]", "list_runs", limit=50)
     add("trace_detail [newest run]", "trace_detail", trace_id=sample)
     return found
 
 
+def _cost_metrics(found: dict[str, Callable[[], Any]], con: Any, label: str, since: Any, until: Any) -> None:
+    """The cost alert metrics and the ``/metrics`` cost counters, where the tree has them (#22 on)."""
+    try:
+        from loopsight.analytics.metrics import MetricSpec, cost_totals, measure
+    except ImportError:
+        return
+    for metric in ("cost", "cost_per_run"):
+        spec = MetricSpec(metric) if metric == "cost" else MetricSpec(metric, stat="p95")
+        found[f"metric {metric} [{label}]"] = lambda spec=spec: _figures(measure(con, spec, since, until))
+    found[f"cost_totals [{label}]"] = lambda: tuple(_figures(g) for g in cost_totals(con, since))
+
+
+def _figures(value: Any) -> tuple[Any, ...]:
+    """A measurement or gauge's figures (floats rounded to the nano-dollar), kept whole in the shape."""
+    import dataclasses
+
+    return tuple(
+        round(v, 9) if isinstance(v, float) else v for v in dataclasses.asdict(value).values() if not isinstance(v, str)
+    )
+
+
 def _shape(value: Any) -> Any:
-    """Enough of an answer to see that both sides answer the same: rows (and which runs), or that per key."""
+    """Enough of an answer to see that both sides answer the same: rows (and which runs), or that per key;
+    a tuple (a metric's figures) whole."""
+    if isinstance(value, tuple):
+        return [list(v) if isinstance(v, tuple) else v for v in value]
     if isinstance(value, list):
         ids = [row.get("trace_id") for row in value if isinstance(row, dict)]
         if any(ids):
