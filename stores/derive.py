@@ -381,8 +381,8 @@ def recost(con: duckdb.DuckDBPyConnection) -> None:
     run's cost into ``run_facts`` again, in the caller's transaction: after the prices changed."""
     calls = DERIVE.compose("call_costs", calls="stored_calls")
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE repriced_calls AS "
-        f"SELECT trace_id, run_id, started_at, span_id, priced, cost_usd, cache_saved_usd FROM ({calls})"
+        "CREATE OR REPLACE TEMP TABLE repriced_calls AS "  # DISTINCT: one source row per stored row
+        f"SELECT DISTINCT trace_id, run_id, started_at, span_id, priced, cost_usd, cache_saved_usd FROM ({calls})"
     )
     con.execute(
         "UPDATE run_calls SET priced = r.priced, cost_usd = r.cost_usd, cache_saved_usd = r.cache_saved_usd "

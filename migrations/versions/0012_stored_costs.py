@@ -30,7 +30,7 @@ def upgrade() -> None:
         f"""
         UPDATE run_calls SET priced = r.priced, cost_usd = r.cost_usd, cache_saved_usd = r.cache_saved_usd
         FROM (
-            SELECT c.trace_id, c.run_id, c.started_at, c.span_id, p.input_mtok IS NOT NULL AS priced,
+            SELECT DISTINCT c.trace_id, c.run_id, c.started_at, c.span_id, p.input_mtok IS NOT NULL AS priced,
                    {CALL_COST.sql} AS cost_usd, {CACHE_SAVING.sql} AS cache_saved_usd
             FROM run_calls c
             LEFT JOIN model_prices p ON p.provider = c.provider AND p.model = c.model AND {PRICE_OF_CALL.sql}
