@@ -166,11 +166,14 @@ _SCOPE_RUNS = (
 )
 
 
-# Each run's stored cost: the sums of its priced calls (``{calls}``: run_calls rows with prices).
-# ``cost_usd`` NULL when none is priced, never 0.
+# Each run's stored cost in run_facts: the sums of its priced calls (``{calls}``: run_calls rows with
+# prices); ``cost_usd`` NULL when none is priced, never 0. Callers may narrow the runs with ``AND ...``.
 RUN_COSTS_SQL = (
+    "UPDATE run_facts SET cost_usd = k.cost_usd, cache_saved_usd = k.cache_saved_usd, "
+    "unpriced_calls = k.unpriced_calls FROM ("
     "SELECT trace_id, run_id, sum(cost_usd) AS cost_usd, sum(cache_saved_usd) AS cache_saved_usd, "
-    "count(*) FILTER (WHERE NOT priced) AS unpriced_calls FROM {calls} GROUP BY trace_id, run_id"
+    "count(*) FILTER (WHERE NOT priced) AS unpriced_calls FROM {calls} GROUP BY trace_id, run_id) k "
+    "WHERE run_facts.trace_id = k.trace_id AND run_facts.run_id = k.run_id"
 )
 
 
@@ -252,10 +255,7 @@ def _fill(con: duckdb.DuckDBPyConnection, since: datetime | None, tables: tuple[
     if "run_facts" in tables:
         calls = "derive_calls" if "run_calls" in tables else "run_calls"
         con.execute(
-            "UPDATE run_facts SET cost_usd = k.cost_usd, cache_saved_usd = k.cache_saved_usd, "
-            f"unpriced_calls = k.unpriced_calls FROM ({RUN_COSTS_SQL.format(calls=calls)}) k "
-            "WHERE run_facts.trace_id = k.trace_id AND run_facts.run_id = k.run_id "
-            "AND ($since::TIMESTAMP IS NULL OR run_facts.started_at >= $since) "
+            RUN_COSTS_SQL.format(calls=calls) + " AND ($since::TIMESTAMP IS NULL OR run_facts.started_at >= $since) "
             'AND run_facts.trace_id IN (SELECT "TraceId" FROM derive_scope)',
             {"since": since},
         )
@@ -389,11 +389,7 @@ def recost(con: duckdb.DuckDBPyConnection) -> None:
         "FROM repriced_calls r WHERE run_calls.started_at = r.started_at AND run_calls.trace_id = r.trace_id "
         "AND run_calls.run_id = r.run_id AND run_calls.span_id = r.span_id"
     )
-    con.execute(
-        "UPDATE run_facts SET cost_usd = k.cost_usd, cache_saved_usd = k.cache_saved_usd, "
-        f"unpriced_calls = k.unpriced_calls FROM ({RUN_COSTS_SQL.format(calls='run_calls')}) k "
-        "WHERE run_facts.trace_id = k.trace_id AND run_facts.run_id = k.run_id"
-    )
+    con.execute(RUN_COSTS_SQL.format(calls="run_calls"))
     con.execute("DROP TABLE repriced_calls")
 
 
