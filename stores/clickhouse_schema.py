@@ -123,9 +123,11 @@ ORDER BY event_id""",
 )
 
 
-_ORDER = {"spans": "(TraceId, SpanId)", "derive_pending": "trace_id", "model_prices": "(provider, model)"} | {
-    name: "(trace_id, run_id)" for name in DERIVED
-}
+# Spans wait in ``spans_staged`` (the spans' columns) until a pass derives them: written to
+# ``spans`` once, derived, instead of deleted and written again (a DELETE marks every part).
+_STORED = TABLES | {"spans_staged": TABLES["spans"]}
+_ORDER = {"spans": "(TraceId, SpanId)", "spans_staged": "(TraceId, SpanId)", "derive_pending": "trace_id"}
+_ORDER |= {"model_prices": "(provider, model)"} | {name: "(trace_id, run_id)" for name in DERIVED}
 _ORDER |= {"alert_rules": "name", "alert_events": "(rule, occurred_at, id)", "alert_samples": "(rule, sampled_at)"}
 _PARTITION = {"spans": "toDate(Timestamp)"} | {name: "toDate(started_at)" for name in DERIVED}
 # Nothing is updated in place (loopsight.alerts.state_clickhouse): a rule's every change is a
@@ -148,7 +150,7 @@ def model_table_ddl(table: str) -> str:
         "    `trace_id` String,"
     """
     columns = []
-    for column in {**TABLES, **ALERT_TABLES}[table]:
+    for column in {**_STORED, **ALERT_TABLES}[table]:
         kind = _TYPES.get((table, column.name)) or clickhouse_type(
             column.type, nullable=_nullable(column.type, column.nullable)
         )
@@ -283,7 +285,7 @@ def to_model(con: ClickHouseConnection) -> list[str]:
     found = {(table, name) for table, name in con.execute(query).fetchall()}
     tables = {table for table, _ in found}
     statements, changed = [], set()
-    for table, columns in TABLES.items():
+    for table, columns in _STORED.items():
         missing = [c for c in columns if (table, c.name) not in found]
         if missing:
             changed.add(table)

@@ -5,12 +5,12 @@ clickhouse://…``: :meth:`ClickHouseStore.submit`, normalized like every batch)
 OpenTelemetry Collector's exporter wrote into ``otel_traces``, which the store imports: the
 rows that started after its watermark less ``run_lookback`` and are not in ``spans`` yet are read
 back through the same rules (:func:`loopsight.ingest.exporter.otel_traces_rows`). Either way they
-land in ``spans`` (re-delivered spans skipped) and their traces in ``derive_pending``.
+land in ``spans_staged`` (re-delivered spans skipped) and their traces in ``derive_pending``.
 
-A derive pass then takes the pending traces' spans into an in-memory DuckDB, runs the one
-derivation (:func:`loopsight.stores.derive.derive_traces`: run ids, steps, the per-run tables)
-and writes the result back: the traces' spans and derived rows since the pass's ``since`` are
-deleted and inserted again. So both engines hold the same rows, and readers only read: the
+A derive pass then takes the pending traces' staged and stored spans into an in-memory DuckDB,
+runs the one derivation (:func:`loopsight.stores.derive.derive_traces`: run ids, steps, the
+per-run tables) and writes the result back: the staged spans into ``spans`` once, the stored
+spans it changed and the derived rows since the pass's ``since`` deleted and inserted again. So both engines hold the same rows, and readers only read: the
 questions, written in DuckDB's dialect, are translated (:mod:`loopsight.stores.translate`).
 
 One thread does the inserts, the imports (every ``import_interval`` seconds), the passes
@@ -68,20 +68,37 @@ TRACES_PER_PASS = 2_000
 IMPORT_ROWS = 100_000
 
 
+_KEY = "concat(TraceId, '/', SpanId)"
+# A trace's spans stored or staged (a trace is read whole or from a start on: the sort key's prefix)
+_HELD = (
+    "SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)} "
+    "UNION ALL SELECT TraceId, SpanId FROM spans_staged WHERE TraceId IN {t:Array(String)}"
+)
+
+
+_SCOPE = "TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}"
+_CHANGED = """FROM spans s {join} stored_before b USING ("TraceId", "SpanId")
+WHERE b."SpanId" IS NULL OR s.run_id IS DISTINCT FROM b.run_id OR s.step IS DISTINCT FROM b.step"""
+_WRITTEN_SQL = "SELECT s.* " + _CHANGED.format(join="LEFT JOIN")
+_CHANGED_SQL = 'SELECT concat(s."TraceId", \'/\', s."SpanId") ' + _CHANGED.format(join="JOIN")
+
+
+def _keys(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "/")
+
+
 def store_batch(con: ClickHouseConnection, table: pa.Table) -> int:
-    """Insert a normalized batch (spans already stored skipped) and queue its traces; the spans inserted."""
+    """Stage a normalized batch (spans already held skipped) and queue its traces; the spans staged."""
     table = unique_spans(table)
     traces = pc.unique(table.column("TraceId")).to_pylist()
     if not traces:
         return 0
-    known = con.execute("SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)}", {"t": traces}).arrow()
+    known = con.execute(_HELD, {"t": traces}).arrow()
     if known.num_rows:
-        keys = pc.binary_join_element_wise(table.column("TraceId"), table.column("SpanId"), "/")
-        stored = pc.binary_join_element_wise(known.column("TraceId"), known.column("SpanId"), "/")
-        table = table.filter(pc.invert(pc.is_in(keys, value_set=stored)))
+        table = table.filter(pc.invert(pc.is_in(_keys(table), value_set=_keys(known))))
     if not table.num_rows:
         return 0
-    con.insert_arrow("spans", table)
+    con.insert_arrow("spans_staged", table)
     first = table.group_by("TraceId", use_threads=False).aggregate([("Timestamp", "min")])
     con.insert_arrow(
         "derive_pending", pa.table({"trace_id": first.column("TraceId"), "since": first.column("Timestamp_min")})
@@ -102,7 +119,8 @@ def import_exported(
         rows = con.execute(
             f"SELECT * FROM {source} WHERE Timestamp >= fromUnixTimestamp64Nano({{since:Int64}}) "
             "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans "
-            "WHERE Timestamp >= fromUnixTimestamp64Nano({since:Int64})) ORDER BY Timestamp LIMIT {n:UInt64}",
+            "WHERE Timestamp >= fromUnixTimestamp64Nano({since:Int64}) UNION ALL SELECT TraceId, SpanId FROM spans_staged) "
+            "ORDER BY Timestamp LIMIT {n:UInt64}",
             {"since": start, "n": IMPORT_ROWS},
         ).arrow()
         if not rows.num_rows:
@@ -201,19 +219,29 @@ def _derive(
 ) -> None:
     """Derive the traces ``ids`` from ``since`` on and write the rows back; ``derived``: those of
     them with derived rows to replace."""
-    spans = con.execute(
-        "SELECT * FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}",
-        {"t": ids, "s": since},
+    params = {"t": ids, "s": since}
+    stored = con.execute(f"SELECT * FROM spans WHERE {_SCOPE}", params).arrow()
+    staged = con.execute(  # those a failed pass stored already are read as stored
+        "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
+        f"AND {_KEY} NOT IN (SELECT {_KEY} FROM spans WHERE {_SCOPE})",
+        params,
     ).arrow()
+    spans = pa.concat_tables([stored, staged.select(stored.schema.names).cast(stored.schema)])
     # the store's prices: the calls are priced by the rows readers see (new pairs added to them)
     scratch = _scratch(spans=spans, model_prices=con.execute("SELECT * FROM model_prices").arrow())
     try:
         scratch.register("touched", pa.table({"TraceId": ids}))
+        scratch.register("was", stored.select(["TraceId", "SpanId", "run_id", "step"]))
+        scratch.execute("CREATE TEMP TABLE stored_before AS SELECT * FROM was")
+        scratch.unregister("was")
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
         rewritten = {
-            table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table()
-            for table in ("spans", *DERIVED, "model_prices")
+            table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in (*DERIVED, "model_prices")
         }
+        # Only the stored spans the pass changed (a run span that came later gives them their run)
+        # are deleted and written again; the staged ones are written once.
+        rewritten["spans"] = scratch.sql(_WRITTEN_SQL).to_arrow_table()
+        replaced_spans = [r[0] for r in scratch.sql(_CHANGED_SQL).fetchall()]
         sessions = [
             r[0]
             for r in scratch.sql("SELECT DISTINCT session_id FROM run_facts WHERE session_id IS NOT NULL").fetchall()
@@ -229,8 +257,10 @@ def _derive(
         ]
         if any(new):
             con.insert_arrow("model_prices", priced.filter(pa.array(new)))
-    params = {"t": ids, "s": since}
-    con.execute("DELETE FROM spans WHERE TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}", params)
+    if replaced_spans:
+        con.execute(
+            f"DELETE FROM spans WHERE {_SCOPE} AND {_KEY} IN {{k:Array(String)}}", params | {"k": replaced_spans}
+        )
     con.insert_arrow("spans", rewritten["spans"])
     # A lightweight DELETE marks rows in every part holding one, so it costs more the more is
     # stored: only the traces derived before have rows to replace (run_facts, written first,
@@ -246,6 +276,7 @@ def _derive(
     if sessions:
         _derive_sessions(con, sessions)
     con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", {"t": ids})
+    con.execute("DELETE FROM spans_staged WHERE TraceId IN {t:Array(String)}", {"t": ids})
 
 
 def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:

@@ -70,7 +70,22 @@ def test_the_import_looks_back_from_its_watermark_only(new_clickhouse: Callable[
     con.insert_arrow("otel_traces", rows.filter(early))  # hours older than the watermark
     assert import_exported(con, lookback=timedelta(minutes=5)) == 0
     assert import_exported(con, lookback=timedelta(days=1)) == pc.sum(early).as_py()
+    assert _count(con, "SELECT count() FROM spans") == 0  # staged until a pass derives them
+    assert derive_pending(con) > 0
     assert _count(con, "SELECT count() FROM spans") == rows.num_rows
+    assert _count(con, "SELECT count() FROM spans_staged") == 0
+
+
+def test_a_pass_that_failed_after_writing_spans_writes_none_twice(
+    new_clickhouse: Callable[[], Any], fixture_request: Any
+) -> None:
+    con = new_clickhouse()
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    staged = import_exported(con)
+    con.command("INSERT INTO spans SELECT * FROM spans_staged")  # as a pass that stopped after its spans
+    assert derive_pending(con) > 0
+    assert _count(con, "SELECT count() FROM spans") == staged
+    assert _count(con, "SELECT count() FROM spans WHERE run_id IS NOT NULL") > 0
 
 
 def test_readers_never_write(new_clickhouse: Callable[[], Any], fixture_request: Any) -> None:
