@@ -276,7 +276,10 @@ def _derive(
     if sessions:
         _derive_sessions(con, sessions)
     con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", {"t": ids})
-    con.execute("DELETE FROM spans_staged WHERE TraceId IN {t:Array(String)}", {"t": ids})
+    con.execute(  # those now stored only: a span staged meanwhile waits for its pass
+        f"DELETE FROM spans_staged WHERE TraceId IN {{t:Array(String)}} AND (TraceId, SpanId) IN (SELECT TraceId, SpanId FROM spans WHERE {_SCOPE})",
+        params,
+    )
 
 
 def _derive_sessions(con: ClickHouseConnection, sessions: list[str]) -> None:
