@@ -221,9 +221,9 @@ def _derive(
     them with derived rows to replace."""
     params = {"t": ids, "s": since}
     stored = con.execute(f"SELECT * FROM spans WHERE {_SCOPE}", params).arrow()
-    staged = con.execute(  # those a failed pass stored already are read as stored
+    staged = con.execute(  # those stored already (by a pass that failed, or not yet unstaged) are not staged
         "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
-        f"AND {_KEY} NOT IN (SELECT {_KEY} FROM spans WHERE {_SCOPE})",
+        f"AND {_KEY} NOT IN (SELECT {_KEY} FROM spans WHERE TraceId IN {{t:Array(String)}})",
         params,
     ).arrow()
     spans = pa.concat_tables([stored, staged.select(stored.schema.names).cast(stored.schema)])
@@ -276,8 +276,9 @@ def _derive(
     if sessions:
         _derive_sessions(con, sessions)
     con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", {"t": ids})
-    con.execute(  # those now stored only: a span staged meanwhile waits for its pass
-        f"DELETE FROM spans_staged WHERE TraceId IN {{t:Array(String)}} AND (TraceId, SpanId) IN (SELECT TraceId, SpanId FROM spans WHERE {_SCOPE})",
+    con.execute(  # those now stored only, not waited for (a staged span already stored is read as stored)
+        "DELETE FROM spans_staged WHERE TraceId IN {t:Array(String)} AND (TraceId, SpanId) IN "
+        f"(SELECT TraceId, SpanId FROM spans WHERE {_SCOPE}) SETTINGS lightweight_deletes_sync = 0",
         params,
     )
 
