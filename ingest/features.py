@@ -381,8 +381,13 @@ def argument_fields(text: str, value: Any = _UNSET) -> list[ArgField]:
         >>> [(f.path, f.kind.value) for f in argument_fields('{"query": "shoes", "offset": 20, "limit": 20}')]
         [('limit', 'knob'), ('offset', 'page'), ('query', 'text')]
     """
+    return [ArgField(path, kind, leaf) for path, kind, leaf in _fields(text, value)]
+
+
+def _fields(text: str, value: Any) -> list[tuple[str, Kind, Any]]:
+    """:func:`argument_fields` as ``(path, kind, value)`` tuples (the hot path makes no objects)."""
     value = parse_arguments(text, value)
-    fields: list[ArgField] = []
+    fields: list[tuple[str, Kind, Any]] = []
     for path, leaf in flatten(value):
         if not path:
             kind = Kind.TEXT if isinstance(leaf, str) and leaf.strip() else classify("", leaf)
@@ -397,14 +402,13 @@ def argument_fields(text: str, value: Any = _UNSET) -> list[ArgField]:
         else:
             kind = classify(path, leaf)
         if kind is not None:
-            fields.append(ArgField(path, kind, leaf))
-    if fields and all(f.kind is Kind.KNOB for f in fields):
+            fields.append((path, kind, leaf))
+    if fields and all(kind is Kind.KNOB for _, kind, _ in fields):
         fields = [
-            ArgField(f.path, Kind.ENTITY, f.value)
-            if not isinstance(f.value, bool)
-            and normalise_name(f.path.rsplit(".", 1)[-1].rstrip("[]")) not in KNOB_NAMES
-            else f
-            for f in fields
+            (path, Kind.ENTITY, leaf)
+            if not isinstance(leaf, bool) and normalise_name(path.rsplit(".", 1)[-1].rstrip("[]")) not in KNOB_NAMES
+            else (path, kind, leaf)
+            for path, kind, leaf in fields
         ]
     return fields
 
@@ -806,7 +810,8 @@ def _text_words(text: str) -> tuple[int, dict[int, str], set[int]]:
     if "'" in text or "’" in text:
         text = _POSSESSIVE.sub("", text)  # tomorrow's → tomorrow, don't → dont
     tokens = [t for t in (t.rstrip(".,-:") for t in _TOKEN.findall(text)) if t]
-    infos = [_token(t) for t in tokens]
+    cached = _token_cache.get
+    infos = [cached(t) or _token(t) for t in tokens]
     later = [info for t, info in zip(tokens[1:], infos[1:], strict=True) if t[:1].isalpha()]
     ignore_case = any(i.cap and i.stop for i in later) or (len(later) >= 3 and all(i.cap for i in later))
     words: dict[int, str] = {}
@@ -849,7 +854,9 @@ def _texts_features(texts: list[str], model: WordVectors | None) -> list[TextFea
                 continue
             ids = []
             for h, w in words.items():
-                vector = _hash_vector(vectors, model, h, w)
+                vector = vectors.get(h)
+                if vector is None:
+                    vector = _hash_vector(vectors, model, h, w)
                 row = row_of.get(id(vector))
                 if row is None:
                     row = row_of[id(vector)] = len(table)
@@ -960,35 +967,45 @@ def calls_features(
     return _cached(texts, model, _call_cache, compute)
 
 
+_KIND_SUFFIX = {kind: ":" + kind.value for kind in Kind}
+
+
 def _call_fields(text: str, value: Any) -> tuple[int, int, int | None, str | None]:
     """A call's ``frame``, ``knob_fp`` and ``page_pos`` (:class:`CallFeatures`) and its free
     text (the text fields joined; ``None`` when it has none)."""
-    fields = argument_fields(text, value)
-    by_kind: dict[Kind, list[str]] = {Kind.KNOB: [], Kind.PAGE: [], Kind.ENTITY: [], Kind.TEXT: []}
-    for f in fields:
-        by_kind[f.kind].append(f"{f.path}={_value_key(f.value)}" if f.kind is not Kind.TEXT else f.path)
-    shape = sorted(f"{f.path}:{f.kind.value}" for f in fields if f.kind is not Kind.KNOB)
-    pages = [f for f in fields if f.kind is Kind.PAGE]
+    fields = _fields(text, value)
+    shape: list[str] = []
+    entities: list[str] = []
+    pages: list[str] = []
+    knobs: list[str] = []
+    texts: list[Any] = []
+    page_values: list[Any] = []
+    for path, kind, leaf in fields:
+        if kind is Kind.KNOB:
+            knobs.append(f"{path}={_value_key(leaf)}")
+            continue
+        shape.append(path + _KIND_SUFFIX[kind])
+        if kind is Kind.TEXT:
+            texts.append(leaf)
+        elif kind is Kind.ENTITY:
+            entities.append(f"{path}={_value_key(leaf)}")
+        else:
+            pages.append(f"{path}={_value_key(leaf)}")
+            page_values.append(leaf)
     page_pos = None
-    if len(pages) == 1:
-        v = pages[0].value
+    if len(page_values) == 1:
         try:
-            n = float(v)
+            n = float(page_values[0])
             if n.is_integer() and abs(n) < 2**62:
                 page_pos = int(n)
         except (TypeError, ValueError):
             pass
-    texts = [f for f in fields if f.kind is Kind.TEXT]
     joined = None
     if texts:
-        joined = " \n ".join(" ".join(map(str, f.value)) if isinstance(f.value, tuple) else str(f.value) for f in texts)
-
-    def fingerprint(kind: Kind) -> list[str]:
-        return sorted(by_kind[kind])
-
+        joined = " \n ".join(" ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in texts)
     return (
-        hash64("frame", *shape, "\x1e", *fingerprint(Kind.ENTITY), "\x1e", *fingerprint(Kind.PAGE)) if fields else 0,
-        hash64(Kind.KNOB.value, *fingerprint(Kind.KNOB)) if by_kind[Kind.KNOB] else 0,
+        hash64("frame", *sorted(shape), "\x1e", *sorted(entities), "\x1e", *sorted(pages)) if fields else 0,
+        hash64(Kind.KNOB.value, *sorted(knobs)) if knobs else 0,
         page_pos,
         joined,
     )
