@@ -847,12 +847,12 @@ def _texts_features(texts: list[str], model: WordVectors | None) -> list[TextFea
         vectors = _hash_vectors.setdefault(id(model), {})
         table: list[np.ndarray] = [np.zeros(model.dims, np.float32)]  # row 0 pads the shorter texts
         row_of: dict[int, int] = {}  # id of a word vector → its row in the table
-        rows: list[list[int]] = []
+        flat: list[int] = []  # every worded text's rows, one text after the other
+        counts: list[int] = []
         worded: list[int] = []
         for i, (_, words, _) in enumerate(lexical):
             if not words:
                 continue
-            ids = []
             for h, w in words.items():
                 vector = vectors.get(h)
                 if vector is None:
@@ -861,12 +861,17 @@ def _texts_features(texts: list[str], model: WordVectors | None) -> list[TextFea
                 if row is None:
                     row = row_of[id(vector)] = len(table)
                     table.append(vector)
-                ids.append(row)
-            rows.append(ids)
+                flat.append(row)
+            counts.append(len(words))
             worded.append(i)
-        if rows:
-            width = max(map(len, rows))
-            words_at = np.stack(table)[np.array([ids + [0] * (width - len(ids)) for ids in rows], np.intp)]
+        if worded:
+            width = max(counts)
+            lengths = np.array(counts, np.intp)
+            starts = np.cumsum(lengths) - lengths
+            padded = np.zeros((len(counts), width), np.intp)  # row 0 where a text has no more words
+            text_of = np.repeat(np.arange(len(counts)), lengths)
+            padded[text_of, np.arange(len(flat)) - starts[text_of]] = flat
+            words_at = np.stack(table)[padded]
             total = words_at[:, 0]
             for k in range(1, width):
                 total = total + words_at[:, k]  # as np.add.reduce adds one text's words: in order
@@ -876,9 +881,9 @@ def _texts_features(texts: list[str], model: WordVectors | None) -> list[TextFea
             peaks = np.abs(total).max(axis=1).astype(np.float64)
             scales = np.divide(127.0, peaks, out=np.zeros_like(peaks), where=peaks != 0).astype(np.float32)
             quantised = np.rint(total * scales[:, None]).astype(np.int8)
-            for n, i in enumerate(worded):
-                vecs[i] = quantised[n]
-                norms[i] = math.sqrt(float(squares[n]))
+            for i, vec, square in zip(worded, quantised, squares.tolist(), strict=True):
+                vecs[i] = vec
+                norms[i] = math.sqrt(square)
     return [
         TextFeatures(fp, tuple(words), tuple(sorted(ents)), vec, norm)
         for (fp, words, ents), vec, norm in zip(lexical, vecs, norms, strict=True)
