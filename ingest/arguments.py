@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from loopsight.hashing import canonical_json
+from loopsight.ingest.features import NOT_JSON
 
 _WRAPPER_KEYS = frozenset(("args", "kwargs", "sanitize_inputs_outputs"))
 _CALLBACK_KEYS = frozenset(("input_str", "inputs", "tags", "metadata", "kwargs"))
@@ -54,11 +55,27 @@ def _unwrapped(value: Any) -> Any:
 def call_arguments(text: str) -> str:
     """The canonical JSON of the arguments inside a producer's argument text (the text itself
     when it is not JSON)."""
+    return parsed_call_arguments(text)[0]
+
+
+def parsed_call_arguments(text: str) -> tuple[str, Any]:
+    """:func:`call_arguments` and that text's ``json.loads`` (:data:`NOT_JSON` when it is not
+    JSON): text a producer sent unwrapped, the usual case, is parsed once for the unwrapping, the
+    args hash and the argument features.
+
+    Example:
+        >>> parsed_call_arguments('{"kwargs": {"city": "Paris"}}'), parsed_call_arguments("x")[1] is NOT_JSON
+        (('{"city":"Paris"}', {'city': 'Paris'}), True)
+    """
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        return text
+        return text, NOT_JSON
     unwrapped = _unwrapped(value)
     if unwrapped is value:
-        return text
-    return canonical_json(unwrapped)
+        return text, value
+    canonical = canonical_json(unwrapped)
+    try:
+        return canonical, json.loads(canonical)  # the canonical text's own value (tuples, sets, keys made text)
+    except (ValueError, RecursionError):
+        return canonical, NOT_JSON

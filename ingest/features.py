@@ -47,8 +47,9 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopsight.ingest.embedding import WordVectors, default_model
 
@@ -63,6 +64,7 @@ MAX_LEAVES = 64
 MAX_DEPTH = 8
 
 _UNSET: Any = object()
+T = TypeVar("T")
 _KEY = b""
 _KEYED: Any = None
 _ROTATION: Any = None
@@ -207,9 +209,14 @@ def normalise_name(name: str) -> str:
     return out
 
 
-def parse_arguments(text: str) -> Any:
+NOT_JSON: Any = object()
+"""What a caller passes as the parsed value of text that is not JSON (``json.loads`` raised)."""
+
+
+def parse_arguments(text: str, value: Any = _UNSET) -> Any:
     """The argument value a producer sent: JSON (also double-encoded), with producer wrappers
-    unwrapped, or the text itself when it is not JSON.
+    unwrapped, or the text itself when it is not JSON. ``value``: ``json.loads(text)`` when the
+    caller has parsed the text already (:data:`NOT_JSON` when it is not JSON), so it is parsed once.
 
     Example:
         >>> parse_arguments('{"args": [], "kwargs": {"q": "x"}}')
@@ -221,10 +228,14 @@ def parse_arguments(text: str) -> Any:
         >>> parse_arguments("weather in oslo")
         'weather in oslo'
     """
-    text = text[:MAX_CHARS] if len(text) > MAX_CHARS else text
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+    if len(text) > MAX_CHARS:
+        text, value = text[:MAX_CHARS], _UNSET  # the head is read: the whole text's value is not its value
+    if value is _UNSET:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+    elif value is NOT_JSON:
         return text
     if isinstance(value, str) and value[:1] in "{[":
         with contextlib.suppress(ValueError, RecursionError):
@@ -354,8 +365,9 @@ def classify(name: str, value: Any) -> Kind | None:
 _kind_cache: dict[tuple[str, Any, type], Kind | None] = {}
 
 
-def argument_fields(text: str) -> list[ArgField]:
-    """Every field of the arguments with its kind (absent values dropped).
+def argument_fields(text: str, value: Any = _UNSET) -> list[ArgField]:
+    """Every field of the arguments with its kind (absent values dropped); ``value`` as for
+    :func:`parse_arguments`.
 
     A call whose fields are all knobs has no subject for its knobs to tune: its numbers with
     no knob name are then its subject (``add(a=2, b=3)``, ``get_point(x=1, y=5)``) and count
@@ -369,8 +381,13 @@ def argument_fields(text: str) -> list[ArgField]:
         >>> [(f.path, f.kind.value) for f in argument_fields('{"query": "shoes", "offset": 20, "limit": 20}')]
         [('limit', 'knob'), ('offset', 'page'), ('query', 'text')]
     """
-    value = parse_arguments(text)
-    fields: list[ArgField] = []
+    return [ArgField(path, kind, leaf) for path, kind, leaf in _fields(text, value)]
+
+
+def _fields(text: str, value: Any) -> list[tuple[str, Kind, Any]]:
+    """:func:`argument_fields` as ``(path, kind, value)`` tuples (the hot path makes no objects)."""
+    value = parse_arguments(text, value)
+    fields: list[tuple[str, Kind, Any]] = []
     for path, leaf in flatten(value):
         if not path:
             kind = Kind.TEXT if isinstance(leaf, str) and leaf.strip() else classify("", leaf)
@@ -385,14 +402,13 @@ def argument_fields(text: str) -> list[ArgField]:
         else:
             kind = classify(path, leaf)
         if kind is not None:
-            fields.append(ArgField(path, kind, leaf))
-    if fields and all(f.kind is Kind.KNOB for f in fields):
+            fields.append((path, kind, leaf))
+    if fields and all(kind is Kind.KNOB for _, kind, _ in fields):
         fields = [
-            ArgField(f.path, Kind.ENTITY, f.value)
-            if not isinstance(f.value, bool)
-            and normalise_name(f.path.rsplit(".", 1)[-1].rstrip("[]")) not in KNOB_NAMES
-            else f
-            for f in fields
+            (path, Kind.ENTITY, leaf)
+            if not isinstance(leaf, bool) and normalise_name(path.rsplit(".", 1)[-1].rstrip("[]")) not in KNOB_NAMES
+            else (path, kind, leaf)
+            for path, kind, leaf in fields
         ]
     return fields
 
@@ -731,7 +747,7 @@ def text_features(text: str, model: WordVectors | None = _UNSET) -> TextFeatures
 
     Capitals mark proper nouns only in text that is not in Title Case (a capitalised stop
     word, or three or more words after the first all capitalised): there every word would
-    look like a name.
+    look like a name. One text of :func:`texts_features`.
 
     Example:
         >>> a = text_features("Weather in Paris", model=None)
@@ -741,30 +757,61 @@ def text_features(text: str, model: WordVectors | None = _UNSET) -> TextFeatures
         >>> text_features("Refund Policy For Damaged Items?", model=None).ents
         ()
     """
+    return texts_features([text], model)[0]
+
+
+def texts_features(texts: Sequence[str], model: WordVectors | None = _UNSET) -> list[TextFeatures]:
+    """:func:`text_features` of many texts at once (cached by text, each distinct text computed
+    once): their words in Python, then every text's vector in a few numpy operations.
+
+    Example:
+        >>> [f.words == text_features(t, model=None).words for f, t in
+        ...  zip(texts_features(["cheap flights", "Oslo weather"], model=None), ["cheap flights", "Oslo weather"])]
+        [True, True]
+    """
     if model is _UNSET:
         model = default_model()
-    key = (text, id(model))
-    hit = _text_cache.get(key)
-    if hit is not None:
-        return hit
-    features = _text_features(text, model)
-    if len(_text_cache) >= CALL_CACHE_LIMIT:
-        _text_cache.clear()
-    _text_cache[key] = features
-    return features
+    return _cached(texts, model, _text_cache, lambda fresh: _texts_features(list(fresh), model))
 
 
 _text_cache: dict[tuple[str, int], TextFeatures] = {}
 
 
-def _text_features(text: str, model: WordVectors | None) -> TextFeatures:
+def _cached(items: Sequence[str], model: WordVectors | None, cache: dict[tuple[str, int], T], compute: Any) -> list[T]:
+    """``items``' values from ``cache`` by ``(item, model)``; the others by ``compute(fresh)``,
+    ``fresh`` mapping each distinct missing item to its positions, in the order of first use."""
+    key = id(model)
+    out: list[Any] = [None] * len(items)
+    fresh: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        hit = cache.get((item, key))
+        if hit is not None:
+            out[i] = hit
+        elif item in fresh:
+            fresh[item].append(i)
+        else:
+            fresh[item] = [i]
+    if fresh:
+        for (item, positions), value in zip(fresh.items(), compute(fresh), strict=True):
+            if len(cache) >= CALL_CACHE_LIMIT:
+                cache.clear()
+            cache[(item, key)] = value
+            for i in positions:
+                out[i] = value
+    return out
+
+
+def _text_words(text: str) -> tuple[int, dict[int, str], set[int]]:
+    """The hash of a text's normalised tokens, its content words (hash → surface, text order)
+    and the hashes of those that are entities."""
     text = text[:MAX_CHARS]
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     if "'" in text or "’" in text:
         text = _POSSESSIVE.sub("", text)  # tomorrow's → tomorrow, don't → dont
     tokens = [t for t in (t.rstrip(".,-:") for t in _TOKEN.findall(text)) if t]
-    infos = [_token(t) for t in tokens]
+    cached = _token_cache.get
+    infos = [cached(t) or _token(t) for t in tokens]
     later = [info for t, info in zip(tokens[1:], infos[1:], strict=True) if t[:1].isalpha()]
     ignore_case = any(i.cap and i.stop for i in later) or (len(later) >= 3 and all(i.cap for i in later))
     words: dict[int, str] = {}
@@ -780,19 +827,67 @@ def _text_features(text: str, model: WordVectors | None) -> TextFeatures:
                 words[h] = surface
             if entity:
                 ents.add(h)
-    vec = None
-    norm = 0.0
-    if model is not None and words:
+    return hash64("t", " ".join(tokens).lower()), words, ents
+
+
+def _texts_features(texts: list[str], model: WordVectors | None) -> list[TextFeatures]:
+    """The features of distinct texts not cached: words one text at a time, vectors all at once.
+
+    Each text's vector is the sum of its words' vectors in text order, rotated and quantised;
+    done for all texts together it is added up the same way (one word position at a time over
+    every text, shorter texts padded with a zero vector), so every figure is the one a text
+    alone gets to the bit.
+    """
+    lexical = [_text_words(t) for t in texts]
+    vecs: list[np.ndarray | None] = [None] * len(texts)
+    norms = [0.0] * len(texts)
+    if model is not None:
         import numpy as np
 
         vectors = _hash_vectors.setdefault(id(model), {})
-        total = np.add.reduce([_hash_vector(vectors, model, h, w) for h, w in words.items()])
-        if _ROTATION is not None and total.shape[0] == _ROTATION.shape[0]:
-            total = _ROTATION @ total
-        norm = math.sqrt(float(total @ total))
-        peak = float(np.abs(total).max())
-        vec = np.rint(total * (127.0 / peak)).astype(np.int8) if peak else np.zeros(model.dims, np.int8)
-    return TextFeatures(hash64("t", " ".join(tokens).lower()), tuple(words), tuple(sorted(ents)), vec, norm)
+        table: list[np.ndarray] = [np.zeros(model.dims, np.float32)]  # row 0 pads the shorter texts
+        row_of: dict[int, int] = {}  # id of a word vector → its row in the table
+        flat: list[int] = []  # every worded text's rows, one text after the other
+        counts: list[int] = []
+        worded: list[int] = []
+        for i, (_, words, _) in enumerate(lexical):
+            if not words:
+                continue
+            for h, w in words.items():
+                vector = vectors.get(h)
+                if vector is None:
+                    vector = _hash_vector(vectors, model, h, w)
+                row = row_of.get(id(vector))
+                if row is None:
+                    row = row_of[id(vector)] = len(table)
+                    table.append(vector)
+                flat.append(row)
+            counts.append(len(words))
+            worded.append(i)
+        if worded:
+            width = max(counts)
+            lengths = np.array(counts, np.intp)
+            starts = np.cumsum(lengths) - lengths
+            padded = np.zeros((len(counts), width), np.intp)  # row 0 where a text has no more words
+            text_of = np.repeat(np.arange(len(counts)), lengths)
+            padded[text_of, np.arange(len(flat)) - starts[text_of]] = flat
+            words_at = np.stack(table)[padded]
+            total = words_at[:, 0]
+            for k in range(1, width):
+                total = total + words_at[:, k]  # as np.add.reduce adds one text's words: in order
+            if _ROTATION is not None and total.shape[1] == _ROTATION.shape[0]:
+                total = np.matmul(_ROTATION, total[:, :, None])[:, :, 0]  # one matrix-vector product each
+            squares = np.matmul(total[:, None, :], total[:, :, None])[:, 0, 0]  # one dot product each
+            peaks = np.abs(total).max(axis=1).astype(np.float64)
+            scales = np.divide(127.0, peaks, out=np.zeros_like(peaks), where=peaks != 0).astype(np.float32)
+            quantised = np.rint(total * scales[:, None]).astype(np.int8)
+            for i, vec, square in zip(worded, quantised, squares.tolist(), strict=True):
+                vecs[i] = vec
+                norms[i] = math.sqrt(square)
+    return [
+        TextFeatures(fp, tuple(words), tuple(sorted(ents)), vec, norm)
+        for (fp, words, ents), vec, norm in zip(lexical, vecs, norms, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- per call
@@ -837,53 +932,88 @@ CALL_CACHE_LIMIT = 16_384
 
 
 def call_features(text: str, model: WordVectors | None = _UNSET) -> CallFeatures:
-    """The features of one call's raw argument text (cached by text: loops repeat it).
+    """The features of one call's raw argument text (cached by text: loops repeat it); one call
+    of :func:`calls_features`.
 
     Example:
         >>> f = call_features('{"customer": "cust-1", "page": 2}', model=None)
         >>> f.frame != 0, f.page_pos, f.text is None
         (True, 2, True)
     """
+    return calls_features([text], model)[0]
+
+
+def calls_features(
+    texts: Sequence[str], model: WordVectors | None = _UNSET, values: Sequence[Any] | None = None
+) -> list[CallFeatures]:
+    """:func:`call_features` of many calls at once, e.g. the tool calls of one request: each
+    distinct text is read once, and the free texts of all of them go through
+    :func:`texts_features` together. ``values``: each text's ``json.loads`` when the caller has
+    parsed it already (:data:`NOT_JSON` where that raised).
+
+    Example:
+        >>> texts = ['{"q": "orders", "limit": 10}', '{"q": "orders", "limit": 11}', '{"q": "orders", "limit": 10}']
+        >>> a, b, c = calls_features(texts, model=None)
+        >>> a is c and a.frame == b.frame and a == call_features(texts[0], model=None)
+        True
+    """
     if model is _UNSET:
         model = default_model()
-    key = (text, id(model))
-    hit = _call_cache.get(key)
-    if hit is not None:
-        return hit
-    fields = argument_fields(text)
-    by_kind: dict[Kind, list[str]] = {Kind.KNOB: [], Kind.PAGE: [], Kind.ENTITY: [], Kind.TEXT: []}
-    for f in fields:
-        by_kind[f.kind].append(f"{f.path}={_value_key(f.value)}" if f.kind is not Kind.TEXT else f.path)
-    shape = sorted(f"{f.path}:{f.kind.value}" for f in fields if f.kind is not Kind.KNOB)
-    pages = [f for f in fields if f.kind is Kind.PAGE]
+
+    def compute(fresh: dict[str, list[int]]) -> list[CallFeatures]:
+        parts = [_call_fields(text, values[at[0]] if values is not None else _UNSET) for text, at in fresh.items()]
+        joined = [free for *_, free in parts if free is not None]
+        free_features = iter(texts_features(joined, model))
+        return [
+            CallFeatures(frame, knob_fp, page_pos, next(free_features) if free is not None else None)
+            for frame, knob_fp, page_pos, free in parts
+        ]
+
+    return _cached(texts, model, _call_cache, compute)
+
+
+_KIND_SUFFIX = {kind: ":" + kind.value for kind in Kind}
+
+
+def _call_fields(text: str, value: Any) -> tuple[int, int, int | None, str | None]:
+    """A call's ``frame``, ``knob_fp`` and ``page_pos`` (:class:`CallFeatures`) and its free
+    text (the text fields joined; ``None`` when it has none)."""
+    fields = _fields(text, value)
+    shape: list[str] = []
+    entities: list[str] = []
+    pages: list[str] = []
+    knobs: list[str] = []
+    texts: list[Any] = []
+    page_values: list[Any] = []
+    for path, kind, leaf in fields:
+        if kind is Kind.KNOB:
+            knobs.append(f"{path}={_value_key(leaf)}")
+            continue
+        shape.append(path + _KIND_SUFFIX[kind])
+        if kind is Kind.TEXT:
+            texts.append(leaf)
+        elif kind is Kind.ENTITY:
+            entities.append(f"{path}={_value_key(leaf)}")
+        else:
+            pages.append(f"{path}={_value_key(leaf)}")
+            page_values.append(leaf)
     page_pos = None
-    if len(pages) == 1:
-        v = pages[0].value
+    if len(page_values) == 1:
         try:
-            n = float(v)
+            n = float(page_values[0])
             if n.is_integer() and abs(n) < 2**62:
                 page_pos = int(n)
         except (TypeError, ValueError):
             pass
-    texts = [f for f in fields if f.kind is Kind.TEXT]
-    free: TextFeatures | None = None
+    joined = None
     if texts:
-        joined = " \n ".join(" ".join(map(str, f.value)) if isinstance(f.value, tuple) else str(f.value) for f in texts)
-        free = text_features(joined, model)
-
-    def fingerprint(kind: Kind) -> list[str]:
-        return sorted(by_kind[kind])
-
-    features = CallFeatures(
-        hash64("frame", *shape, "\x1e", *fingerprint(Kind.ENTITY), "\x1e", *fingerprint(Kind.PAGE)) if fields else 0,
-        hash64(Kind.KNOB.value, *fingerprint(Kind.KNOB)) if by_kind[Kind.KNOB] else 0,
+        joined = " \n ".join(" ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in texts)
+    return (
+        hash64("frame", *sorted(shape), "\x1e", *sorted(entities), "\x1e", *sorted(pages)) if fields else 0,
+        hash64(Kind.KNOB.value, *sorted(knobs)) if knobs else 0,
         page_pos,
-        free,
+        joined,
     )
-    if len(_call_cache) >= CALL_CACHE_LIMIT:
-        _call_cache.clear()
-    _call_cache[key] = features
-    return features
 
 
 def clear_caches() -> None:

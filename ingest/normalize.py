@@ -28,8 +28,8 @@ from loopsight import attributes as A
 from loopsight import config
 from loopsight import vocabulary as V
 from loopsight.hashing import args_hash
-from loopsight.ingest.arguments import call_arguments
-from loopsight.ingest.features import call_features
+from loopsight.ingest.arguments import parsed_call_arguments
+from loopsight.ingest.features import NOT_JSON, CallFeatures, calls_features
 from loopsight.redaction import redact
 from loopsight.results import result_hash as hash_result
 
@@ -287,19 +287,72 @@ def _tokens(value: str | None) -> int | None:
     return number if number is not None and number >= 0 else None
 
 
-def _features(arguments: str) -> tuple[Any, ...]:
-    """The stored argument features (:mod:`loopsight.ingest.features`) of a call's argument text.
-
-    Judging a call is never worth losing its span: text the features cannot read has none.
-    """
-    try:
-        f = call_features(arguments)
-    except Exception:  # pragma: no cover - a defect in the feature rules; the span is kept without them
+def _feature_columns(f: CallFeatures | None) -> tuple[Any, ...]:
+    """The stored argument-feature columns of a call's features (all ``None`` without them)."""
+    if f is None:
         return _NO_FEATURES
     t = f.text
     if t is None:
         return (f.frame, None, None, None, None, None)
     return (f.frame, t.fp, t.words, t.ents, t.vec, t.norm if t.vec is not None else None)
+
+
+def _one_call(arguments: str, value: Any) -> CallFeatures | None:
+    try:
+        return calls_features([arguments], values=[value])[0]
+    except Exception:  # pragma: no cover - a defect in the feature rules; the span is kept without them
+        return None
+
+
+class CallBatch:
+    """The tool calls of one request whose args hashes and argument features are computed
+    together (:func:`loopsight.ingest.features.calls_features`), each argument text parsed once.
+
+    :func:`agent_row` given a batch leaves a tool row's args hash and features to it
+    (:meth:`add`, at :attr:`position`); :meth:`fill` then computes them all and puts them in the
+    rows. Judging a call is never worth losing its span: should the feature rules fail on the
+    batch, each call is tried alone, and a call they cannot read is kept without its features.
+
+    Example:
+        >>> batch = CallBatch()
+        >>> row = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
+        ...                 {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits(), batch=batch)
+        >>> row.args_hash is None and batch.fill([row]) is None
+        True
+        >>> alone = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
+        ...                   {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits())
+        >>> batch.rows[0] == alone
+        True
+    """
+
+    def __init__(self) -> None:
+        self.position = 0
+        """Where the row :func:`agent_row` makes next stands in the rows given to :meth:`fill`."""
+        self.calls: list[tuple[int, str, Any, bool]] = []
+        self.rows: list[Any] = []
+
+    def add(self, arguments: str, value: Any, needs_hash: bool) -> None:
+        """A call's argument text, its ``json.loads`` (:data:`NOT_JSON`) and whether its args hash is wanted."""
+        self.calls.append((self.position, arguments, value, needs_hash))
+
+    def fill(self, rows: list[Any]) -> None:
+        """Put every added call's args hash (where wanted) and features in its row of ``rows``."""
+        self.rows = rows
+        if not self.calls:
+            return
+        texts = [arguments for _, arguments, _, _ in self.calls]
+        values = [value for _, _, value, _ in self.calls]
+        try:
+            found: list[CallFeatures | None] = list(calls_features(texts, values=values))
+        except Exception:  # pragma: no cover - a defect in the feature rules: each call alone
+            found = [_one_call(t, v) for t, v in zip(texts, values, strict=True)]
+        for (at, arguments, value, needs_hash), f in zip(self.calls, found, strict=True):
+            row = rows[at]
+            args_hash = _args_hash(arguments, value) if needs_hash else row[_ARGS_HASH]
+            rows[at] = _new_row(
+                SpanRow, (*row[:_ARGS_HASH], args_hash, *row[_ARGS_HASH + 1 : _FEATURES], *_feature_columns(f))
+            )
+        self.calls.clear()
 
 
 def args_hash_of_text(text: str) -> str:
@@ -313,6 +366,13 @@ def args_hash_of_text(text: str) -> str:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
+        value = NOT_JSON
+    return _args_hash(text, value)
+
+
+def _args_hash(text: str, value: Any) -> str:
+    """:func:`args_hash_of_text` of text whose ``json.loads`` is ``value`` (:data:`NOT_JSON`)."""
+    if value is NOT_JSON:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return args_hash(value)
 
@@ -414,6 +474,9 @@ class SpanRow(NamedTuple):
 
 
 _new_row = tuple.__new__  # SpanRow(*values) without the Python-level __new__ (hot path)
+_ARGS_HASH = SpanRow._fields.index("args_hash")
+_FEATURES = SpanRow._fields.index("args_frame")  # the argument features: the last columns
+assert len(SpanRow._fields) == _FEATURES + len(_NO_FEATURES)
 
 
 def normalize_span(
@@ -447,9 +510,11 @@ def span_row(
     scope_name: str,
     scope_version: str,
     limits: Limits,
+    batch: CallBatch | None = None,
 ) -> SpanRow:
     """:func:`normalize_span` for a caller that already read the span's ids and start time
-    (each read of a protobuf field costs a wrapper, so the hot path reads every field once).
+    (each read of a protobuf field costs a wrapper, so the hot path reads every field once);
+    ``batch`` as for :func:`agent_row`.
 
     Example:
         >>> span = trace_pb2.Span(trace_id=b"\\x01" * 16, span_id=b"\\x02" * 8, name="chat gpt-4o")
@@ -509,6 +574,7 @@ def span_row(
         links,
         limits,
         span.attributes,
+        batch,
     )
 
 
@@ -531,11 +597,13 @@ def agent_row(
     links: list[tuple[str, str, str, dict[str, str]]],
     limits: Limits,
     raw_attributes: Any = None,
+    batch: CallBatch | None = None,
 ) -> SpanRow:
     """The stored row of a span whose fields are read already (attributes as strings within the
     limits, names cut): every agent column by the vocabulary's rules, content dropped or redacted,
     messages redacted. ``raw_attributes`` (the OTLP key-values) give back arguments longer than
-    the value limit: differing past the cut, they are not a loop.
+    the value limit: differing past the cut, they are not a loop. With ``batch`` a tool call's
+    args hash and argument features are left to it (:class:`CallBatch`), else computed here.
 
     Example:
         >>> row = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
@@ -566,8 +634,7 @@ def agent_row(
             event_args = event_attrs.get("content")  # Strands' default attributes: the arguments are here only
         guard_content(event_attrs, limits.capture_content, _EVENT_CONTENT_KEYS)
 
-    tool = args_hash = model = provider = result = None
-    features: Any = _NO_FEATURES
+    tool = args_hash = model = provider = result = alone = None
     input_tokens = output_tokens = cache_read = cache_write = None
     if kind == "tool":
         tool = (
@@ -580,10 +647,10 @@ def agent_row(
         if raw_args is not None:
             if raw_attributes is not None and len(raw_args) > cap and raw_args.endswith(TRUNCATION_MARKER):
                 raw_args = _untruncated(raw_attributes, attrs)  # arguments differing past the cut are not a loop
-            arguments = call_arguments(raw_args)
-            if not args_hash:
-                args_hash = args_hash_of_text(arguments)
-            features = _features(arguments)
+            arguments, value = parsed_call_arguments(raw_args)
+            if batch is None:
+                alone = batch = CallBatch()
+            batch.add(arguments, value, not args_hash)
         result = get(A.TOOL_RESULT_HASH) or hash_result(_whole(raw_attributes, attrs, _TOOL_RESULT_KEYS) or None)
     elif kind == "llm":
         model = _first(attrs, _MODEL_KEYS)
@@ -630,7 +697,7 @@ def agent_row(
         end_ns = start_ns
     step = get(A.STEP)
     attempts = get(A.TOOL_ATTEMPTS)
-    return _new_row(
+    row = _new_row(
         SpanRow,
         (
             start_ns,
@@ -672,6 +739,10 @@ def agent_row(
             cache_read,
             cache_write,
             result,
-            *features,
+            *_NO_FEATURES,
         ),
     )
+    if alone is not None:
+        alone.fill([row])
+        return alone.rows[0]
+    return row

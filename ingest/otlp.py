@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from loopsight.errors import LoopsightError
-from loopsight.ingest.normalize import MAX_NANOS, Limits, SpanRow, attributes_to_dict, span_row, truncated
+from loopsight.ingest.normalize import MAX_NANOS, CallBatch, Limits, SpanRow, attributes_to_dict, span_row, truncated
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -138,7 +138,21 @@ def parse_request(data: bytes, kind: str) -> ExportTraceServiceRequest:
 
 
 def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[SpanRow | str]:
-    """Normalized rows of every span; a rejected span yields the reason (a str) instead."""
+    """Normalized rows of every span; a rejected span yields the reason (a str) instead.
+
+    The tool calls' args hashes and argument features are computed for the whole request at
+    once (:class:`loopsight.ingest.normalize.CallBatch`), so the rows come when all are made."""
+    batch = CallBatch()
+    out: list[SpanRow | str] = []
+    for item in _rows(request, limits, batch, out):
+        out.append(item)
+    batch.fill(out)
+    return iter(out)
+
+
+def _rows(
+    request: ExportTraceServiceRequest, limits: Limits, batch: CallBatch, out: list[SpanRow | str]
+) -> Iterator[SpanRow | str]:
     for resource_spans in request.resource_spans:
         resource = attributes_to_dict(resource_spans.resource.attributes, limits)
         for scope_spans in resource_spans.scope_spans:
@@ -166,6 +180,16 @@ def iter_rows(request: ExportTraceServiceRequest, limits: Limits) -> Iterator[Sp
                 if start_ns > MAX_NANOS:
                     yield "start time out of range"
                     continue
+                batch.position = len(out)
                 yield span_row(
-                    span, trace_id, span_id, parent_span_id, start_ns, resource, scope_name, scope_version, limits
+                    span,
+                    trace_id,
+                    span_id,
+                    parent_span_id,
+                    start_ns,
+                    resource,
+                    scope_name,
+                    scope_version,
+                    limits,
+                    batch,
                 )
