@@ -125,7 +125,7 @@ ORDER BY event_id""",
 
 # Spans wait in ``spans_staged`` (the spans' columns) until a pass derives them: written to
 # ``spans`` once, derived, instead of deleted and written again (a DELETE marks every part).
-_STORED = TABLES | {"spans_staged": TABLES["spans"]}
+_STORED = {**TABLES, "spans_staged": TABLES["spans"]}
 _ORDER = {"spans": "(TraceId, SpanId)", "spans_staged": "(TraceId, SpanId)", "derive_pending": "trace_id"}
 _ORDER |= {"model_prices": "(provider, model)"} | {name: "(trace_id, run_id)" for name in DERIVED}
 _ORDER |= {"alert_rules": "name", "alert_events": "(rule, occurred_at, id)", "alert_samples": "(rule, sampled_at)"}
