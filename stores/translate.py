@@ -212,9 +212,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
         lambda n: isinstance(n, exp.DateBin),
         lambda n: _fn("toStartOfInterval", n.expression, n.this, _BUCKET_ORIGIN.copy()),
     ),
-    (_anonymous("to_seconds"), lambda n: _fn("toIntervalSecond", *n.expressions)),
-    (_anonymous("to_microseconds"), lambda n: _fn("toIntervalMicrosecond", *n.expressions)),
-    (_anonymous("epoch_us"), lambda n: _fn("toUnixTimestamp64Micro", *n.expressions)),
     (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
     (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
     (
@@ -242,15 +239,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     (
         lambda n: isinstance(n, exp.TryCast),
         lambda n: _fn("accurateCastOrNull", n.this, exp.Literal.string(_clickhouse_type(n.args["to"]))),
-    ),
-    (
-        lambda n: isinstance(n, exp.DateDiff),
-        lambda n: _fn(
-            "dateDiff",
-            exp.Literal.string((n.args["unit"].name if n.args.get("unit") is not None else "day").lower()),
-            n.expression,
-            n.this,
-        ),
     ),
     (
         lambda n: (

@@ -90,8 +90,8 @@ stuck AS (
            date_diff('microsecond', last_end, $now::TIMESTAMP) / 1e3 AS duration_ms,
            $stuck_after_seconds * 1e3 AS expected_ms, last_end AS started_at, agent
     FROM in_flight
-    WHERE last_end < $now::TIMESTAMP - to_seconds($stuck_after_seconds::DOUBLE)
-      AND last_end >= $now::TIMESTAMP - to_seconds($stuck_max_age_seconds::DOUBLE)
+    WHERE last_end < $now::TIMESTAMP - INTERVAL ($stuck_after_seconds::DOUBLE) SECOND
+      AND last_end >= $now::TIMESTAMP - INTERVAL ($stuck_max_age_seconds::DOUBLE) SECOND
       AND ($since::TIMESTAMP IS NULL OR last_end >= $since)
       AND ($until::TIMESTAMP IS NULL OR last_end < $until)
 )
