@@ -135,8 +135,6 @@ class Result:
 class _Engine:
     """One way to reach ClickHouse: run a statement to Arrow, insert Arrow."""
 
-    name = "clickhouse"
-
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
         raise NotImplementedError
 
@@ -145,9 +143,6 @@ class _Engine:
 
     def insert_arrow(self, table: str, data: pa.Table) -> None:
         raise NotImplementedError
-
-    def close(self) -> None:
-        pass
 
 
 _TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
@@ -169,8 +164,6 @@ def _close_chdb() -> None:
 
 class _ChdbEngine(_Engine):
     """The embedded engine. chdb holds one data directory per process, shared by all users."""
-
-    name = "chdb"
 
     def __init__(self, path: str, database: str = "default") -> None:
         import chdb
@@ -234,8 +227,6 @@ class _ChdbEngine(_Engine):
 class _ServerEngine(_Engine):
     """A ClickHouse server over HTTP (``clickhouse-connect``)."""
 
-    name = "clickhouse"
-
     def __init__(self, url: StoreURL) -> None:
         try:
             import clickhouse_connect
@@ -268,9 +259,6 @@ class _ServerEngine(_Engine):
         with _failing(f"insert into {table} failed: "):
             self._client.insert_arrow(table, data)
 
-    def close(self) -> None:
-        self._client.close()
-
 
 class ClickHouseConnection:
     """A connection to a ClickHouse store, and its :class:`~loopsight.stores.protocol.Reader`:
@@ -289,11 +277,6 @@ class ClickHouseConnection:
         self._engine = engine
         self.url = url
         self.closed = False
-
-    @property
-    def engine_name(self) -> str:
-        """``"chdb"`` or ``"clickhouse"``."""
-        return self._engine.name
 
     def execute(self, sql: str, params: dict[str, Any] | Sequence[Any] | None = None) -> Result:
         """Run one statement with ``{name:Type}`` parameters and return its result."""
