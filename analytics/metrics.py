@@ -78,7 +78,7 @@ runs AS (
     SELECT trace_id, run_id, started_at AS started, agent, termination_reason, status_code AS status,
            input_tokens + output_tokens AS tokens, cost_usd AS cost
     FROM run_facts
-    WHERE started_at >= $since AND started_at < $until
+    WHERE started_at >= $since::TIMESTAMP AND started_at < $until::TIMESTAMP
       AND ($agent::VARCHAR IS NULL OR agent = $agent)
       AND ($service::VARCHAR IS NULL OR service = $service)
 )"""
@@ -91,7 +91,7 @@ calls AS (
     FROM spans c
     LEFT JOIN run_facts r ON r.trace_id = c."TraceId" AND r.run_id = c.run_id
     WHERE c.span_type IN ('tool', 'llm')
-      AND c."Timestamp" >= $since AND c."Timestamp" < $until
+      AND c."Timestamp" >= $since::TIMESTAMP AND c."Timestamp" < $until::TIMESTAMP
       AND ($service::VARCHAR IS NULL OR c."ServiceName" = $service)
       AND ($agent::VARCHAR IS NULL OR coalesce(r.agent, c.agent) = $agent)
 )"""

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from loopsight.ingest.batch import SCHEMA
 from loopsight.ingest.normalize import (
     MAX_KEY_LENGTH,
     MAX_NANOS,
@@ -34,33 +35,21 @@ from loopsight.ingest.normalize import (
     truncated,
 )
 
-ATTR_MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("ns")
 
+
+def _exported(field: pa.Field) -> pa.DataType:
+    """A stored column's type as the exporter's: times in nanoseconds, an unsigned duration."""
+    return TS if pa.types.is_timestamp(field.type) else pa.uint64() if field.name == "Duration" else field.type
+
+
+# The columns up to StatusMessage as stored; Events and Links as the Nested columns' parallel arrays.
 OTEL_TRACES_SCHEMA = pa.schema(
-    [
-        ("Timestamp", TS),
-        ("TraceId", pa.string()),
-        ("SpanId", pa.string()),
-        ("ParentSpanId", pa.string()),
-        ("TraceState", pa.string()),
-        ("SpanName", pa.string()),
-        ("SpanKind", pa.string()),
-        ("ServiceName", pa.string()),
-        ("ResourceAttributes", ATTR_MAP),
-        ("ScopeName", pa.string()),
-        ("ScopeVersion", pa.string()),
-        ("SpanAttributes", ATTR_MAP),
-        ("Duration", pa.uint64()),
-        ("StatusCode", pa.string()),
-        ("StatusMessage", pa.string()),
-        ("Events.Timestamp", pa.list_(TS)),
-        ("Events.Name", pa.list_(pa.string())),
-        ("Events.Attributes", pa.list_(ATTR_MAP)),
-        ("Links.TraceId", pa.list_(pa.string())),
-        ("Links.SpanId", pa.list_(pa.string())),
-        ("Links.TraceState", pa.list_(pa.string())),
-        ("Links.Attributes", pa.list_(ATTR_MAP)),
+    [(f.name, _exported(f)) for f in list(SCHEMA)[: SCHEMA.get_field_index("Events")]]
+    + [
+        (f"{nested}.{sub.name}", pa.list_(_exported(sub)))
+        for nested in ("Events", "Links")
+        for sub in SCHEMA.field(nested).type.value_type
     ]
 )
 

@@ -26,7 +26,7 @@ import io
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -50,33 +50,24 @@ def _failing(what: str = "") -> Iterator[None]:
         raise ClickHouseError(f"{what}{str(exc).strip()}") from None
 
 
-def format_param(value: Any, top_level: bool = True) -> str:
-    """A Python value in ClickHouse's text form for a ``{name:Type}`` parameter.
+def format_param(value: Any) -> str:
+    """A Python value in ClickHouse's text form for a ``{name:Type}`` parameter: clickhouse-connect's
+    binding, a datetime as naive UTC with its microseconds (see :func:`_bound`).
 
     Example:
         >>> format_param(None), format_param(["a", "it's"]), format_param(datetime(2024, 1, 2, 3, 4, 5, 6))
-        ('\\\\N', "['a','it\\\\'s']", '2024-01-02 03:04:05.000006')
+        ('\\\\N', "['a', 'it\\\\'s']", '2024-01-02 03:04:05.000006')
     """
-    if value is None:
-        return "\\N" if top_level else "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC).replace(tzinfo=None)
-        text = value.isoformat(sep=" ", timespec="microseconds")
-        return text if top_level else f"'{text}'"
-    if isinstance(value, date):
-        return value.isoformat() if top_level else f"'{value.isoformat()}'"
-    if isinstance(value, str):
-        if top_level:
-            return value
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_param(v, False) for v in value) + "]"
-    raise ClickHouseError(f"cannot pass a {type(value).__name__} as a ClickHouse parameter")
+    from clickhouse_connect.driver.binding import format_bind_value
+
+    return str(format_bind_value(_bound({"v": value})["v"], UTC))
+
+
+def _bound(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters for clickhouse-connect's binding: a datetime as ``DateTime64`` in UTC (it drops microseconds otherwise)."""
+    from clickhouse_connect.driver.binding import DT64Param
+
+    return {k: DT64Param(v, UTC) if isinstance(v, datetime) else v for k, v in params.items()}
 
 
 def used_params(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -135,8 +126,6 @@ class Result:
 class _Engine:
     """One way to reach ClickHouse: run a statement to Arrow, insert Arrow."""
 
-    name = "clickhouse"
-
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
         raise NotImplementedError
 
@@ -146,11 +135,7 @@ class _Engine:
     def insert_arrow(self, table: str, data: pa.Table) -> None:
         raise NotImplementedError
 
-    def close(self) -> None:
-        pass
 
-
-_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
 _CHDB_LOCK = threading.RLock()
 _CHDB: dict[str, Any] = {}
 _CHDB_CURRENT_DB = "default"
@@ -169,8 +154,6 @@ def _close_chdb() -> None:
 
 class _ChdbEngine(_Engine):
     """The embedded engine. chdb holds one data directory per process, shared by all users."""
-
-    name = "chdb"
 
     def __init__(self, path: str, database: str = "default") -> None:
         import chdb
@@ -200,16 +183,7 @@ class _ChdbEngine(_Engine):
             _CHDB_CURRENT_DB = self.database
 
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
-        # Scalars are read in escaped (TSV) text form; an array's text is parsed as a literal,
-        # whose elements format_param has quoted already.
-        text = {
-            k: "\\N"
-            if v is None
-            else format_param(v)
-            if isinstance(v, (list, tuple))
-            else format_param(v).translate(_TSV_ESCAPES)
-            for k, v in params.items()
-        }
+        text = {k: format_param(v) for k, v in params.items()}  # as clickhouse-connect sends them to a server
         with _CHDB_LOCK, _failing():
             self._use()
             return self._con.query(sql, "ArrowTable", params=text or None)
@@ -234,8 +208,6 @@ class _ChdbEngine(_Engine):
 class _ServerEngine(_Engine):
     """A ClickHouse server over HTTP (``clickhouse-connect``)."""
 
-    name = "clickhouse"
-
     def __init__(self, url: StoreURL) -> None:
         try:
             import clickhouse_connect
@@ -255,10 +227,8 @@ class _ServerEngine(_Engine):
             )
 
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
-        # Own formatting for datetimes: clickhouse-connect drops their microseconds.
-        bound = {k: format_param(v) if isinstance(v, (datetime, list, tuple)) else v for k, v in params.items()}
         with _failing():
-            return self._client.query_arrow(sql, parameters=bound or None)
+            return self._client.query_arrow(sql, parameters=_bound(params) or None)
 
     def command(self, sql: str) -> None:
         with _failing():
@@ -267,9 +237,6 @@ class _ServerEngine(_Engine):
     def insert_arrow(self, table: str, data: pa.Table) -> None:
         with _failing(f"insert into {table} failed: "):
             self._client.insert_arrow(table, data)
-
-    def close(self) -> None:
-        self._client.close()
 
 
 class ClickHouseConnection:
@@ -289,11 +256,6 @@ class ClickHouseConnection:
         self._engine = engine
         self.url = url
         self.closed = False
-
-    @property
-    def engine_name(self) -> str:
-        """``"chdb"`` or ``"clickhouse"``."""
-        return self._engine.name
 
     def execute(self, sql: str, params: dict[str, Any] | Sequence[Any] | None = None) -> Result:
         """Run one statement with ``{name:Type}`` parameters and return its result."""

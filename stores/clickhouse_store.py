@@ -33,7 +33,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,7 +59,7 @@ from loopsight.stores.derive import (
 from loopsight.stores.files import KEY_BYTES
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.url import StoreURL
-from loopsight.stores.writer import STOP, Batch, Job, WriteQueue, commit
+from loopsight.stores.writer import Batch, Queued, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -322,7 +321,7 @@ def sync(
     return derive_pending(con, lookback=lookback, prices=prices)
 
 
-class ClickHouseStore:
+class ClickHouseStore(Queued[Batch]):
     """The collector's ClickHouse store: one thread inserting, importing and deriving."""
 
     def __init__(
@@ -342,19 +341,17 @@ class ClickHouseStore:
         self.path = con.url.redacted()
         self.prices = prices
         self._con = con
-        self._writes: WriteQueue[Batch] = WriteQueue(max_queue=max_queue, max_batch_rows=max_batch_rows)
+        super().__init__(
+            WriteQueue(max_queue=max_queue, max_batch_rows=max_batch_rows), Batch, "loopsight-clickhouse-store"
+        )
         self._derive_interval = derive_interval
         self._import_interval = import_interval
         self._lookback = run_lookback
         self._barrier_timeout = barrier_timeout
         self._limits = limits
         self.stats = WriterStats()
-        self._lock = threading.Lock()
-        self._committed = 0  # commits stored; a pass covers the ones made before it began
-        self._derived = 0
-        self._passed = threading.Condition(self._lock)
-        self._asked = False
-        self._thread = threading.Thread(target=self._run, name="loopsight-clickhouse-store", daemon=True)
+        self._next_import = 0.0
+        self._due: float | None = None  # when the next pass runs (None: nothing stored since the last)
         self._thread.start()
 
     @classmethod
@@ -367,24 +364,6 @@ class ClickHouseStore:
         except ClickHouseError as exc:
             raise StoreError(str(exc)) from None
         return cls(con, **kwargs)
-
-    def submit(self, table: pa.Table) -> Future[int]:
-        """Queue a batch; the future resolves to its row count once stored (raises :class:`QueueFull`)."""
-        return self._writes.submit(table, Batch)
-
-    @property
-    def queue_depth(self) -> int:
-        """Batches waiting for the writer."""
-        return self._writes.depth
-
-    @property
-    def queued_rows(self) -> int:
-        """Spans waiting for the writer."""
-        return self._writes.rows
-
-    def run_job(self, work: Callable[[ClickHouseConnection], Any]) -> Future[Any]:
-        """Run ``work(connection)`` on the store's thread between commits."""
-        return self._writes.run_job(work)
 
     def size_bytes(self) -> int:
         """Bytes on disk of this database's tables (0 when the server does not say)."""
@@ -412,78 +391,56 @@ class ClickHouseStore:
         return self._con.cursor()
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every batch acknowledged so far is derived; False on timeout."""
-        if threading.current_thread() is self._thread:
+        """Wait until every batch acknowledged so far is derived (a pass queued after them); False on timeout."""
+        if threading.current_thread() is self._thread or self._due is None:
             return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            target = self._committed
-            self._asked = True
-            while self._derived < target and self._thread.is_alive():
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._passed.wait(0.05 if left is None else min(left, 0.05))
+        try:
+            self.run_job(lambda con: self._pass()).result(timeout)
+        except TimeoutError:
+            return False
+        except StoreError:  # closed: what was queued is derived already
+            pass
         return True
 
     def close(self) -> None:
         """Store what is queued, derive it, stop the thread."""
-        if not self._writes.close():
-            return
-        self._thread.join()
-        self._con.close()
+        if self._stop():
+            self._con.close()
 
-    def _run(self) -> None:
-        next_import = 0.0
-        due: float | None = None  # when the next pass runs (None: nothing committed since the last)
-        stop = False
-        while not stop:
-            now = time.monotonic()
-            wait = min(next_import, due if due is not None else next_import) - now
-            work = self._writes.take(timeout=max(0.0, min(wait, 0.05)) if not self._asked else 0.0)
-            if work is STOP:
-                stop = True
-            elif isinstance(work, Job):
-                self._job(work)
-            elif isinstance(work, list) and commit(work, self._insert, self.stats, self._stored):
-                due = due if due is not None else time.monotonic() + self._derive_interval
-            now = time.monotonic()
-            if stop or now >= next_import:
-                self._guarded(lambda: import_exported(self._con, lookback=self._lookback, limits=self._limits))
-                next_import = now + self._import_interval
-                due = due if due is not None else now
-            with self._lock:
-                asked = self._asked
-            if stop or asked or (due is not None and now >= due):
-                with self._lock:
-                    covered = self._committed
-                    self._asked = False
-                self._pass(covered)
-                due = None
-        self._con.close()
+    def _wait(self) -> float:
+        due = self._next_import if self._due is None else min(self._next_import, self._due)
+        return max(0.0, due - time.monotonic())
 
-    def _insert(self, batch: list[Batch]) -> int:
-        return store_batch(self._con, pa.concat_tables([b.table for b in batch]))
+    def _work(self, work: Callable[[ClickHouseConnection], Any]) -> Any:
+        return work(self._con)
+
+    def _commit(self, batches: list[Batch]) -> None:
+        commit(
+            batches, lambda b: store_batch(self._con, pa.concat_tables([x.table for x in b])), self.stats, self._stored
+        )
 
     def _stored(self, inserted: int) -> None:
-        with self._lock:
-            self._committed += 1
+        if self._due is None:  # set before the batches are answered: a reader asking after waits for the pass
+            self._due = time.monotonic() + self._derive_interval
 
-    def _job(self, job: Job) -> None:
-        try:
-            job.future.set_result(job.work(self._con))
-        except Exception as exc:
-            job.future.set_exception(exc)
+    def _between(self, stop: bool) -> None:
+        now = time.monotonic()
+        if stop or now >= self._next_import:
+            self._guarded(lambda: import_exported(self._con, lookback=self._lookback, limits=self._limits))
+            self._next_import = now + self._import_interval
+            self._due = now if self._due is None else self._due
+        if stop or (self._due is not None and now >= self._due):
+            self._pass()
 
-    def _pass(self, covered: int) -> None:
+    def _pass(self) -> None:
+        if self._due is None:  # nothing stored or imported since the last
+            return
         started = time.perf_counter()
         if self._guarded(lambda: derive_pending(self._con, lookback=self._lookback, prices=self.prices)):
             self.stats.record_derive(time.perf_counter() - started)
         else:
             self.stats.failed_derives += 1
-        with self._lock:
-            self._derived = max(self._derived, covered)
-            self._passed.notify_all()
+        self._due = None
 
     def _guarded(self, work: Callable[[], Any]) -> bool:
         """Run a pass or an import; a failure is logged and retried by the next one."""

@@ -51,12 +51,12 @@ from loopsight.stores.sqlfiles import DERIVE
 # there, which a pass writes first), which a store that deletes before it inserts must replace.
 PENDING_SQL = """
 SELECT p.trace_id AS "TraceId",
-       greatest(least(min(p.since), min(f.started_at)) - to_microseconds($skew_us::BIGINT),
-                min(p.since) - to_microseconds($lookback_us::BIGINT)) AS since,
+       greatest(least(min(p.since), min(f.started_at)) - INTERVAL ($skew_us::BIGINT) MICROSECOND,
+                min(p.since) - INTERVAL ($lookback_us::BIGINT) MICROSECOND) AS since,
        count(f.trace_id) > 0 AS derived
 FROM derive_pending p
 LEFT JOIN run_facts f
-       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - to_microseconds($lookback_us::BIGINT)
+       ON f.trace_id = p.trace_id AND f.started_at >= (SELECT min(since) FROM derive_pending) - INTERVAL ($lookback_us::BIGINT) MICROSECOND
 GROUP BY p.trace_id
 """
 

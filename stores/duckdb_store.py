@@ -40,7 +40,6 @@ import contextlib
 import logging
 import os
 import re
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error, secret_key
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.sqlfiles import jsonable
-from loopsight.stores.writer import STOP, Job, WriteQueue, commit
+from loopsight.stores.writer import Queued, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
@@ -151,7 +150,7 @@ def _maps_as_entries(table: pa.Table) -> pa.Table:
     return table
 
 
-class Store:
+class Store(Queued[_Pending]):
     """One DuckDB file owned by this process: spans inserted by one writer thread, derived by its :class:`Deriver`."""
 
     def __init__(
@@ -170,15 +169,16 @@ class Store:
         bundled table alone) reprices every model the file holds now, and new ones as they come."""
         self.path = path
         self._con = con
-        self._writes: WriteQueue[_Pending] = WriteQueue(
+        writes: WriteQueue[_Pending] = WriteQueue(
             max_queue=max_queue, max_queue_rows=max_queue_rows, max_batch_rows=max_batch_rows
         )
+        super().__init__(writes, _Pending.of, "loopsight-writer")
         self.stats = WriterStats()
         self.prices = prices or default_book()
         self.deriver = Deriver(con, self.stats, prices=self.prices, **derive)
         self._reprice()
         self.deriver.recover()
-        self._thread = threading.Thread(target=self._run, name="loopsight-writer", daemon=True)
+        self._writer = con.cursor()
         self._thread.start()
         self.deriver.start()
 
@@ -230,31 +230,10 @@ class Store:
             raise StoreError(explain_io_error(path, exc)) from None
         return cls(con, path, **kwargs)
 
-    def submit(self, table: pa.Table) -> Future[int]:
-        """Queue a batch; the future resolves to its row count once committed.
-
-        Raises :class:`QueueFull` when the queue holds too many batches or rows.
-        """
-        return self._writes.submit(table, _Pending.of)
-
-    def run_job(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
-        """Run ``work(connection)`` on the writer thread between commits (its own transaction)."""
-        return self._writes.run_job(work)
-
-    @property
-    def queue_depth(self) -> int:
-        """Batches waiting for the writer."""
-        return self._writes.depth
-
     @property
     def derive_pending_commits(self) -> int:
         """Commits whose traces the next derive pass will derive (0 when the tables are current)."""
         return self.deriver.pending_commits
-
-    @property
-    def queued_rows(self) -> int:
-        """Spans waiting for the writer."""
-        return self._writes.rows
 
     def reader(self, *, derived: bool = True) -> DuckDBReader:
         """A new connection to the same database for one reader (thread-safe to use alone).
@@ -283,36 +262,30 @@ class Store:
 
     def close(self) -> None:
         """Stop taking batches, commit everything queued, derive it, and close the file."""
-        if not self._writes.close():
+        if not self._stop():
             return
-        self._thread.join()
+        self._writer.close()
         self.deriver.finish()
         try:
             self._con.close()
         except duckdb.Error as exc:
             log.error("closing %s failed: %s", self.path, exc)
 
-    def _run(self) -> None:
-        con = self._con.cursor()
-        while (work := self._writes.take()) is not STOP:
-            if isinstance(work, Job):
-                self._run_job(con, work)
-            elif isinstance(work, list):
-                self._commit(con, work)
-        con.close()
-
-    def _run_job(self, con: duckdb.DuckDBPyConnection, job: Job) -> None:
+    def _work(self, work: Callable[[duckdb.DuckDBPyConnection], Any]) -> Any:
+        """A job in its own transaction."""
+        con = self._writer
         try:
             con.begin()
-            result = job.work(con)
+            result = work(con)
             con.commit()
-        except Exception as exc:
+        except Exception:
             rollback(con)
-            job.future.set_exception(exc)
-            return
-        job.future.set_result(result)
+            raise
+        return result
 
-    def _commit(self, con: duckdb.DuckDBPyConnection, batch: list[_Pending]) -> None:
+    def _commit(self, batch: list[_Pending]) -> None:
+        con = self._writer
+
         def store(batch: list[_Pending]) -> int:
             incoming = unique_spans(pa.concat_tables([p.table for p in batch]))
             bounds = pc.min_max(incoming.column("Timestamp"))

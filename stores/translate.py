@@ -6,8 +6,9 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
 - *qualify*: every column reference resolved against the stored model
   (:mod:`loopsight.model`), ``*`` expanded, every output named. ClickHouse resolves a name to
   a SELECT alias before a column everywhere; qualified columns keep DuckDB's meaning.
-- *placeholders*: ``$name`` becomes ``{name:Type}`` with the type of the cast beside it
-  (``$agent::VARCHAR`` → ``{agent:Nullable(String)}``); ``$xs::T[] IS NULL`` becomes
+- *placeholders*: ``$name`` becomes ``{name:Type}`` with the type of a cast beside it in the
+  statement (``$agent::VARCHAR`` → ``{agent:Nullable(String)}``; none: ``Nullable(String)``,
+  ``LIMIT $n``: ``UInt64``), so a question casts each parameter once; ``$xs::T[] IS NULL`` becomes
   ``{xs__is_null:Bool}`` (arrays are never Nullable in ClickHouse: ``None`` is sent as ``[]``
   with its NULL test beside it).
 - *CTEs*: one read twice is ``MATERIALIZED`` (DuckDB computes it once; ClickHouse would
@@ -49,26 +50,6 @@ _SETTINGS_SQL = " SETTINGS " + ", ".join(
 _SCHEMA = MappingSchema(
     {table: {c.name: c.type for c in columns} for table, columns in TABLES.items()}, dialect="duckdb", normalize=False
 )
-# The questions' parameters that appear without a cast beside them, by name (a cast wins).
-PARAMETER_TYPES = {
-    "since": "DateTime64(6, 'UTC')",
-    "until": "DateTime64(6, 'UTC')",
-    "previous_since": "DateTime64(6, 'UTC')",
-    "now": "DateTime64(6, 'UTC')",
-    "limit": "UInt64",
-    "offset": "UInt64",
-    "examples": "UInt64",
-    "by_agent": "Bool",
-    "trace_id": "String",
-    "max_step": "Int64",
-    "min_samples": "Int64",
-    "min_points": "Int64",
-    "min_runs": "Int64",
-    "min_backoff_ms": "Float64",
-    "min_gap_ms": "Float64",
-    "superlinear_k": "Float64",
-}
-_NOT_NULL = {"limit", "offset", "examples"}
 _IS_NULL = "__is_null"  # an array parameter's NULL test: arrays are never NULL in ClickHouse
 _T = exp.DataType.Type
 _TIMESTAMPS = (_T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME)
@@ -141,10 +122,12 @@ def _placeholders(tree: exp.Expression) -> set[str]:
     arrays: set[str] = set()
     for ph in list(tree.find_all(exp.Placeholder)):
         declared = types.get(ph.name)
-        kind = _clickhouse_type(declared) if declared is not None else PARAMETER_TYPES.get(ph.name, "String")
-        if kind.startswith("Array("):
+        kind = _clickhouse_type(declared) if declared is not None else "String"
+        if isinstance(ph.parent, (exp.Limit, exp.Offset)):
+            kind = "UInt64"
+        elif kind.startswith("Array("):
             arrays.add(ph.name)
-        elif not (isinstance(ph.parent, (exp.Limit, exp.Offset)) or ph.name in _NOT_NULL):
+        else:
             kind = f"Nullable({kind})"
         ph.set("kind", exp.DataType.build(kind, dialect="clickhouse"))
         if isinstance(ph.parent, exp.Cast):
@@ -212,9 +195,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
         lambda n: isinstance(n, exp.DateBin),
         lambda n: _fn("toStartOfInterval", n.expression, n.this, _BUCKET_ORIGIN.copy()),
     ),
-    (_anonymous("to_seconds"), lambda n: _fn("toIntervalSecond", *n.expressions)),
-    (_anonymous("to_microseconds"), lambda n: _fn("toIntervalMicrosecond", *n.expressions)),
-    (_anonymous("epoch_us"), lambda n: _fn("toUnixTimestamp64Micro", *n.expressions)),
     (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
     (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
     (
@@ -242,15 +222,6 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     (
         lambda n: isinstance(n, exp.TryCast),
         lambda n: _fn("accurateCastOrNull", n.this, exp.Literal.string(_clickhouse_type(n.args["to"]))),
-    ),
-    (
-        lambda n: isinstance(n, exp.DateDiff),
-        lambda n: _fn(
-            "dateDiff",
-            exp.Literal.string((n.args["unit"].name if n.args.get("unit") is not None else "day").lower()),
-            n.expression,
-            n.this,
-        ),
     ),
     (
         lambda n: (

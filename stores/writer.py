@@ -185,3 +185,70 @@ def commit(
     for batch in batches:
         batch.future.set_result(batch.table.num_rows)
     return True
+
+
+class Queued(Generic[B]):
+    """A store's write queue and its one writer thread, which runs the jobs (:meth:`_work`) and
+    commits (:meth:`_commit`) in the order they were queued until :meth:`_stop`; after each, and
+    when nothing came within :meth:`_wait` seconds, :meth:`_between` (the thread's own work)."""
+
+    def __init__(self, writes: WriteQueue[B], make: Callable[[pa.Table], B], thread: str) -> None:
+        self._writes = writes
+        self._make = make
+        self._thread = threading.Thread(target=self._run, name=thread, daemon=True)
+
+    def submit(self, table: pa.Table) -> Future[int]:
+        """Queue a batch; the future resolves to its row count once stored.
+
+        Raises :class:`QueueFull` when the queue holds too many batches or spans.
+        """
+        return self._writes.submit(table, self._make)
+
+    def run_job(self, work: Callable[[Any], Any]) -> Future[Any]:
+        """Run ``work(connection)`` on the writer's thread between commits."""
+        return self._writes.run_job(work)
+
+    @property
+    def queue_depth(self) -> int:
+        """Batches waiting for the writer."""
+        return self._writes.depth
+
+    @property
+    def queued_rows(self) -> int:
+        """Spans waiting for the writer."""
+        return self._writes.rows
+
+    def _stop(self) -> bool:
+        """Take nothing more and wait for the thread to finish what is queued (False: stopped already)."""
+        if not self._writes.close():
+            return False
+        self._thread.join()
+        return True
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            work = self._writes.take(self._wait())
+            stop = work is STOP
+            if isinstance(work, Job):
+                try:
+                    result = self._work(work.work)
+                except Exception as exc:
+                    work.future.set_exception(exc)
+                else:
+                    work.future.set_result(result)
+            elif isinstance(work, list):
+                self._commit(work)
+            self._between(stop)
+
+    def _wait(self) -> float | None:
+        return None
+
+    def _work(self, work: Callable[[Any], Any]) -> Any:
+        raise NotImplementedError
+
+    def _commit(self, batches: list[B]) -> None:
+        raise NotImplementedError
+
+    def _between(self, stop: bool) -> None:
+        pass

@@ -44,7 +44,8 @@ totals AS (
 )
 SELECT t.agent, t.runs,
        round(f.k, 4) AS growth_exponent,
-       coalesce(f.k >= $superlinear_k AND f.k - 2 * f.se > 1 AND f.fit_runs >= $min_runs AND f.n >= $min_points, false) AS superlinear,
+       coalesce(f.k >= $superlinear_k::DOUBLE AND f.k - 2 * f.se > 1 AND f.fit_runs >= $min_runs::BIGINT
+                AND f.n >= $min_points::BIGINT, false) AS superlinear,
        round(t.tokens_per_success, 1) AS tokens_per_success,
        t.tokens_on_failures,
        round(f.se, 4) AS growth_exponent_se,

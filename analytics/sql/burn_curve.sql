@@ -4,6 +4,6 @@ SELECT agent, step, count(*) AS runs,
        quantile_cont(input_tokens, 0.5) AS p50_input_tokens,
        quantile_cont(input_tokens, 0.95) AS p95_input_tokens
 FROM burn_steps
-WHERE step <= $max_step
+WHERE step <= $max_step::BIGINT
 GROUP BY agent, step
 ORDER BY agent, step

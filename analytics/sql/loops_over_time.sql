@@ -1,6 +1,6 @@
 -- Runs, looping runs and loops per kind in time buckets of the run start (loop_rows = loops_derived.sql).
 WITH scope AS (
-    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), started_at) AS bucket, count(*) AS runs
+    SELECT time_bucket(INTERVAL ($bucket_seconds::BIGINT) SECOND, started_at) AS bucket, count(*) AS runs
     FROM run_facts
     WHERE ($agent::VARCHAR IS NULL OR agent = $agent)
       AND ($service::VARCHAR IS NULL OR service = $service)
@@ -9,7 +9,7 @@ WITH scope AS (
     GROUP BY bucket
 ),
 looped AS (
-    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), started_at) AS bucket,
+    SELECT time_bucket(INTERVAL ($bucket_seconds::BIGINT) SECOND, started_at) AS bucket,
            count(DISTINCT (trace_id, run_id)) AS looping_runs,
            count(*) FILTER (WHERE kind = 'exact') AS exact,
            count(*) FILTER (WHERE kind = 'oscillation') AS oscillation,

@@ -3,7 +3,7 @@
 -- sum of their priced calls, as priced_calls.sql holds them) summed, and per successful run (the ok
 -- runs with a priced call). NULL when no call is priced; a window without a run with a model call
 -- has no row.
-SELECT started_at >= $current_since AS current,
+SELECT started_at >= $current_since::TIMESTAMP AS current,
        round(sum(cost_usd), 9) AS cost_usd,
        round(sum(cost_usd) FILTER (WHERE ok) / nullif(count(cost_usd) FILTER (WHERE ok), 0), 9)
            AS cost_per_success_usd

@@ -18,7 +18,7 @@ per_agent AS (
 per_tool AS (
     SELECT span_type, what, count(*) AS n_all, quantile_cont(lx, 0.5) AS m_all
     FROM calls c
-    SEMI JOIN (SELECT span_type, what FROM per_agent WHERE n_agent < $min_samples) f
+    SEMI JOIN (SELECT span_type, what FROM per_agent WHERE n_agent < $min_samples::BIGINT) f
         ON f.span_type = c.span_type AND f.what IS NOT DISTINCT FROM c.what
     GROUP BY span_type, what
 ),
@@ -63,7 +63,7 @@ backoff AS (
     SELECT trace_id, run_id, span_id, 'backoff' AS kind, what AS tool, backoff_ms AS duration_ms,
            NULL::DOUBLE AS expected_ms, started_at, agent
     FROM members
-    WHERE span_type = 'tool' AND backoff_ms >= $min_backoff_ms
+    WHERE span_type = 'tool' AND backoff_ms >= $min_backoff_ms::DOUBLE
 ),
 gaps AS (
     SELECT trace_id, run_id, span_id, 'idle_gap' AS kind, what AS tool,
@@ -90,8 +90,8 @@ stuck AS (
            date_diff('microsecond', last_end, $now::TIMESTAMP) / 1e3 AS duration_ms,
            $stuck_after_seconds * 1e3 AS expected_ms, last_end AS started_at, agent
     FROM in_flight
-    WHERE last_end < $now::TIMESTAMP - to_seconds($stuck_after_seconds::DOUBLE)
-      AND last_end >= $now::TIMESTAMP - to_seconds($stuck_max_age_seconds::DOUBLE)
+    WHERE last_end < $now::TIMESTAMP - INTERVAL ($stuck_after_seconds::DOUBLE) SECOND
+      AND last_end >= $now::TIMESTAMP - INTERVAL ($stuck_max_age_seconds::DOUBLE) SECOND
       AND ($since::TIMESTAMP IS NULL OR last_end >= $since)
       AND ($until::TIMESTAMP IS NULL OR last_end < $until)
 )

@@ -3,7 +3,7 @@
 -- the runs list's filters keep (runs_filtered.sql: one row per run of run_facts). Buckets are aligned
 -- to the Unix epoch; a run falls in the bucket of its start.
 WITH runs AS (
-    SELECT time_bucket(to_seconds($bucket_seconds::BIGINT), started_at, TIMESTAMP '1970-01-01') AS bucket,
+    SELECT time_bucket(INTERVAL ($bucket_seconds::BIGINT) SECOND, started_at, TIMESTAMP '1970-01-01') AS bucket,
            coalesce(termination_reason, 'unknown') AS termination_reason,
            CASE WHEN ok THEN 'ok' ELSE 'error' END AS status
     FROM filtered

@@ -7,7 +7,7 @@ WITH failed AS (
            t."TraceId" AS trace_id, t.run_id, t.step
     FROM spans t
     LEFT JOIN (
-        SELECT trace_id, run_id, agent FROM run_facts WHERE $by_agent OR $agent::VARCHAR IS NOT NULL
+        SELECT trace_id, run_id, agent FROM run_facts WHERE $by_agent::BOOLEAN OR $agent::VARCHAR IS NOT NULL
     ) r ON r.trace_id = t."TraceId" AND r.run_id = t.run_id
     WHERE t.span_type = 'tool' AND t."StatusCode" = 'Error' AND t.run_id IS NOT NULL AND t.step IS NOT NULL
       AND ($since::TIMESTAMP IS NULL OR t."Timestamp" >= $since)

@@ -11,7 +11,7 @@ WITH calls AS (
     FROM spans t
     LEFT JOIN (
         -- Read the runs only when the agent matters (filter or grouping).
-        SELECT trace_id, run_id, agent FROM run_facts WHERE $by_agent OR $agent::VARCHAR IS NOT NULL
+        SELECT trace_id, run_id, agent FROM run_facts WHERE $by_agent::BOOLEAN OR $agent::VARCHAR IS NOT NULL
     ) r ON r.trace_id = t."TraceId" AND r.run_id = t.run_id
     WHERE t.span_type = 'tool'
       AND ($since::TIMESTAMP IS NULL OR t."Timestamp" >= $since)

@@ -8,7 +8,7 @@ WITH nested AS (
 SELECT run_id,
        step,
        min("Timestamp") AS started_at,
-       (epoch_us(max(end_time)) - epoch_us(min("Timestamp"))) / 1e3 AS duration_ms,
+       date_diff('microsecond', min("Timestamp"), max(end_time)) / 1e3 AS duration_ms,
        count(*) FILTER (WHERE span_type = 'llm' AND n.span_id IS NULL) AS llm_calls,
        count(*) FILTER (WHERE span_type = 'tool') AS tool_calls,
        count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
