@@ -317,11 +317,12 @@ class CallBatch:
         >>> batch = CallBatch()
         >>> row = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
         ...                 {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits(), batch=batch)
-        >>> row.args_hash is None and batch.fill([row]) is None
+        >>> rows = [row]
+        >>> row.args_hash is None and batch.fill(rows) is None
         True
         >>> alone = agent_row("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "",
         ...                   {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits())
-        >>> batch.rows[0] == alone
+        >>> rows[0] == alone
         True
     """
 
@@ -329,15 +330,13 @@ class CallBatch:
         self.position = 0
         """Where the row :func:`agent_row` makes next stands in the rows given to :meth:`fill`."""
         self.calls: list[tuple[int, str, Any, bool]] = []
-        self.rows: list[Any] = []
 
     def add(self, arguments: str, value: Any, needs_hash: bool) -> None:
         """A call's argument text, its ``json.loads`` (:data:`NOT_JSON`) and whether its args hash is wanted."""
         self.calls.append((self.position, arguments, value, needs_hash))
 
     def fill(self, rows: list[Any]) -> None:
-        """Put every added call's args hash (where wanted) and features in its row of ``rows``."""
-        self.rows = rows
+        """Put every added call's args hash (where wanted) and features in its row of ``rows`` (in place)."""
         if not self.calls:
             return
         texts = [arguments for _, arguments, _, _ in self.calls]
@@ -743,6 +742,7 @@ def agent_row(
         ),
     )
     if alone is not None:
-        alone.fill([row])
-        return alone.rows[0]
+        rows = [row]
+        alone.fill(rows)
+        return rows[0]
     return row

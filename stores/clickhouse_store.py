@@ -10,8 +10,9 @@ land in ``spans_staged`` (re-delivered spans skipped) and their traces in ``deri
 A derive pass then takes the pending traces' staged and stored spans into an in-memory DuckDB,
 runs the one derivation (:func:`loopsight.stores.derive.derive_traces`: run ids, steps, the
 per-run tables) and writes the result back: the staged spans into ``spans`` once, the stored
-spans it changed and the derived rows since the pass's ``since`` deleted and inserted again. So both engines hold the same rows, and readers only read: the
-questions, written in DuckDB's dialect, are translated (:mod:`loopsight.stores.translate`).
+spans it changed and the derived rows since the pass's ``since`` deleted and inserted again. So
+both engines hold the same rows, and readers only read: the questions, written in DuckDB's
+dialect, are translated (:mod:`loopsight.stores.translate`).
 
 One thread does the inserts, the imports (every ``import_interval`` seconds), the passes
 (``derive_interval`` after a commit, or when a reader asks) and maintenance jobs. A deployment
@@ -67,15 +68,14 @@ TRACES_PER_PASS = 2_000
 IMPORT_ROWS = 100_000
 
 
-_KEY = "concat(TraceId, '/', SpanId)"
-# A trace's spans stored or staged (a trace is read whole or from a start on: the sort key's prefix)
+_KEY = "concat(TraceId, '/', SpanId)"  # a span's key as one value, to pass a list of them
+# The spans of some traces already held, stored or staged (both tables sorted by TraceId first)
 _HELD = (
     "SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)} "
     "UNION ALL SELECT TraceId, SpanId FROM spans_staged WHERE TraceId IN {t:Array(String)}"
 )
-
-
-_SCOPE = "TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}"
+_SCOPE = "TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}"  # a pass's stored spans
+# In a pass's scratch DuckDB: the spans it writes (the staged, and the stored it changed) and the keys of those stored
 _CHANGED = """FROM spans s {join} stored_before b USING ("TraceId", "SpanId")
 WHERE b."SpanId" IS NULL OR s.run_id IS DISTINCT FROM b.run_id OR s.step IS DISTINCT FROM b.step"""
 _WRITTEN_SQL = "SELECT s.* " + _CHANGED.format(join="LEFT JOIN")
@@ -224,7 +224,7 @@ def _derive(
     stored = con.execute(f"SELECT * FROM spans WHERE {_SCOPE}", params).arrow()
     staged = con.execute(  # those stored already (by a pass that failed, or not yet unstaged) are not staged
         "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
-        f"AND {_KEY} NOT IN (SELECT {_KEY} FROM spans WHERE TraceId IN {{t:Array(String)}})",
+        "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)})",
         params,
     ).arrow()
     spans = pa.concat_tables([stored, staged.select(stored.schema.names).cast(stored.schema)])
@@ -232,9 +232,7 @@ def _derive(
     scratch = _scratch(spans=spans, model_prices=con.execute("SELECT * FROM model_prices").arrow())
     try:
         scratch.register("touched", pa.table({"TraceId": ids}))
-        scratch.register("was", stored.select(["TraceId", "SpanId", "run_id", "step"]))
-        scratch.execute("CREATE TEMP TABLE stored_before AS SELECT * FROM was")
-        scratch.unregister("was")
+        scratch.register("stored_before", stored.select(["TraceId", "SpanId", "run_id", "step"]))
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
         rewritten = {
             table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in (*DERIVED, "model_prices")
