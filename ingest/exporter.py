@@ -28,6 +28,7 @@ from loopsight.ingest.normalize import (
     MAX_NANOS,
     SPAN_KINDS,
     STATUS_CODES,
+    CallBatch,
     Limits,
     SpanRow,
     agent_row,
@@ -124,8 +125,14 @@ def _nanos(value: Any) -> int:
 
 
 def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[SpanRow]:
-    """The stored rows of ``otel_traces`` rows (an Arrow table with the exporter's columns)."""
+    """The stored rows of ``otel_traces`` rows (an Arrow table with the exporter's columns).
+
+    The tool calls' args hashes and argument features are computed for the whole table at once
+    (:class:`loopsight.ingest.normalize.CallBatch`, as :func:`loopsight.ingest.otlp.iter_rows`
+    does per request), so the rows come when all are made."""
     limits = limits or Limits()
+    batch = CallBatch()
+    out: list[SpanRow] = []
     cap = limits.max_attribute_length
     timestamps = table.column("Timestamp").cast(pa.int64()).to_pylist()
     columns = {name: table.column(name).to_pylist() for name in table.column_names if name != "Timestamp"}
@@ -162,7 +169,8 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
         status = col("StatusCode") or "Unset"
         kind = col("SpanKind") or "Unspecified"
         start = min(start_ns or 0, MAX_NANOS)
-        yield agent_row(
+        batch.position = len(out)
+        row = agent_row(
             col("TraceId"),
             col("SpanId"),
             col("ParentSpanId") or "",
@@ -181,4 +189,8 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
             links,
             limits,
             raw_attrs,
+            batch=batch,
         )
+        out.append(row)
+    batch.fill(out)
+    return iter(out)

@@ -169,3 +169,21 @@ def test_a_defect_in_the_feature_rules_loses_no_span(keyed, monkeypatch):
     rows = [r for r in iter_rows(request, Limits()) if not isinstance(r, str) and r.span_type == "tool"]
     assert len(rows) == 3 and all(r.args_hash for r in rows)
     assert rows[0].args_frame is None and rows[1].args_frame and rows[2].args_text_fp
+
+
+def test_an_exporter_table_s_rows_are_its_rows_one_at_a_time(keyed):
+    from loopsight.ingest.exporter import otel_traces_rows, request_to_otel_traces
+    from loopsight.ingest.normalize import Limits
+
+    texts = corpus.argument_texts(300)
+    results = (corpus.result_texts() * 2)[:300]
+    request, _ = _request(texts, results)
+    table = request_to_otel_traces(request)
+    for limits in (Limits(), Limits(max_attribute_length=40)):
+        features.clear_caches()
+        alone = [row for i in range(table.num_rows) for row in otel_traces_rows(table.slice(i, 1), limits)]
+        features.clear_caches()
+        rows = list(otel_traces_rows(table, limits))
+        assert len(rows) == table.num_rows
+        assert [_plain(r) for r in rows] == [_plain(r) for r in alone]
+        assert sum(r.span_type == "tool" and r.args_hash is not None for r in rows) > 200
