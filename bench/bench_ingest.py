@@ -80,6 +80,18 @@ def _load_word_vectors() -> None:
     default_model()
 
 
+def submit(store: Store, table, futures: list) -> list:
+    """Submit ``table`` to ``store``, waiting for the oldest commits while its queue is full;
+    the futures not yet done, the new one last."""
+    while True:
+        try:
+            futures.append(store.submit(table))
+            return futures
+        except QueueFull:
+            futures[0].result()
+            futures = [f for f in futures if not f.done()]
+
+
 def in_process(requests: list[bytes], total: int, workdir: Path) -> tuple[float, float]:
     """Spans per second through decode + normalize + Arrow + Store commit, no HTTP, and the
     CPU microseconds per span it took."""
@@ -92,14 +104,7 @@ def in_process(requests: list[bytes], total: int, workdir: Path) -> tuple[float,
     for body in requests:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        table = prepare(request).table
-        while True:
-            try:
-                futures.append(store.submit(table))
-                break
-            except QueueFull:
-                futures[0].result()
-                futures = [f for f in futures if not f.done()]
+        futures = submit(store, prepare(request).table, futures)
     for future in futures:
         future.result()
     store.reader().close()  # the derived tables are current once read: include that wait
