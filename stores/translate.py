@@ -75,26 +75,6 @@ def _qualified(tree: Any) -> exp.Expression:
     # Qualified as ClickHouse reads names (case-sensitive): DuckDB's are not, and qualifying in
     # its dialect would lower-case them (the SQL quotes "TraceId" consistently).
     tree = qualify(tree, schema=_SCHEMA, dialect="clickhouse", validate_qualify_columns=False, identify=False)
-    # A UNION's columns are named by its first branch (DuckDB); qualify may name a later branch's
-    # columns otherwise ('agent' AS agent beside r.agent AS agent), which ClickHouse rejects.
-    for union in tree.find_all(exp.SetOperation):
-        left = union.left
-        while isinstance(left, exp.SetOperation):
-            left = left.left
-        right = union.right
-        if (
-            isinstance(left, exp.Select)
-            and isinstance(right, exp.Select)
-            and len(right.expressions) == len(left.expressions)
-        ):
-            names = [p.alias_or_name for p in left.expressions]
-            right.set(
-                "expressions",
-                [
-                    exp.alias_(p.unalias() if isinstance(p, exp.Alias) else p, n, quoted=True)
-                    for p, n in zip(right.expressions, names, strict=True)
-                ],
-            )
     return tree
 
 
