@@ -4,8 +4,10 @@
 
 A file counts when it is library code (not tests, bench, docs or deploy) and its path names
 ClickHouse, or it is the SQL translation or the exporter-row reader (``stores/translate.py``,
-``ingest/exporter.py``, ``stores/otel_rows.py`` before them). Per revision: every line, and the
-code lines (no blank lines, comments or docstrings). Prints one JSON object.
+``ingest/exporter.py``, ``stores/otel_rows.py`` before them). In the other library modules, a
+top-level definition whose name says ClickHouse counts too (``loopsight/model.py::clickhouse_type``):
+moving a ClickHouse rule into a neutral file does not make it neutral. Per revision: every line,
+and the code lines (no blank lines, comments or docstrings). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -41,16 +43,40 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return lines
 
 
-def code_lines(path: str, text: str) -> int:
-    """Lines holding code: for SQL, not blank and not a ``--`` comment; for Python, a token outside docstrings."""
+def _code(path: str, text: str) -> set[int]:
+    """Numbers of the lines holding code: for SQL, not blank and not a ``--`` comment; for Python, a token outside docstrings."""
     if path.endswith(".sql"):
-        return sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("--"))
+        return {n for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.strip().startswith("--")}
     docs = _docstrings(ast.parse(text))
     lines = set()
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type not in SKIPPED:
             lines.update(n for n in range(token.start[0], token.end[0] + 1) if n not in docs)
-    return len(lines)
+    return lines
+
+
+def code_lines(path: str, text: str) -> int:
+    """How many lines hold code (see :func:`_code`)."""
+    return len(_code(path, text))
+
+
+def _names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def named_definitions(path: str, text: str) -> dict[str, dict[str, int]]:
+    """The top-level definitions of a module whose names say ClickHouse: lines and code lines of each."""
+    found, code = {}, _code(path, text)
+    for node in ast.parse(text).body:
+        names = [n for n in _names(node) if "clickhouse" in n.lower()]
+        if names:
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            span = range(first, (node.end_lineno or node.lineno) + 1)
+            found[f"{path}::{names[0]}"] = {"lines": len(span), "code": len(code.intersection(span))}
+    return found
 
 
 def _git(*args: str) -> str:
@@ -59,10 +85,12 @@ def _git(*args: str) -> str:
 
 def measure(revision: str) -> dict[str, object]:
     files = {}
-    for path in _git("ls-tree", "-r", "--name-only", revision).split():
+    for path in _git("ls-tree", "-r", "--name-only", revision).splitlines():
         if counted(path):
             text = _git("show", f"{revision}:{path}")
             files[path] = {"lines": len(text.splitlines()), "code": code_lines(path, text)}
+        elif path.endswith(".py") and not path.startswith(NOT_LIBRARY):
+            files |= named_definitions(path, _git("show", f"{revision}:{path}"))
     return {
         "revision": _git("rev-parse", "--short", revision).strip(),
         "lines": sum(f["lines"] for f in files.values()),

@@ -41,6 +41,15 @@ def test_only_library_files_naming_clickhouse_count() -> None:
     assert not lines.counted("stores/duckdb_store.py") and not lines.counted("docs/clickhouse.md")
 
 
+def test_a_clickhouse_definition_in_a_neutral_module_counts() -> None:
+    source = 'import x\n\n_CLICKHOUSE_TYPES = {\n    "a": 1,\n}\n\n\n@cache\ndef to_clickhouse(t):\n    """Doc."""\n    return t\n\n\ndef neutral():\n    return 1\n'
+    found = lines.named_definitions("loopsight/model.py", source)
+    assert found == {
+        "loopsight/model.py::_CLICKHOUSE_TYPES": {"lines": 3, "code": 3},
+        "loopsight/model.py::to_clickhouse": {"lines": 4, "code": 3},  # the decorator counted, the docstring not
+    }
+
+
 def test_it_measures_two_revisions_of_this_repository() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "clickhouse_lines.py"), "HEAD", "HEAD"],
@@ -53,3 +62,4 @@ def test_it_measures_two_revisions_of_this_repository() -> None:
     assert figures["after_over_before"] == {"lines": 1.0, "code": 1.0}
     assert 0 < figures["after"]["code"] < figures["after"]["lines"]
     assert "stores/clickhouse_store.py" in figures["after"]["files"]
+    assert "loopsight/model.py::clickhouse_type" in figures["after"]["files"]
