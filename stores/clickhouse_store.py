@@ -58,6 +58,7 @@ from loopsight.stores.derive import (
     session_loops,
 )
 from loopsight.stores.files import KEY_BYTES
+from loopsight.stores.isolation import DATA_ERRORS, derive_in_parts
 from loopsight.stores.protocol import StoreError, WriterStats
 from loopsight.stores.url import StoreURL
 from loopsight.stores.writer import Batch, Queued, WriteQueue, commit
@@ -197,18 +198,49 @@ def derive_pending(
     skew: timedelta = timedelta(minutes=5),
     lookback: timedelta = timedelta(hours=6),
     prices: PriceBook | None = None,
+    stats: WriterStats | None = None,
 ) -> int:
-    """Derive every pending trace (in groups of :data:`TRACES_PER_PASS`) and write the rows back; the traces derived."""
+    """Derive every pending trace (in groups of :data:`TRACES_PER_PASS`) and write the rows back; the
+    traces derived. A group that fails on its data is derived in parts (:mod:`loopsight.stores.isolation`)."""
     micro = timedelta(microseconds=1)
-    pending = con.rows(PENDING_SQL, {"skew_us": skew // micro, "lookback_us": lookback // micro})
-    for start in range(0, len(pending), TRACES_PER_PASS):
-        part = pending[start : start + TRACES_PER_PASS]
-        ids = [p["TraceId"] for p in part]
+    pending = {
+        p["TraceId"]: p for p in con.rows(PENDING_SQL, {"skew_us": skew // micro, "lookback_us": lookback // micro})
+    }
+
+    def derive(ids: list[str]) -> None:  # fails, if on the data, in the scratch: before it writes
+        part = [pending[t] for t in ids]
         since = min(datetime.fromisoformat(p["since"].rstrip("Z")) for p in part)
         _derive(con, ids, since, prices, [p["TraceId"] for p in part if p["derived"]])
+
+    traces = list(pending)
+    for start in range(0, len(traces), TRACES_PER_PASS):
+        group = traces[start : start + TRACES_PER_PASS]
+        try:
+            derive(group)
+        except DATA_ERRORS as exc:
+            log.error("deriving the per-run tables failed: %s; deriving the pending traces in parts", exc)
+            aside = derive_in_parts(group, derive, lambda trace: _set_aside(con, trace))
+            if aside is None:
+                raise
+            if stats is not None:
+                stats.failed_derives += 1
+                stats.set_aside_traces += len(aside)
     if pending:  # a DELETE only masks rows: the unstaged ones are dropped by a merge (of few rows, live)
         con.command("OPTIMIZE TABLE spans_staged FINAL")
     return len(pending)
+
+
+def _set_aside(con: ClickHouseConnection, trace: str) -> None:
+    """A trace that cannot be derived: its staged spans stored as they came (no run), no longer pending."""
+    params = {"t": trace}
+    staged = con.execute(
+        "SELECT * FROM spans_staged WHERE TraceId = {t:String} "
+        "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans WHERE TraceId = {t:String})",
+        params,
+    ).arrow()
+    con.insert_arrow("spans", staged)
+    con.execute("DELETE FROM derive_pending WHERE trace_id = {t:String}", params)
+    con.execute("DELETE FROM spans_staged WHERE TraceId = {t:String}", params)
 
 
 def _derive(
@@ -434,7 +466,9 @@ class ClickHouseStore(Queued[Batch]):
         if self._due is None:  # nothing stored or imported since the last
             return
         started = time.perf_counter()
-        if self._guarded(lambda: derive_pending(self._con, lookback=self._lookback, prices=self.prices)):
+        if self._guarded(
+            lambda: derive_pending(self._con, lookback=self._lookback, prices=self.prices, stats=self.stats)
+        ):
             self.stats.record_derive(time.perf_counter() - started)
         else:
             self.stats.failed_derives += 1

@@ -21,8 +21,8 @@ grow for as long as the flood lasts.
 Commits are numbered; a pass covers every commit up to the number it read before its snapshot.
 :meth:`Deriver.wait` blocks a reader until a pass covers the commits acknowledged when it
 asked ("current once read"). A pass that fails on the data (an overflow, a bad cast) derives
-the pending traces in halves, and a trace that fails alone is set aside (logged, counted, its
-spans kept) so one bad trace never holds back every later run.
+the pending traces in parts (:mod:`loopsight.stores.isolation`, as the ClickHouse store does), so
+one bad trace never holds back every later run.
 
 Example:
     >>> deriver = Deriver(con, WriterStats())  # doctest: +SKIP
@@ -46,12 +46,10 @@ import pyarrow.compute as pc
 
 from loopsight.prices import PriceBook
 from loopsight.stores.derive import PENDING_SQL, derive_traces
+from loopsight.stores.isolation import DATA_ERRORS, derive_in_parts
 from loopsight.stores.protocol import WriterStats
 
 log = logging.getLogger("loopsight.collector")
-
-# What the data can cause (an overflow, a bad cast), unlike a full disk or a lost file.
-DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException)
 
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -248,68 +246,43 @@ class Deriver:
         self._release_barriers()
 
     def _isolate(self, con: duckdb.DuckDBPyConnection) -> bool:
-        """Derive the pending traces in halves, then halves of the halves that fail: a trace
-        that fails on its own is set aside (logged and counted), its spans kept as stored.
-        ``False``, leaving the rest pending, when something other than the data failed, or
-        when no part succeeded or too many traces failed alone (then it is not the data)."""
+        """Derive the pending traces in parts (:func:`~loopsight.stores.isolation.derive_in_parts`);
+        ``False``, leaving the rest pending, when something other than the data failed or the
+        parts did not settle it."""
+
+        def set_aside(trace_id: str) -> None:
+            con.execute("DELETE FROM derive_pending WHERE trace_id = $t", {"t": trace_id})
+
         try:
-            traces = con.sql('SELECT DISTINCT trace_id AS "TraceId" FROM derive_pending').to_arrow_table()
-        except Exception as exc:
+            traces = [r[0] for r in con.execute("SELECT DISTINCT trace_id FROM derive_pending").fetchall()]
+            aside = derive_in_parts(traces, lambda part: self._derive_part(con, part), set_aside)
+        except Exception as exc:  # not the data: leave the rest pending for the next pass
             log.error("deriving the per-run tables failed: %s", exc)
             return False
-        parts, alone, succeeded = [traces], [], False
-        while parts:
-            part = parts.pop()
-            if not part.num_rows:
-                continue
-            try:
-                con.begin()
-                # Read in the part's own snapshot: a run span committed since started first.
-                con.register("part_traces", part)
-                pending = con.sql(
-                    f'SELECT * FROM ({PENDING_SQL}) WHERE "TraceId" IN (SELECT "TraceId" FROM part_traces)',
-                    params=self._params,
-                ).to_arrow_table()
-                if pending.num_rows:
-                    self._derive_pending(con, pending)
-                    con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
-                con.commit()
-                succeeded = True
-                continue
-            except DATA_ERRORS as exc:
-                rollback(con)
-                failure = exc
-            except Exception as exc:  # not the data: leave the rest pending for the next pass
-                rollback(con)
-                log.error("deriving the per-run tables failed: %s", exc)
-                return False
-            finally:
-                con.unregister("part_traces")
-            if part.num_rows > 1:
-                half = part.num_rows // 2
-                parts += [part.slice(half), part.slice(0, half)]
-            else:
-                alone.append((part.column("TraceId")[0].as_py(), failure))
-        if alone and (not succeeded or len(alone) > max(3, traces.num_rows // 10)):
-            log.error(
-                "deriving the per-run tables failed for %d of %d pending traces; they stay pending",
-                len(alone),
-                traces.num_rows,
-            )
+        if aside is None:
             return False
-        for trace_id, failure in alone:
-            try:
-                con.execute("DELETE FROM derive_pending WHERE trace_id = $t", {"t": trace_id})
-            except duckdb.Error as exc:
-                log.error("deriving the per-run tables failed: %s", exc)
-                return False
-            self.stats.set_aside_traces += 1
-            log.error(
-                "trace %s cannot be derived (%s): its spans are kept, its runs are left out of the per-run tables",
-                trace_id,
-                failure,
-            )
+        self.stats.set_aside_traces += len(aside)
         return True
+
+    def _derive_part(self, con: duckdb.DuckDBPyConnection, traces: list[str]) -> None:
+        """Derive the pending traces ``traces`` in one transaction (rolled back when it fails)."""
+        try:
+            con.begin()
+            # Read in the part's own snapshot: a run span committed since started first.
+            con.register("part_traces", pa.table({"TraceId": traces}))
+            pending = con.sql(
+                f'SELECT * FROM ({PENDING_SQL}) WHERE "TraceId" IN (SELECT "TraceId" FROM part_traces)',
+                params=self._params,
+            ).to_arrow_table()
+            if pending.num_rows:
+                self._derive_pending(con, pending)
+                con.execute('DELETE FROM derive_pending WHERE trace_id IN (SELECT "TraceId" FROM touched)')
+            con.commit()
+        except Exception:
+            rollback(con)
+            raise
+        finally:
+            con.unregister("part_traces")
 
     def _release_barriers(self, everything: bool = False) -> None:
         with self._lock:

@@ -3,17 +3,21 @@ the look-back from the watermark, collector batches, and readers that never writ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pyarrow.compute as pc
+import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from spans import make_run, request_of
 
 from loopsight.analytics.runs import list_runs
 from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import prepare
 from loopsight.model import DERIVED
-from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, sync
+from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, store_batch, sync
 
 
 def _count(con: Any, sql: str) -> int:
@@ -124,3 +128,40 @@ def test_older_exporters_spelling_of_status_and_kind_is_read(
     assert _count(con, "SELECT countIf(\"StatusCode\" = 'Error') FROM spans") == _count(
         duck, "SELECT count(*) FILTER (WHERE \"StatusCode\" = 'Error') FROM spans"
     )
+
+
+def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
+    new_clickhouse: Callable[[], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """As on DuckDB (tests/derive): a trace whose two calls of 5e18 tokens overflow its run's
+    sums failed every pass, and on ClickHouse no later run was ever derived. Now the pending
+    traces are derived in parts and the one that fails alone is set aside: its spans stored
+    as they came, no longer pending or staged."""
+    import pyarrow as pa
+
+    con = new_clickhouse()
+    store = ClickHouseStore(con, import_interval=3600)
+    try:
+        poisoned = make_run(tools=1, agent="poisoned")
+        second_call = Span()
+        second_call.CopyFrom(poisoned[0])
+        second_call.span_id = os.urandom(8)
+        poisoned.insert(1, second_call)
+        table = prepare(request_of(poisoned)).table  # as an earlier normalizer stored it
+        tokens = pc.if_else(pc.equal(table.column("span_type"), "llm"), 5_000_000_000_000_000_000, None)
+        table = table.set_column(table.schema.get_field_index("input_tokens"), "input_tokens", tokens.cast(pa.int64()))
+        store.run_job(lambda c: store_batch(c, table)).result(timeout=60)
+        for i in range(5):
+            assert store.submit(prepare(request_of(make_run(tools=2, agent=f"healthy-{i}"))).table).result(60) == 4
+        reader = store.reader()
+        agents = {r["agent"]: r for r in list_runs(reader, limit=100)}
+        assert set(agents) == {f"healthy-{i}" for i in range(5)}
+        assert agents["healthy-3"]["tool_calls"] == 2
+        trace = poisoned[0].trace_id.hex()
+        assert _count(reader, f"SELECT count() FROM spans WHERE TraceId = '{trace}'") == 4
+        assert _count(reader, f"SELECT count() FROM spans_staged WHERE TraceId = '{trace}'") == 0
+        assert _count(reader, "SELECT count() FROM derive_pending") == 0
+        assert store.stats.set_aside_traces == 1 and store.stats.failed_derives == 1
+        assert f"trace {trace} cannot be derived" in caplog.text
+    finally:
+        store.close()
