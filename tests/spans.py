@@ -93,6 +93,16 @@ def make_run(
     return spans
 
 
+def run_with_two_calls(agent: str) -> list[Span]:
+    """:func:`make_run` with one tool and its model call twice (two spans, 100 input tokens each)."""
+    spans = make_run(tools=1, agent=agent)
+    second_call = Span()
+    second_call.CopyFrom(spans[0])
+    second_call.span_id = os.urandom(8)
+    spans.insert(1, second_call)
+    return spans
+
+
 def request_of(spans: Iterable[Span], service: str = "test-agent") -> ExportTraceServiceRequest:
     """One ExportTraceServiceRequest holding ``spans`` of one service."""
     return ExportTraceServiceRequest(

@@ -10,7 +10,6 @@ same SQL run over every stored span, and the questions reading them must answer 
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import subprocess
 import sys
@@ -30,8 +29,7 @@ sys.path.insert(0, str(HERE.parent / "collector"))
 
 from analytics_fixture import T0, Call, Recorder, Step  # noqa: E402
 from detection_corpus import emit, generate  # noqa: E402
-from opentelemetry.proto.trace.v1.trace_pb2 import Span  # noqa: E402
-from spans import make_run, request_of  # noqa: E402
+from spans import make_run, request_of, run_with_two_calls  # noqa: E402
 
 from loopsight import analytics  # noqa: E402
 from loopsight.analytics.sql import QUESTIONS, rows  # noqa: E402
@@ -519,11 +517,7 @@ def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
     derived in halves and the one that fails alone is set aside (logged, counted), spans kept."""
     store = Store.open(str(tmp_path / "s.duckdb"))
     try:
-        poisoned = make_run(tools=1, agent="poisoned")
-        second_call = Span()
-        second_call.CopyFrom(poisoned[0])
-        second_call.span_id = os.urandom(8)
-        poisoned.insert(1, second_call)
+        poisoned = run_with_two_calls("poisoned")
         assert ingest_request(store, request_of(poisoned)) == 4
         store.reader().close()  # derived while its numbers were sane
         trace = poisoned[0].trace_id.hex()

@@ -3,15 +3,13 @@ the look-back from the watermark, collector batches, and readers that never writ
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pyarrow.compute as pc
 import pytest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from spans import make_run, request_of
+from spans import make_run, request_of, run_with_two_calls
 
 from loopsight.analytics.runs import list_runs
 from loopsight.ingest.exporter import request_to_otel_traces
@@ -142,11 +140,7 @@ def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
     con = new_clickhouse()
     store = ClickHouseStore(con, import_interval=3600)
     try:
-        poisoned = make_run(tools=1, agent="poisoned")
-        second_call = Span()
-        second_call.CopyFrom(poisoned[0])
-        second_call.span_id = os.urandom(8)
-        poisoned.insert(1, second_call)
+        poisoned = run_with_two_calls("poisoned")
         table = prepare(request_of(poisoned)).table  # as an earlier normalizer stored it
         tokens = pc.if_else(pc.equal(table.column("span_type"), "llm"), 5_000_000_000_000_000_000, None)
         table = table.set_column(table.schema.get_field_index("input_tokens"), "input_tokens", tokens.cast(pa.int64()))
