@@ -309,7 +309,9 @@ def duckdb_ddl(table: str, *, name: str | None = None) -> str:
 
 _CLICKHOUSE_SCALARS = {
     "VARCHAR": "String",
+    "TEXT": "String",
     "TIMESTAMP": "DateTime64(6, 'UTC')",
+    "TIMESTAMPTZ": "DateTime64(6, 'UTC')",
     "BIGINT": "Int64",
     "INTEGER": "Int32",
     "UBIGINT": "UInt64",
@@ -339,7 +341,9 @@ def clickhouse_type(duckdb_type: str, *, nullable: bool = False) -> str:
             field, _, kind = item.partition(" ")
             fields.append(f"{field.strip(chr(34))} {clickhouse_type(kind)}")
         return f"Tuple({', '.join(fields)})"
-    scalar = _CLICKHOUSE_SCALARS[text]
+    scalar = _CLICKHOUSE_SCALARS.get(text)
+    if scalar is None:
+        raise ValueError(f"no ClickHouse type for the DuckDB type {text!r}: add it to loopsight.model")
     return f"Nullable({scalar})" if nullable else scalar
 
 

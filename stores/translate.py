@@ -20,7 +20,7 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
 
 Example:
     >>> sql, arrays = translate("SELECT count(*) AS n FROM run_facts WHERE ($agent::VARCHAR IS NULL OR agent = $agent)")
-    >>> "{agent:Nullable(String)}" in sql, arrays
+    >>> "{agent: Nullable(String)}" in sql, arrays
     (True, frozenset())
 """
 
@@ -35,7 +35,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from loopsight.model import TABLES
+from loopsight.model import TABLES, clickhouse_type
 
 SETTINGS = {
     "join_use_nulls": 1,  # outer-join misses are NULL, not 0 / ''
@@ -79,15 +79,8 @@ def _qualified(tree: Any) -> exp.Expression:
 
 
 def _clickhouse_type(data_type: exp.DataType) -> str:
-    """A DuckDB type as ClickHouse text, not Nullable (callers wrap)."""
-    if data_type.this in _TIMESTAMPS:
-        return "DateTime64(6, 'UTC')"
-    if data_type.this == _T.ARRAY:
-        return f"Array({_clickhouse_type(data_type.expressions[0])})"
-    plain = data_type.copy()
-    plain.set("nullable", False)
-    text = plain.sql("clickhouse")
-    return text[len("Nullable(") : -1] if text.startswith("Nullable(") else text
+    """A cast's DuckDB type as ClickHouse text, not Nullable (callers wrap)."""
+    return clickhouse_type(data_type.sql("duckdb"))
 
 
 def _fn(name: str, *args: Any) -> exp.Anonymous:
@@ -267,6 +260,7 @@ def parameters(params: Mapping[str, Any], arrays: frozenset[str]) -> dict[str, A
     """Python values for a translated statement: a ``None`` array sent empty, with its NULL test beside it.
 
     Example:
+        >>> from datetime import datetime
         >>> parameters({"ids": None, "at": datetime(2026, 1, 2)}, frozenset({"ids"}))
         {'ids': [], 'at': datetime.datetime(2026, 1, 2, 0, 0), 'ids__is_null': True}
     """
