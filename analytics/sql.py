@@ -57,6 +57,8 @@ def run(con: Reader, name: str, sql: str, params: Mapping[str, Any]) -> list[dic
     """Run question ``name`` given as composed SQL text (for the questions composed in Python: loops, burn).
 
     Example:
+        >>> import duckdb
+        >>> from loopsight.stores.duckdb_store import DuckDBReader
         >>> run(DuckDBReader(duckdb.connect()), "one", "SELECT $x AS x", {"x": 1})
         [{'x': 1}]
     """

@@ -13,7 +13,7 @@ A ``.json``, ``.jsonl`` or ``.ndjson`` file (also ``.gz``), or one that starts w
 
 Example:
     >>> summary = ingest_files(["traces.jsonl"], "loopsight.duckdb")  # doctest: +SKIP
-    >>> summary.accepted
+    >>> summary.accepted  # doctest: +SKIP
     1200
 """
 

@@ -7,7 +7,7 @@ budget (:attr:`Receiver.admission`) and only translate the :class:`Outcome` into
 
 Example:
     >>> outcome = Receiver(store, Limits(), Metrics()).ingest(request, "grpc", body)  # doctest: +SKIP
-    >>> outcome.error, outcome.rejected
+    >>> outcome.error, outcome.rejected  # doctest: +SKIP
     (None, 0)
 """
 

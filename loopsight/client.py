@@ -416,7 +416,7 @@ def _outdated(con: Any) -> tuple[str, str] | None:
     """``(file revision, newest revision)`` when the file's schema is older than this code's, else ``None``.
 
     Example:
-        >>> _outdated(duckdb.connect())  # doctest: +SKIP  (no alembic_version table: an unmanaged file)
+        >>> _outdated(duckdb.connect())  # no alembic_version table: an unmanaged file  # doctest: +SKIP
         ('none', '0005')
     """
     from loopsight.migrations.runner import head

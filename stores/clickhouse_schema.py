@@ -147,7 +147,7 @@ def model_table_ddl(table: str) -> str:
 
     Example:
         >>> model_table_ddl("derive_pending").splitlines()[1]
-        "    `trace_id` String,"
+        '    `trace_id` String,'
     """
     columns = []
     for column in {**_STORED, **ALERT_TABLES}[table]:

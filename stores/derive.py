@@ -29,7 +29,7 @@ the look-back keeps its earlier facts.
 Example:
     >>> con.register("touched", arrow_table_with_TraceId)  # doctest: +SKIP
     >>> derive_traces(con, since=datetime(2026, 1, 1))  # doctest: +SKIP
-    >>> refresh(con)  # doctest: +SKIP  (every trace: a backfill)
+    >>> refresh(con)  # every trace: a backfill  # doctest: +SKIP
 """
 
 from __future__ import annotations
