@@ -126,6 +126,8 @@ class Result:
 class _Engine:
     """One way to reach ClickHouse: run a statement to Arrow, insert Arrow."""
 
+    materialized_ctes: bool | None = None  # the server has WITH x AS MATERIALIZED (asked once)
+
     def query_arrow(self, sql: str, params: dict[str, Any]) -> pa.Table:
         raise NotImplementedError
 
@@ -270,7 +272,12 @@ class ClickHouseConnection:
         from loopsight.stores.sqlfiles import jsonable
         from loopsight.stores.translate import parameters, translate
 
-        text, arrays = translate(sql)
+        if self._engine.materialized_ctes is None:
+            found = self._engine.query_arrow(
+                "SELECT count() AS n FROM system.settings WHERE name = 'enable_materialized_cte'", {}
+            )
+            self._engine.materialized_ctes = bool(found.column("n")[0].as_py())
+        text, arrays = translate(sql, self._engine.materialized_ctes)
         result = self.execute(text, parameters(params or {}, arrays))
         names = [d[0] for d in result.description]
         return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in result.fetchall()]

@@ -11,8 +11,8 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
   ``LIMIT $n``: ``UInt64``), so a question casts each parameter once; ``$xs::T[] IS NULL`` becomes
   ``{xs__is_null:Bool}`` (arrays are never Nullable in ClickHouse: ``None`` is sent as ``[]``
   with its NULL test beside it).
-- *CTEs*: one read twice is ``MATERIALIZED`` (DuckDB computes it once; ClickHouse would
-  recompute ``row_number() OVER ()`` per read).
+- *CTEs*: one read twice is ``MATERIALIZED`` where the server has it (26.3 and later): DuckDB
+  computes it once; an older server recomputes it per read, slower, same answers.
 - *types and functions*: ``TIMESTAMP`` keeps microseconds, list/map/quantile/bucket
   functions get their ClickHouse names, ``map['k']`` gives NULL as in DuckDB,
   ``round`` rounds ties away from zero.
@@ -41,12 +41,16 @@ SETTINGS = {
     "join_use_nulls": 1,  # outer-join misses are NULL, not 0 / ''
     "enable_named_columns_in_function_tuple": 1,  # tuple(v AS k) is a named tuple (DuckDB struct)
     "aggregate_functions_null_for_empty": 1,  # sum()/max() of no rows is NULL, as in DuckDB
-    "enable_materialized_cte": 1,  # WITH x AS MATERIALIZED is computed once, as in DuckDB
     "session_timezone": "UTC",
 }
-_SETTINGS_SQL = " SETTINGS " + ", ".join(
-    f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in SETTINGS.items()
-)
+MATERIALIZED_CTE = {"enable_materialized_cte": 1}  # WITH x AS MATERIALIZED is computed once (ClickHouse 26.3+)
+
+
+def _settings_sql(settings: dict[str, Any]) -> str:
+    return " SETTINGS " + ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in settings.items())
+
+
+_SETTINGS_SQL = {True: _settings_sql(SETTINGS | MATERIALIZED_CTE), False: _settings_sql(SETTINGS)}
 _SCHEMA = MappingSchema(
     {table: {c.name: c.type for c in columns} for table, columns in TABLES.items()}, dialect="duckdb", normalize=False
 )
@@ -56,19 +60,21 @@ _TIMESTAMPS = (_T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME)
 
 
 @lru_cache(maxsize=512)
-def translate(sql: str) -> tuple[str, frozenset[str]]:
+def translate(sql: str, materialize: bool = True) -> tuple[str, frozenset[str]]:
     """ClickHouse SQL for DuckDB ``sql`` and the names of its array parameters (send ``[]`` for None).
 
+    ``materialize``: the server has materialized CTEs (26.3 and later); an older one recomputes a
+    CTE at each read (the same answer, as the questions hold no row numbering of their own).
     Translating costs ~10-300 ms for a large question: the result is cached by text.
     """
     tree = _qualified(sqlglot.parse_one(sql, read="duckdb"))
     arrays = _placeholders(tree)
-    _materialize_ctes(tree)
+    _materialize_ctes(tree, materialize)
     _timestamps(tree)
     tree = _functions(tree)
     _filters_into_if(tree)
     _rounding(tree)
-    return tree.sql(dialect="clickhouse") + _SETTINGS_SQL, frozenset(arrays)
+    return tree.sql(dialect="clickhouse") + _SETTINGS_SQL[materialize], frozenset(arrays)
 
 
 def _qualified(tree: Any) -> exp.Expression:
@@ -118,14 +124,14 @@ def _placeholders(tree: exp.Expression) -> set[str]:
     return arrays
 
 
-def _materialize_ctes(tree: exp.Expression) -> None:
+def _materialize_ctes(tree: exp.Expression, materialize: bool) -> None:
     reads: dict[str, int] = {}
     for table in tree.find_all(exp.Table):
         if not table.db:
             reads[table.name] = reads.get(table.name, 0) + 1
     for cte in tree.find_all(exp.CTE):
         materialized = cte.args.get("materialized")
-        if materialized is False:
+        if materialized is False or not materialize:
             cte.set("materialized", None)
         elif materialized is None and reads.get(cte.alias, 0) >= 2:
             cte.set("materialized", True)

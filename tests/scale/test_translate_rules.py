@@ -12,7 +12,9 @@ from typing import Any
 import duckdb
 import pytest
 
+from loopsight import analytics
 from loopsight.stores.duckdb_store import DuckDBReader
+from loopsight.stores.translate import translate
 
 CASES = {
     # DuckDB rounds ties away from zero, ClickHouse's round to even (0.12, -2.0)
@@ -46,3 +48,39 @@ def test_a_rule_gives_duckdbs_answer(clickhouse: Any, case: str) -> None:
     sql, expected = CASES[case]
     assert DuckDBReader(duckdb.connect()).rows(sql) == expected
     assert clickhouse.rows(sql) == expected
+
+
+# The questions whose translation materializes a CTE, through the analytics that ask them.
+WITH_MATERIALIZED_CTES = {
+    "runs": lambda con: analytics.list_runs(con, limit=100),
+    "sessions": lambda con: analytics.sessions(con),
+    "stalls": lambda con: analytics.stalls(con),
+    "stall_counts": lambda con: analytics.stall_counts(con),
+    "burn_runs": lambda con: analytics.burn_runs(con),
+    "loops": lambda con: analytics.loops(con),
+    "field_values": lambda con: analytics.field_values(con, "agent"),
+    "budgets": lambda con: analytics.budgets(con),
+}
+
+
+@pytest.mark.parametrize("question", sorted(WITH_MATERIALIZED_CTES))
+def test_a_server_without_materialized_ctes_gives_the_same_answers(clickhouse: Any, question: str) -> None:
+    """ClickHouse before 26.3 (the compose file's 25.8) rejects ``WITH x AS MATERIALIZED`` and the
+    ``enable_materialized_cte`` setting: the connection asks once and leaves both out there."""
+    ask = WITH_MATERIALIZED_CTES[question]
+    engine = clickhouse.cursor()._engine
+    assert engine.materialized_ctes is None or engine.materialized_ctes  # chdb 26.9 has them
+    materialized = ask(clickhouse)
+    assert engine.materialized_ctes is True
+    try:
+        engine.materialized_ctes = False
+        assert ask(clickhouse) == materialized
+    finally:
+        engine.materialized_ctes = True
+
+
+def test_without_materialized_ctes_the_text_names_neither() -> None:
+    sql = "WITH r AS (SELECT run_id FROM run_facts) SELECT count(*) AS n FROM r JOIN r AS s USING (run_id)"
+    assert "MATERIALIZED" in translate(sql)[0] and "enable_materialized_cte" in translate(sql)[0]
+    text = translate(sql, False)[0]
+    assert "MATERIALIZED" not in text and "enable_materialized_cte" not in text
