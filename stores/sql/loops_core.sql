@@ -74,7 +74,7 @@ exact AS (
     -- counted on integers first; the loop's first call (least seq, also earliest) gives the rest
     SELECT rk, 'exact' AS kind, any_value(tool) AS tool, any_value(args_hash) AS args_hash, count(*) AS count,
            min(seq) AS first_seq, max(seq) AS last_seq,
-           count(result_hash) = count(*) AND count(DISTINCT result_hash) = 1 AS no_progress
+           count(result_hash) = count(*) AND min(result_hash) = max(result_hash) AS no_progress
     FROM calls
     WHERE args_hash IS NOT NULL
     GROUP BY rk, call_key
@@ -201,15 +201,15 @@ no_progress AS (
     FROM islands
     WHERE result_hash IS NOT NULL AND error_type IS NULL
     GROUP BY rk, tk, island
-    HAVING count(*) >= 3 AND count(DISTINCT args_hash) >= 3
+    HAVING count(*) >= 3 AND len(list_distinct(list(args_hash))) >= 3
 ),
 semantic_near AS (
     SELECT rk, tk, any_value(tool) AS tool, count(*) AS count, min(seq) AS first_seq, max(seq) AS last_seq,
-           count(result_hash) = count(*) AND count(DISTINCT result_hash) = 1 AS no_progress
+           count(result_hash) = count(*) AND min(result_hash) = max(result_hash) AS no_progress
     FROM islands
     WHERE featured
     GROUP BY rk, tk, chain
-    HAVING count(*) >= 3 AND count(DISTINCT args_hash) >= 3
+    HAVING count(*) >= 3 AND len(list_distinct(list(args_hash))) >= 3
 ),
 -- The loop guard's record: each flagged call repeats the call of that tool just before it.
 semantic_guard AS (
