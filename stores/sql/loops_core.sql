@@ -6,8 +6,8 @@
 -- its last call. Parameters: since, until, agent, service (run filters, run scope); cos_min,
 -- word_min, max_sub, cross, long_words, long_jaccard (the near test, loopsight.ingest.features).
 WITH work AS MATERIALIZED (
-    SELECT r.rk, hash(s."TraceId", s.run_id) AS run_key, r.scope, r.session_id, s."TraceId" AS trace_id, s.run_id,
-           s."SpanId" AS span_id, s."Timestamp" AS ts,
+    SELECT row_number() OVER () AS wid, r.rk, hash(s."TraceId", s.run_id) AS run_key, r.scope, r.session_id,
+           s."TraceId" AS trace_id, s.run_id, s."SpanId" AS span_id, s."Timestamp" AS ts,
            s.span_type, s.step, s.tool, s.args_hash, s.error_type, s.loop_kind, s.result_hash,
            s.args_frame, s.args_text_fp, s.args_words, s.args_ents,
            -- a list is never NULL on ClickHouse: an empty one is no vector
@@ -41,7 +41,8 @@ calls AS MATERIALIZED (
            CASE WHEN lag(rk, 1) OVER r = rk THEN lag(tool, 1) OVER r END AS t1,
            CASE WHEN lag(rk, 2) OVER r = rk THEN lag(tool, 2) OVER r END AS t2
     FROM (
-        SELECT w.* EXCLUDE (step), hash(tool) AS tk,
+        -- the argument features stay in work (wid): the windows below sort narrow rows
+        SELECT w.* EXCLUDE (step, args_text_fp, args_words, args_ents, args_vec, args_vec_norm), hash(tool) AS tk,
                coalesce(w.step, greatest(u.llm_seen, 0)) AS step,
                -- a call without an args hash never equals another call
                hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key
@@ -65,9 +66,7 @@ lagged AS MATERIALIZED (
                     OR lag(result_hash) OVER t IS DISTINCT FROM result_hash OR lag(error_type) OVER t IS NOT NULL)
                AS result_begins,
            CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(seq) OVER t END AS prev_seq,
-           CASE WHEN lag(rk, 2) OVER t = rk AND lag(tk, 2) OVER t = tk THEN lag(seq, 2) OVER t END AS prev2_seq,
-           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(ts) OVER t END AS prev_ts,
-           CASE WHEN lag(rk) OVER t = rk AND lag(tk) OVER t = tk THEN lag(step) OVER t END AS prev_step
+           CASE WHEN lag(rk, 2) OVER t = rk AND lag(tk, 2) OVER t = tk THEN lag(seq, 2) OVER t END AS prev2_seq
     FROM calls
     WINDOW t AS (ORDER BY rk, tk, seq)
 ),
@@ -75,7 +74,7 @@ exact AS (
     -- counted on integers first; the loop's first call (least seq, also earliest) gives the rest
     SELECT rk, 'exact' AS kind, any_value(tool) AS tool, any_value(args_hash) AS args_hash, count(*) AS count,
            min(seq) AS first_seq, max(seq) AS last_seq,
-           count(result_hash) = count(*) AND count(DISTINCT result_hash) = 1 AS no_progress
+           count(result_hash) = count(*) AND min(result_hash) = max(result_hash) AS no_progress
     FROM calls
     WHERE args_hash IS NOT NULL
     GROUP BY rk, call_key
@@ -115,34 +114,28 @@ repeated_error AS (
     )
     WHERE error_ends AND count >= 3
 ),
-no_progress AS (
-    -- the same successful result 3+ times in a row in the tool's calls, for 3+ different arguments
-    SELECT rk, 'no_progress' AS kind, any_value(tool) AS tool, NULL::VARCHAR AS args_hash, count(*) AS count,
-           min(seq) AS first_seq, max(seq) AS last_seq, true AS no_progress
-    FROM (
-        SELECT *, sum(CASE WHEN result_begins THEN 1 ELSE 0 END) OVER t AS island
-        FROM lagged
-        WINDOW t AS (ORDER BY rk, tk, seq ROWS UNBOUNDED PRECEDING)
-    )
-    WHERE result_hash IS NOT NULL AND error_type IS NULL
-    GROUP BY rk, tk, island
-    HAVING count(*) >= 3 AND count(DISTINCT args_hash) >= 3
-),
 -- The near test (docs/detection.md) between each call and the previous call of its tool, and the
 -- one before it: one row per pair, a_ the call, b_ the earlier one.
 pairs AS (
-    SELECT l.seq, l.args_hash <> p.args_hash AS differ,
-           l.args_frame AS a_frame, l.args_text_fp AS a_text_fp, l.args_words AS a_words, l.args_ents AS a_ents,
-           l.args_vec AS a_vec, l.args_vec_norm AS a_norm,
-           p.args_frame AS b_frame, p.args_text_fp AS b_text_fp, p.args_words AS b_words, p.args_ents AS b_ents,
-           p.args_vec AS b_vec, p.args_vec_norm AS b_norm
+    -- only a pair of different arguments with the same frame can be near: the rest never reads the features
+    SELECT c.seq, a.args_text_fp AS a_text_fp, a.args_words AS a_words, a.args_ents AS a_ents,
+           a.args_vec AS a_vec, a.args_vec_norm AS a_norm,
+           b.args_text_fp AS b_text_fp, b.args_words AS b_words, b.args_ents AS b_ents,
+           b.args_vec AS b_vec, b.args_vec_norm AS b_norm
     FROM (
-        SELECT seq, prev_seq AS earlier, * EXCLUDE (seq) FROM lagged WHERE prev_seq IS NOT NULL
-        UNION ALL
-        SELECT seq, prev2_seq AS earlier, * EXCLUDE (seq) FROM lagged WHERE prev2_seq IS NOT NULL
-    ) l
-    JOIN calls p ON p.seq = l.earlier
-    WHERE l.args_frame IS NOT NULL AND p.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic'
+        SELECT l.seq, l.wid AS a_wid, p.wid AS b_wid
+        FROM (
+            SELECT seq, prev_seq AS earlier, wid, args_hash, args_frame FROM lagged
+            WHERE prev_seq IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
+            UNION ALL
+            SELECT seq, prev2_seq, wid, args_hash, args_frame FROM lagged
+            WHERE prev2_seq IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
+        ) l
+        JOIN calls p ON p.seq = l.earlier
+        WHERE l.args_hash <> p.args_hash AND l.args_frame <> 0 AND l.args_frame = p.args_frame
+    ) c
+    JOIN work a ON a.wid = c.a_wid
+    JOIN work b ON b.wid = c.b_wid
 ),
 pair_words AS (
     SELECT *,
@@ -168,9 +161,8 @@ pair_blocks AS (
     FROM pair_words
 ),
 near AS (
-    SELECT seq, bool_or(differ AND coalesce(
-        a_frame <> 0 AND a_frame = b_frame
-        AND CASE
+    SELECT seq, bool_or(coalesce(
+        CASE
             WHEN a_text_fp IS NULL OR b_text_fp IS NULL THEN a_text_fp IS NULL AND b_text_fp IS NULL
             WHEN a_text_fp = b_text_fp THEN true
             WHEN len(a_words) = 0 OR len(b_words) = 0 THEN false
@@ -190,19 +182,34 @@ near AS (
     FROM pair_blocks
     GROUP BY seq
 ),
-chained AS (
-    SELECT l.*, sum(CASE WHEN coalesce(n.near_prev, false) THEN 0 ELSE 1 END) OVER t AS chain
+-- One window over the tool's calls numbers both: islands of one result (no_progress) and chains of
+-- near calls (semantic_near: over the calls with argument features only, hence the FILTER).
+islands AS (
+    SELECT l.rk, l.tk, l.seq, l.tool, l.args_hash, l.result_hash, l.error_type,
+           l.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic' AS featured,
+           sum(CASE WHEN l.result_begins THEN 1 ELSE 0 END) OVER t AS island,
+           sum(CASE WHEN coalesce(n.near_prev, false) THEN 0 ELSE 1 END)
+               FILTER (WHERE l.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic') OVER t AS chain
     FROM lagged l
     LEFT JOIN near n ON n.seq = l.seq
-    WHERE l.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic'
     WINDOW t AS (ORDER BY l.rk, l.tk, l.seq ROWS UNBOUNDED PRECEDING)
+),
+no_progress AS (
+    -- the same successful result 3+ times in a row in the tool's calls, for 3+ different arguments
+    SELECT rk, 'no_progress' AS kind, any_value(tool) AS tool, NULL::VARCHAR AS args_hash, count(*) AS count,
+           min(seq) AS first_seq, max(seq) AS last_seq, true AS no_progress
+    FROM islands
+    WHERE result_hash IS NOT NULL AND error_type IS NULL
+    GROUP BY rk, tk, island
+    HAVING count(*) >= 3 AND len(list_distinct(list(args_hash))) >= 3
 ),
 semantic_near AS (
     SELECT rk, tk, any_value(tool) AS tool, count(*) AS count, min(seq) AS first_seq, max(seq) AS last_seq,
-           count(result_hash) = count(*) AND count(DISTINCT result_hash) = 1 AS no_progress
-    FROM chained
+           count(result_hash) = count(*) AND min(result_hash) = max(result_hash) AS no_progress
+    FROM islands
+    WHERE featured
     GROUP BY rk, tk, chain
-    HAVING count(*) >= 3 AND count(DISTINCT args_hash) >= 3
+    HAVING count(*) >= 3 AND len(list_distinct(list(args_hash))) >= 3
 ),
 -- The loop guard's record: each flagged call repeats the call of that tool just before it.
 semantic_guard AS (
