@@ -13,8 +13,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # The wheel's packages (each folder mapped into loopsight, as pyproject.toml says)
 PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]["sources"]
-# Streamlit pages run when imported; migration scripts run inside alembic.
-NOT_IMPORTED = ("loopsight.dashboard.pages", "loopsight.migrations.versions", "loopsight.migrations.env")
+# Streamlit pages run when imported; migration scripts run inside alembic; the decorators'
+# examples need the span capture, so tests/instrumentation/test_doctests.py runs them.
+NOT_IMPORTED = (
+    "loopsight.dashboard.pages",
+    "loopsight.migrations.versions",
+    "loopsight.migrations.env",
+    "loopsight.instrumentation",
+)
 
 
 def _modules() -> list[str]:
