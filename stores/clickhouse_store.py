@@ -219,7 +219,7 @@ def derive_pending(
             derive(group)
         except DATA_ERRORS as exc:
             log.error("deriving the per-run tables failed: %s; deriving the pending traces in parts", exc)
-            aside = derive_in_parts(group, derive, lambda trace: _set_aside(con, trace))
+            aside = derive_in_parts(group, derive, lambda trace: _set_aside(con, trace), exc)
             if aside is None:
                 raise
             if stats is not None:

@@ -209,7 +209,7 @@ class Deriver:
             rollback(con)
             self.stats.failed_derives += 1
             log.error("deriving the per-run tables failed: %s; deriving the pending traces in parts", exc)
-            if self._isolate(con):
+            if self._isolate(con, exc):
                 self._passed(covered, covered_rows, started)
             else:
                 self._failed()
@@ -245,8 +245,9 @@ class Deriver:
         self.stats.record_derive(time.perf_counter() - started)
         self._release_barriers()
 
-    def _isolate(self, con: duckdb.DuckDBPyConnection) -> bool:
-        """Derive the pending traces in parts (:func:`~loopsight.stores.isolation.derive_in_parts`);
+    def _isolate(self, con: duckdb.DuckDBPyConnection, failed: Exception) -> bool:
+        """Derive the pending traces, which failed together with ``failed``, in parts
+        (:func:`~loopsight.stores.isolation.derive_in_parts`);
         ``False``, leaving the rest pending, when something other than the data failed or the
         parts did not settle it."""
 
@@ -255,7 +256,7 @@ class Deriver:
 
         try:
             traces = [r[0] for r in con.execute("SELECT DISTINCT trace_id FROM derive_pending").fetchall()]
-            aside = derive_in_parts(traces, lambda part: self._derive_part(con, part), set_aside)
+            aside = derive_in_parts(traces, lambda part: self._derive_part(con, part), set_aside, failed)
         except Exception as exc:  # not the data: leave the rest pending for the next pass
             log.error("deriving the per-run tables failed: %s", exc)
             return False

@@ -14,7 +14,7 @@ Example:
     ...     if "bad" in part:
     ...         raise duckdb.ConversionException("out of range")
     ...     done.extend(part)
-    >>> derive_in_parts(["a", "bad", "b", "c"], derive, set_aside=lambda trace: None)
+    >>> derive_in_parts(["a", "bad", "b", "c"], derive, lambda trace: None, duckdb.ConversionException("whole"))
     ['bad']
     >>> sorted(done)
     ['a', 'b', 'c']
@@ -34,13 +34,20 @@ DATA_ERRORS = (duckdb.ConversionException, duckdb.OutOfRangeException)
 
 
 def derive_in_parts(
-    traces: Sequence[str], derive: Callable[[list[str]], None], set_aside: Callable[[str], None]
+    traces: Sequence[str],
+    derive: Callable[[list[str]], None],
+    set_aside: Callable[[str], None],
+    failed: Exception,
 ) -> list[str] | None:
-    """Derive ``traces`` by parts with ``derive`` (which undoes its own part when it fails); the
-    traces set aside with ``set_aside``, or ``None`` when they all stay pending. An error other
-    than :data:`DATA_ERRORS` is raised, the traces not derived yet left pending.
+    """Derive ``traces``, which failed together with ``failed``, by parts with ``derive`` (which
+    undoes its own part when it fails); the traces set aside with ``set_aside``, or ``None`` when
+    they all stay pending. An error other than :data:`DATA_ERRORS` is raised, the traces not
+    derived yet left pending.
     """
-    parts, alone, succeeded = [list(traces)], [], False
+    half = len(traces) // 2
+    parts = [list(traces[half:]), list(traces[:half])] if len(traces) > 1 else []
+    alone: list[tuple[str, Exception]] = [(traces[0], failed)] if len(traces) == 1 else []
+    succeeded = False
     while parts:
         part = parts.pop()
         if not part:

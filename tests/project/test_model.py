@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from loopsight.migrations import upgrade
 from loopsight.model import ALERT_TABLES, TABLES, clickhouse_type, duckdb_ddl
@@ -38,3 +39,23 @@ def test_the_rendered_tables_hold_the_same_columns() -> None:
         assert [r[0] for r in scratch.execute(f"DESCRIBE {table}").fetchall()] == [c.name for c in columns]
     assert clickhouse_type('STRUCT("a" BIGINT, "b" VARCHAR[])[]') == "Array(Tuple(a Int64, b Array(String)))"
     assert clickhouse_type("DOUBLE", nullable=True) == "Nullable(Float64)"
+
+
+@pytest.mark.parametrize(
+    ("cast", "expected"),
+    [
+        ("INTEGER", "Int32"),
+        ("FLOAT", "Float32"),
+        ("SMALLINT", "Int16"),
+        ("DATE", "Date"),
+        ("VARCHAR[]", "Array(String)"),
+    ],
+)
+def test_a_cast_in_a_question_gets_its_clickhouse_type(cast: str, expected: str) -> None:
+    """A cast's type reaches clickhouse_type as SQLGlot spells it for DuckDB (INTEGER as INT, FLOAT as REAL)."""
+    from loopsight.stores.translate import translate
+
+    assert (
+        f"accurateCastOrNull(_0.x, '{expected}')"
+        in translate(f"SELECT TRY_CAST(x AS {cast}) AS y FROM (SELECT 1 AS x)")[0]
+    )
