@@ -32,7 +32,7 @@ sum). Rotation keeps every cosine the rules compute.
 Example:
     >>> a = call_features('{"q": "orders", "limit": 10}', model=None)
     >>> b = call_features('{"q": "orders", "limit": 11}', model=None)
-    >>> a.frame == b.frame and a.text.fp == b.text.fp and a.knob_fp != b.knob_fp
+    >>> a.frame == b.frame and a.text.fp == b.text.fp
     True
     >>> [(f.path, f.kind.value) for f in argument_fields('{"kwargs": {"city": "Paris", "days": 3}}')]
     [('city', 'entity'), ('days', 'knob')]
@@ -432,7 +432,8 @@ def _value_key(value: Any) -> str:
 
 # --------------------------------------------------------------------------- free text
 
-_TOKEN = re.compile(r"[#$@]?\w[\w.\-/#@:+]*")
+# A token never ends in "." "-" ":" (the text's punctuation, not the word's): "paris." is "paris".
+_TOKEN = re.compile(r"[#$@]?\w(?:[\w.\-/#@:+]*[\w/#@+])?")
 _JOINED = re.compile(r"\w[\-_/.@#:+]\w")
 _INNER = re.compile(r"\w[\-_/.@#:\\]\w")
 _PARTS = re.compile(r"[\-_/.@#:+]+")
@@ -809,7 +810,7 @@ def _text_words(text: str) -> tuple[int, dict[int, str], set[int]]:
         text = unicodedata.normalize("NFKC", text)
     if "'" in text or "’" in text:
         text = _POSSESSIVE.sub("", text)  # tomorrow's → tomorrow, don't → dont
-    tokens = [t for t in (t.rstrip(".,-:") for t in _TOKEN.findall(text)) if t]
+    tokens = _TOKEN.findall(text)
     cached = _token_cache.get
     infos = [cached(t) or _token(t) for t in tokens]
     later = [info for t, info in zip(tokens[1:], infos[1:], strict=True) if t[:1].isalpha()]
@@ -899,14 +900,11 @@ class CallFeatures:
 
     ``frame``: hash of the sorted ``path:kind`` of the entity, pagination and text fields
     with the entities' and pages' values (knobs may come and go), 0 for arguments with no
-    field at all (nothing to compare); ``knob_fp``: the knobs' paths and values (0 when none;
-    not stored: a knob may change in a repeat); ``page_pos``: the numeric pagination value when
-    there is exactly one; ``text``: the free-text features or ``None``.
+    field at all (nothing to compare); ``text``: the free-text features or ``None``. The knobs
+    leave no trace: a knob may change in a repeat.
     """
 
     frame: int
-    knob_fp: int
-    page_pos: int | None
     text: TextFeatures | None
 
     def columns(self) -> dict[str, Any]:
@@ -937,8 +935,8 @@ def call_features(text: str, model: WordVectors | None = _UNSET) -> CallFeatures
 
     Example:
         >>> f = call_features('{"customer": "cust-1", "page": 2}', model=None)
-        >>> f.frame != 0, f.page_pos, f.text is None
-        (True, 2, True)
+        >>> f.frame != call_features('{"customer": "cust-1", "page": 3}', model=None).frame, f.text is None
+        (True, True)
     """
     return calls_features([text], model)[0]
 
@@ -964,10 +962,7 @@ def calls_features(
         parts = [_call_fields(text, values[at[0]] if values is not None else _UNSET) for text, at in fresh.items()]
         joined = [free for *_, free in parts if free is not None]
         free_features = iter(texts_features(joined, model))
-        return [
-            CallFeatures(frame, knob_fp, page_pos, next(free_features) if free is not None else None)
-            for frame, knob_fp, page_pos, free in parts
-        ]
+        return [CallFeatures(frame, next(free_features) if free is not None else None) for frame, free in parts]
 
     return _cached(texts, model, _call_cache, compute)
 
@@ -975,43 +970,27 @@ def calls_features(
 _KIND_SUFFIX = {kind: ":" + kind.value for kind in Kind}
 
 
-def _call_fields(text: str, value: Any) -> tuple[int, int, int | None, str | None]:
-    """A call's ``frame``, ``knob_fp`` and ``page_pos`` (:class:`CallFeatures`) and its free
-    text (the text fields joined; ``None`` when it has none)."""
+def _call_fields(text: str, value: Any) -> tuple[int, str | None]:
+    """A call's ``frame`` (:class:`CallFeatures`) and its free text (the text fields joined;
+    ``None`` when it has none)."""
     fields = _fields(text, value)
     shape: list[str] = []
     entities: list[str] = []
     pages: list[str] = []
-    knobs: list[str] = []
     texts: list[Any] = []
-    page_values: list[Any] = []
     for path, kind, leaf in fields:
         if kind is Kind.KNOB:
-            knobs.append(f"{path}={_value_key(leaf)}")
             continue
         shape.append(path + _KIND_SUFFIX[kind])
         if kind is Kind.TEXT:
             texts.append(leaf)
-        elif kind is Kind.ENTITY:
-            entities.append(f"{path}={_value_key(leaf)}")
         else:
-            pages.append(f"{path}={_value_key(leaf)}")
-            page_values.append(leaf)
-    page_pos = None
-    if len(page_values) == 1:
-        try:
-            n = float(page_values[0])
-            if n.is_integer() and abs(n) < 2**62:
-                page_pos = int(n)
-        except (TypeError, ValueError):
-            pass
+            (entities if kind is Kind.ENTITY else pages).append(f"{path}={_value_key(leaf)}")
     joined = None
     if texts:
         joined = " \n ".join(" ".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in texts)
     return (
         hash64("frame", *sorted(shape), "\x1e", *sorted(entities), "\x1e", *sorted(pages)) if fields else 0,
-        hash64(Kind.KNOB.value, *sorted(knobs)) if knobs else 0,
-        page_pos,
         joined,
     )
 

@@ -173,7 +173,7 @@ def stored(arguments: list[str], results: list[str | None]) -> dict[str, Any]:
     for text in arguments:
         canonical = call_arguments(text)
         f = features.call_features(canonical)
-        rows.append([canonical, args_hash_of_text(canonical), f.frame, f.knob_fp, f.page_pos, f.columns()])
+        rows.append([canonical, args_hash_of_text(canonical), f.frame, f.columns()])
     return {"arguments": rows, "results": [result_hash(r) for r in results]}
 
 

@@ -26,7 +26,7 @@ def keyed():
 
 
 def _same(a: features.CallFeatures, b: features.CallFeatures) -> bool:
-    return (a.frame, a.knob_fp, a.page_pos, a.columns()) == (b.frame, b.knob_fp, b.page_pos, b.columns()) and (
+    return (a.frame, a.columns()) == (b.frame, b.columns()) and (
         a.text is None or a.text.vec is None or a.text.vec.dtype == b.text.vec.dtype == np.int8  # type: ignore[union-attr]
     )
 
