@@ -44,6 +44,8 @@ calls AS MATERIALIZED (
         -- the argument features stay in work (wid): the windows below sort narrow rows
         SELECT w.* EXCLUDE (step, args_text_fp, args_words, args_ents, args_vec, args_vec_norm), hash(tool) AS tk,
                coalesce(w.step, greatest(u.llm_seen, 0)) AS step,
+               -- compared by its argument features (the guard's own semantic record is not)
+               w.args_frame IS NOT NULL AND w.loop_kind IS DISTINCT FROM 'semantic' AS featured,
                -- a call without an args hash never equals another call
                hash(tool, coalesce(args_hash, '#' || w.span_id)) AS call_key
         FROM work w
@@ -126,10 +128,10 @@ pairs AS (
         SELECT l.seq, l.wid AS a_wid, p.wid AS b_wid
         FROM (
             SELECT seq, prev_seq AS earlier, wid, args_hash, args_frame FROM lagged
-            WHERE prev_seq IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
+            WHERE prev_seq IS NOT NULL AND featured
             UNION ALL
             SELECT seq, prev2_seq, wid, args_hash, args_frame FROM lagged
-            WHERE prev2_seq IS NOT NULL AND loop_kind IS DISTINCT FROM 'semantic'
+            WHERE prev2_seq IS NOT NULL AND featured
         ) l
         JOIN calls p ON p.seq = l.earlier
         WHERE l.args_hash <> p.args_hash AND l.args_frame <> 0 AND l.args_frame = p.args_frame
@@ -185,11 +187,9 @@ near AS (
 -- One window over the tool's calls numbers both: islands of one result (no_progress) and chains of
 -- near calls (semantic_near: over the calls with argument features only, hence the FILTER).
 islands AS (
-    SELECT l.rk, l.tk, l.seq, l.tool, l.args_hash, l.result_hash, l.error_type,
-           l.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic' AS featured,
+    SELECT l.rk, l.tk, l.seq, l.tool, l.args_hash, l.result_hash, l.error_type, l.featured,
            sum(CASE WHEN l.result_begins THEN 1 ELSE 0 END) OVER t AS island,
-           sum(CASE WHEN coalesce(n.near_prev, false) THEN 0 ELSE 1 END)
-               FILTER (WHERE l.args_frame IS NOT NULL AND l.loop_kind IS DISTINCT FROM 'semantic') OVER t AS chain
+           sum(CASE WHEN coalesce(n.near_prev, false) THEN 0 ELSE 1 END) FILTER (WHERE l.featured) OVER t AS chain
     FROM lagged l
     LEFT JOIN near n ON n.seq = l.seq
     WINDOW t AS (ORDER BY l.rk, l.tk, l.seq ROWS UNBOUNDED PRECEDING)
