@@ -3,7 +3,7 @@
 Everything here is hand-written data (``PARAPHRASES``, ``DIFFERENT_QUESTIONS``, ``KNOB_TWEAKS``,
 ``PAGINATION``, ``ENTITY_SWAPS``, ``SAME_RESULT``, ``EQUAL_RESULTS``, ``CLASSIC``) and a builder
 (:func:`runs`) that turns it into runs of tool calls, each labelled with the loop kinds the
-definitions in ``docs/detection-v2.md`` give it (an empty set: a hard negative). The runs are
+definitions in ``docs/detection.md`` give it (an empty set: a hard negative). The runs are
 spread over four producer vocabularies (loopsight's decorators, OpenInference, Traceloop,
 plain OTel GenAI), which changes the argument text the collector sees (JSON, Traceloop's
 ``{"args": [], "kwargs": {...}}`` wrapper, canonical JSON) and the args hash.
