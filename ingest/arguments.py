@@ -41,7 +41,7 @@ def _unwrapped(value: Any) -> Any:
         if isinstance(text, str):
             try:
                 return ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # {[1]: 2}: unhashable
                 return text
         return text
     if "kwargs" in value and keys <= _WRAPPER_KEYS:  # smolagents, Langfuse, LlamaIndex

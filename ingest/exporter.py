@@ -33,6 +33,7 @@ from loopsight.ingest.normalize import (
     SpanRow,
     agent_row,
     any_value_to_str,
+    read_or_reason,
     truncated,
 )
 
@@ -170,7 +171,9 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
         kind = col("SpanKind") or "Unspecified"
         start = min(start_ns or 0, MAX_NANOS)
         batch.position = len(out)
-        row = agent_row(
+        row = read_or_reason(
+            batch,
+            agent_row,
             col("TraceId"),
             col("SpanId"),
             col("ParentSpanId") or "",
@@ -189,8 +192,9 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
             links,
             limits,
             raw_attrs,
-            batch=batch,
+            batch,
         )
-        out.append(row)
+        if not isinstance(row, str):  # a row the rules fail on is left out (logged): the import goes on
+            out.append(row)
     batch.fill(out)
     return iter(out)

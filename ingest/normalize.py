@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,6 +34,8 @@ from loopsight.ingest.arguments import parsed_call_arguments
 from loopsight.ingest.features import NOT_JSON, CallFeatures, calls_features
 from loopsight.redaction import redact
 from loopsight.results import result_hash as hash_result
+
+log = logging.getLogger("loopsight.collector")
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
@@ -304,6 +308,32 @@ def _one_call(arguments: str, value: Any) -> CallFeatures | None:
         return None
 
 
+_failed_rules: set[str] = set()
+
+
+def read_or_reason(batch: CallBatch | None, read: Callable[..., SpanRow], *args: Any) -> SpanRow | str:
+    """``read(*args)`` (:func:`span_row`, :func:`agent_row`), or the reason its span is rejected
+    when a rule fails on it: a defect in one producer's rules costs that span, never the request
+    (the sender is told, in ``partial_success``). The first failure of each kind is logged with
+    its traceback.
+
+    Example:
+        >>> read_or_reason(None, lambda: 1 / 0)
+        'span could not be read: ZeroDivisionError'
+    """
+    calls = len(batch.calls) if batch is not None else 0
+    try:
+        return read(*args)
+    except Exception as exc:
+        if batch is not None:
+            del batch.calls[calls:]  # the failed span's call, if it was added, has no row
+        kind = type(exc).__name__
+        if kind not in _failed_rules:
+            _failed_rules.add(kind)
+            log.exception("a span could not be read and is rejected (the rest of its request is kept)")
+        return f"span could not be read: {kind}"
+
+
 class CallBatch:
     """The tool calls of one request whose args hashes and argument features are computed
     together (:func:`loopsight.ingest.features.calls_features`), each argument text parsed once.
@@ -387,7 +417,7 @@ def _langfuse_usage(attrs: dict[str, str]) -> tuple[int | None, int | None, int 
         return None, None, None, None
     try:
         usage = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None, None, None
     if not isinstance(usage, dict):
         return None, None, None, None

@@ -19,7 +19,16 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from loopsight.errors import LoopsightError
-from loopsight.ingest.normalize import MAX_NANOS, CallBatch, Limits, SpanRow, attributes_to_dict, span_row, truncated
+from loopsight.ingest.normalize import (
+    MAX_NANOS,
+    CallBatch,
+    Limits,
+    SpanRow,
+    attributes_to_dict,
+    read_or_reason,
+    span_row,
+    truncated,
+)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -181,7 +190,9 @@ def _rows(
                     yield "start time out of range"
                     continue
                 batch.position = len(out)
-                yield span_row(
+                yield read_or_reason(
+                    batch,
+                    span_row,
                     span,
                     trace_id,
                     span_id,

@@ -198,3 +198,22 @@ def test_names_keys_messages_and_trace_states_are_bounded_too():
     assert list(row.SpanAttributes) == ["k" * MAX_KEY_LENGTH + TRUNCATION_MARKER]  # keys: a fixed bound
     assert [name for _, name, _ in row.Events] == [cut]
     assert [trace_state for _, _, trace_state, _ in row.Links] == [cut] * 3  # links bounded as events are
+
+
+def test_a_span_a_rule_fails_on_is_rejected_alone_and_leaves_no_call_in_the_batch():
+    from loopsight.ingest.normalize import NOT_JSON, CallBatch, agent_row, read_or_reason
+
+    batch = CallBatch()
+    batch.add('{"q": "kept"}', {"q": "kept"}, True)
+
+    def failing(*args: object) -> None:
+        batch.add('{"q": "half read"}', NOT_JSON, True)
+        raise KeyError("a defect in some producer's rule")
+
+    assert read_or_reason(batch, failing, "ignored") == "span could not be read: KeyError"
+    assert [arguments for _, arguments, _, _ in batch.calls] == ['{"q": "kept"}']
+    args = ("01" * 16, "02" * 8, "", 0, 5, "", "execute_tool search", "Internal", "Unset", "")
+    row = read_or_reason(
+        batch, agent_row, *args, {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits()
+    )
+    assert not isinstance(row, str) and row.tool == "search"

@@ -285,3 +285,47 @@ def test_hostile_grpc_messages(collector_server) -> None:
         export(valid, timeout=60)  # still serving
     assert collector_server.process.poll() is None
     assert "Traceback" not in collector_server.log()
+
+
+# Argument and usage text that broke a producer's rules (a 500 lost the whole request): each is a
+# tool or model span kept with a valid span beside it, over HTTP and over gRPC.
+BROKE_A_RULE = {
+    "a LangChain payload whose input_str has an unhashable key": {
+        "gen_ai.tool.call.arguments": '{"input_str": "{[1]: 2}", "tags": []}'
+    },
+    "a LangChain payload whose input_str is a dict of a dict key": {
+        "gen_ai.tool.call.arguments": '{"input_str": "{{}: 1}", "tags": []}'
+    },
+    "Langfuse usage nested 4,000 levels": {"langfuse.observation.usage_details": "[" * 4000 + "]" * 4000},
+    "Langfuse usage of 1,500 nested objects": {"langfuse.observation.usage_details": '{"a":' * 1500 + "1" + "}" * 1500},
+}
+
+
+def test_text_that_broke_a_rule_keeps_its_request(collector_server) -> None:
+    import grpc
+
+    trace = b"\x46" * 16
+    spans = [tool_span(trace, b"\x01" * 8, 1_700_000_000_000_000_000, {"gen_ai.tool.call.arguments": '{"q": "ok"}'})]
+    for n, attrs in enumerate(BROKE_A_RULE.values(), start=2):
+        spans.append(tool_span(trace, n.to_bytes(8, "big"), 1_700_000_000_000_000_000 + n, attrs))
+    half = len(spans) // 2
+    answer = httpx.post(
+        collector_server.traces_url, content=request_of(spans[:half]).SerializeToString(), headers={"Content-Type": PB}
+    )
+    check_answer(answer, PB)
+    assert answer.status_code == 200
+    body = ExportTraceServiceResponse()
+    body.ParseFromString(answer.content)
+    assert body.partial_success.rejected_spans == 0, body.partial_success.error_message
+    with grpc.insecure_channel(collector_server.grpc_target) as channel:
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=lambda raw: raw,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+        assert export(request_of(spans[half:]).SerializeToString(), timeout=60).partial_success.rejected_spans == 0
+    assert collector_server.stop() == 0, collector_server.log()
+    assert "Traceback" not in collector_server.log()
+    assert stored(collector_server.db_path, 'SELECT count(*) FROM spans WHERE "TraceId" = \'' + trace.hex() + "'") == [
+        (len(spans),)
+    ]
