@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from loopsight.analytics.metrics import METRICS, RATE_METRICS, STATS, MetricSpec
 from loopsight.attributes import ERROR_CLASSES, TERMINATION_REASONS
+from loopsight.config import parse_duration
 from loopsight.errors import LoopsightError
 
 OPS = (">", ">=", "<", "<=")
@@ -61,8 +62,6 @@ _METRIC_KEYS = {
     "cost": set(),
 }
 _ALL_KEYS = _COMMON_KEYS | {k for keys in _METRIC_KEYS.values() for k in keys}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class RulesError(LoopsightError, ValueError):
@@ -129,19 +128,6 @@ class Rule:
             "notify": [t.redacted for t in self.notify],
             "description": self.description,
         }
-
-
-def parse_duration(value: str) -> float:
-    """``"30s"``, ``"5m"``, ``"1h30m"``, ``"250ms"``, ``"0s"`` -> seconds.
-
-    Example:
-        >>> parse_duration("1h30m")
-        5400.0
-    """
-    text = value.strip() if isinstance(value, str) else ""
-    if not text or _DURATION.sub("", text) != "":
-        raise ValueError(f'{value!r} is not a duration like "30s", "5m" or "1h"')
-    return sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
 
 
 def _fmt(seconds: float) -> str:

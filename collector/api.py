@@ -22,6 +22,7 @@ from loopsight.analytics.budgets import KINDS as BUDGET_KINDS
 from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import STALL_KINDS
 from loopsight.attributes import LOOP_KINDS
+from loopsight.config import parse_duration
 from loopsight.errors import LoopsightError
 from loopsight.stores import STORE_ERRORS
 from loopsight.stores.protocol import Reader
@@ -45,11 +46,10 @@ def parse_time(name: str, value: str | None) -> datetime | None:
         return None
     if len(value) > 64:
         raise BadParameter(f"{name} is longer than 64 characters")
-    rel = re.fullmatch(r"-(\d{1,6})([smhd])", value.strip())
+    text = value.strip()
     try:
-        if rel:
-            seconds = int(rel.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
-            return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=seconds)
+        if text.startswith("-"):
+            return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=parse_duration(text[1:]))
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)

@@ -6,26 +6,24 @@ rows meets a concurrent derive pass deleting the same rows (a pass whose look-ba
 past the cutoff) fails and is tried again at the next interval.
 
 Example:
-    >>> parse_duration("30d").days
+    >>> parse_retention("30d").days
     30
-    >>> parse_duration("90m").total_seconds()
+    >>> parse_retention("90m").total_seconds()
     5400.0
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from loopsight.config import parse_duration
 from loopsight.stores.derive import prune as prune_derived
 
 log = logging.getLogger("loopsight.collector.retention")
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 _DELETE_CHUNK_SQL = """
 DELETE FROM spans WHERE rowid IN (
@@ -40,20 +38,11 @@ def _delete_chunk(con: Any, cutoff: datetime, chunk: int) -> int:
     return deleted
 
 
-_LONGEST = 100 * 365 * 86400  # a longer keep would put the cutoff before year 1
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (or a combination like ``1d12h``)."""
-    cleaned = text.strip().lower()
-    parts = re.findall(r"(\d+)\s*([smhdw])", cleaned)
-    if not parts or re.sub(r"\d+\s*[smhdw]", "", cleaned).strip():
-        raise ValueError(f"retention {text!r} is not a duration like 30d, 12h or 90m")
-    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
+def parse_retention(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``2w`` or a combination like ``1d12h`` (:func:`loopsight.config.parse_duration`), longer than zero."""
+    seconds = parse_duration(text, "retention")
     if seconds <= 0:
         raise ValueError(f"retention {text!r} must be longer than zero")
-    if seconds > _LONGEST:
-        raise ValueError(f"retention {text!r} is longer than 100 years")
     return timedelta(seconds=seconds)
 
 

@@ -29,7 +29,7 @@ from loopsight.collector.grpc_receiver import start_grpc
 from loopsight.collector.logs import configure_logging
 from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
-from loopsight.collector.retention import Retention, parse_duration
+from loopsight.collector.retention import Retention, parse_retention
 from loopsight.errors import LoopsightError
 from loopsight.ingest.embedding import default_model
 from loopsight.ingest.features import set_hash_key
@@ -110,7 +110,7 @@ def serve(
     """
     configure_logging()
     try:
-        keep = parse_duration(retention) if retention else None
+        keep = parse_retention(retention) if retention else None
         forwarder = (
             Forwarder(forward_to, headers=parse_headers(os.environ.get("LOOPSIGHT_FORWARD_HEADERS")))
             if forward_to

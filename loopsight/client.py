@@ -126,7 +126,7 @@ class ApiSource:
         except httpx.HTTPError as exc:
             raise SourceUnreachable(f"cannot reach the collector at {self.url} ({type(exc).__name__}: {exc})") from None
         if response.status_code == 401:
-            hint = "the token given is wrong" if self.token else "start the dashboard with --token (or LOOPSIGHT_TOKEN)"
+            hint = "the token given is wrong" if self.token else "give its token with --token (or LOOPSIGHT_TOKEN)"
             raise AuthRequired(f"the collector at {self.url} wants a bearer token: {hint}")
         if response.status_code == 404:
             raise NotAvailable(f"the collector at {self.url} has no {path} route (an older collector?)")
@@ -355,7 +355,8 @@ class DuckDBSource(_AnalyticsQuestions):
 
         if not Path(self.path).is_file():
             raise SourceUnreachable(
-                f"there is no DuckDB file at {self.path}: it does not exist (give --db PATH of a loopsight file, or --collector URL)"
+                f"there is no DuckDB file at {self.path}: {'it is a directory' if Path(self.path).is_dir() else 'it does not exist'}"
+                " (give --db PATH of a loopsight file, or --collector URL)"
             )
         try:
             con = duckdb.connect(self.path, read_only=True)
@@ -459,11 +460,12 @@ class StoreSource(_AnalyticsQuestions):
     @property
     def target(self) -> str:
         from loopsight.stores import StoreURLError, parse_store_url
+        from loopsight.stores.url import shown
 
         try:
             return parse_store_url(self.url).redacted()
         except StoreURLError:
-            return self.url
+            return shown(self.url)
 
     def describe(self) -> str:
         return f"{self.kind} {self.target}"

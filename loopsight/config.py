@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from importlib import metadata
 
 DEFAULT_DB = "./loopsight.duckdb"
@@ -57,3 +58,31 @@ def env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"LOOPSIGHT_{name}={value!r} is not an integer") from None
+
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+LONGEST_DURATION = 100 * 365 * 86400.0
+"""Seconds in the longest duration anything takes (100 years: a window, a retention, a look-back)."""
+
+
+def parse_duration(text: str, what: str = "") -> float:
+    """``"30s"``, ``"5m"``, ``"1h30m"``, ``"250ms"``, ``"2w"`` → seconds; ``what`` names the value in
+    the error (a ``ValueError``) for anything else or for more than :data:`LONGEST_DURATION`.
+
+    Example:
+        >>> parse_duration("1h30m"), parse_duration("250ms")
+        (5400.0, 0.25)
+        >>> parse_duration("1000000d", "window")
+        Traceback (most recent call last):
+        ...
+        ValueError: window '1000000d' is longer than 100 years
+    """
+    cleaned = text.strip().lower() if isinstance(text, str) else ""
+    named = f"{what} {text!r}" if what else repr(text)
+    if not cleaned or _DURATION_PART.sub("", cleaned):
+        raise ValueError(f'{named} is not a duration like "30s", "5m", "1h" or "7d"')
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(cleaned))
+    if seconds > LONGEST_DURATION:
+        raise ValueError(f"{named} is longer than 100 years")
+    return seconds

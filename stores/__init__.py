@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -77,6 +78,11 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     from loopsight.stores.clickhouse import connect
     from loopsight.stores.clickhouse_schema import upgrade
 
+    if parsed.scheme == "chdb" and not Path(parsed.path).is_dir():  # a reader never makes a store (a typo would)
+        raise StoreError(
+            f"no chdb store at {parsed.path}: {'it is not a directory' if Path(parsed.path).exists() else 'it does not exist'}"
+            " (the collector makes it: loopsight collector --store chdb://PATH)"
+        )
     try:
         con = connect(parsed)
         if migrate:

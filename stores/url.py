@@ -62,6 +62,19 @@ class StoreURL:
         return f"{self.scheme}://{self.path}{suffix}"
 
 
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:).*@", re.S)
+
+
+def shown(url: str) -> str:
+    """A store URL as a message may show it, even one that does not parse: without its password.
+
+    Example:
+        >>> shown("clickhouse://ann:pa[ss@db.internal:8123/otel")
+        'clickhouse://ann:***@db.internal:8123/otel'
+    """
+    return _PASSWORD.sub(r"\1***@", url, count=1)
+
+
 def parse_store_url(url: str) -> StoreURL:
     """Parse a store URL (see the module doc); raises :class:`StoreURLError` on bad input.
 
@@ -74,11 +87,18 @@ def parse_store_url(url: str) -> StoreURL:
     url = url.strip()
     if "://" not in url:
         return StoreURL("duckdb", path=url)
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except (
+        ValueError
+    ) as exc:  # "Invalid IPv6 URL": a [ or ] outside a bracketed host (the URL is not echoed: it may hold a password)
+        raise StoreURLError(
+            f"cannot read the store URL ({exc}): percent-encode [ ] @ : / in a user name or password, e.g. %5B for ["
+        ) from None
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise StoreURLError(
-            f"unknown store scheme {scheme!r} in {url!r}: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir"
+            f"unknown store scheme {scheme!r} in {shown(url)!r}: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir"
         )
     options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     table = options.get("table", "otel_traces")
@@ -96,11 +116,13 @@ def parse_store_url(url: str) -> StoreURL:
         return StoreURL(scheme, path=path, table=table, database=database)
     secure = scheme == "clickhouses"
     if not parts.hostname:
-        raise StoreURLError(f"clickhouse store URL needs a host: clickhouse://user:pass@host:8123/db (got {url!r})")
+        raise StoreURLError(
+            f"clickhouse store URL needs a host: clickhouse://user:pass@host:8123/db (got {shown(url)!r})"
+        )
     try:
         port = parts.port or (8443 if secure else 8123)
     except ValueError:
-        raise StoreURLError(f"bad port in store URL {url!r}") from None
+        raise StoreURLError(f"bad port in store URL {shown(url)!r}") from None
     database = unquote(parts.path.lstrip("/")) or "default"
     if not _IDENT.match(database):
         raise StoreURLError(f"database name {database!r} is not a plain identifier")

@@ -80,6 +80,14 @@ window = "1h"
             EXAMPLE.replace('window = "5m"\nbaseline', 'window = "5 minutes"\nbaseline'),
             "r.toml:15: rule 'fetch-failing', key 'window': '5 minutes' is not a duration",
         ),
+        (  # a window past year 1 broke the evaluation of every rule
+            EXAMPLE.replace('window = "5m"\nbaseline', 'window = "1000000d"\nbaseline'),
+            "r.toml:15: rule 'fetch-failing', key 'window': '1000000d' is longer than 100 years",
+        ),
+        (
+            EXAMPLE.replace('window = "5m"\nbaseline', 'window = "99999999999999999999s"\nbaseline'),
+            "r.toml:15: rule 'fetch-failing', key 'window': '99999999999999999999s' is longer than 100 years",
+        ),
         (
             EXAMPLE.replace("threshold = 0.2", 'threshold = 0.2\nreason = "timeout"'),
             "r.toml:19: rule 'fetch-failing', key 'reason': does not apply to metric 'tool_fail_rate'",
@@ -157,7 +165,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "5", "5 m", "m5", "-5m", "5min", 5])
+@pytest.mark.parametrize("text", ["", "5", "5 m", "m5", "-5m", "5min", 5, "5२m", "36501d", "1e9s"])
 def test_bad_durations(text: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)  # type: ignore[arg-type]

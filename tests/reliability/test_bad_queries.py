@@ -6,6 +6,7 @@ from __future__ import annotations
 import urllib.parse
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import rows_checksum
@@ -47,6 +48,9 @@ HOSTILE = [
     "9999-12-31T23:59:59+14:00",
     "0000-00-00",
     "-999999d",
+    "-36501d",
+    "-99999999999999999999s",
+    "-5२m",
     "-0s",
     "-1y",
     "yesterday",
@@ -155,3 +159,16 @@ def test_fuzzed_parameters(collector_server) -> None:
         client.close()
     assert collector_server.process.poll() is None
     assert "Traceback" not in collector_server.log()
+
+
+def test_relative_times_take_any_duration_of_at_most_100_years() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from loopsight.collector.api import BadParameter, parse_time
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    got = parse_time("since", "-1h30m")
+    assert got is not None and abs((now - got) - timedelta(minutes=90)) < timedelta(seconds=5)
+    for bad in ("-36501d", "-99999999999999999999s", "-5२m", "-1y"):
+        with pytest.raises(BadParameter, match="since"):
+            parse_time("since", bad)

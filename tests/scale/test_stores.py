@@ -34,6 +34,25 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
             parse_store_url(bad)
     with pytest.raises(StoreURLError):
         open_reader("ftp://x")
+    for bad, why in [  # what a message shows of a URL holds no password, even of one that does not parse
+        ("clickhouse://ann:pa[ss@localhost:8123/db", "percent-encode"),
+        ("clickhouse://ann:secret@[::1/db", "percent-encode"),
+        ("clickhouse://ann:secret@h:99999/db", "bad port"),
+        ("clickhouse://ann:secret@/db", "needs a host"),
+    ]:
+        with pytest.raises(StoreURLError, match=why) as failure:
+            parse_store_url(bad)
+        assert "secret" not in str(failure.value) and "pa[ss" not in str(failure.value)
+
+
+def test_a_reader_never_makes_a_chdb_store(tmp_path: Any) -> None:
+    from loopsight.stores import StoreError
+
+    (tmp_path / "a-file").write_text("x")
+    for path, why in [(tmp_path / "typo", "does not exist"), (tmp_path / "a-file", "not a directory")]:
+        with pytest.raises(StoreError, match=why):
+            open_reader(f"chdb://{path}")
+    assert not (tmp_path / "typo").exists()
 
 
 def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
