@@ -264,7 +264,7 @@ def create_app(
                 await asyncio.wrap_future(future)
             except StoreError as exc:
                 error = exc
-        outcome = receiver.settle(prepared, "http", error, forward)
+        outcome = receiver.settle(prepared, "http", error, forward, request.headers.get("via"))
         if outcome.error is not None:
             return _error(kind, 503, str(error), retry_after)
         return _otlp_response(kind, outcome.rejected, outcome.message)

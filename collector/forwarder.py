@@ -5,6 +5,11 @@
 them as ``application/x-protobuf``, retrying 429/502/503/504 and connection errors with
 exponential backoff (honouring ``Retry-After``) for up to ``max_elapsed`` seconds.
 
+Each forwarded request carries a ``Via`` header (RFC 9110) naming this collector after the
+collectors it came through: a request whose ``Via`` names this collector already came round a
+loop (``--forward-to`` pointing at itself, two collectors forwarding to each other) and is
+stored but not forwarded again (:meth:`Forwarder.came_round`).
+
 Example:
     >>> forwarder = Forwarder("http://127.0.0.1:4318")  # doctest: +SKIP
     >>> forwarder.start(); forwarder.offer(request_bytes); forwarder.stop()  # doctest: +SKIP
@@ -13,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -74,7 +80,9 @@ class Forwarder:
         self.max_elapsed = max_elapsed
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
-        self._queue: deque[bytes] = deque()
+        self.via = f"1.1 loopsight-{os.urandom(6).hex()}"
+        """This collector's entry in a forwarded request's ``Via`` header."""
+        self._queue: deque[tuple[bytes, str]] = deque()
         self._queued_bytes = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -89,18 +97,23 @@ class Forwarder:
             self._thread = threading.Thread(target=self._run, name="loopsight-forwarder", daemon=True)
             self._thread.start()
 
-    def offer(self, body: bytes) -> None:
-        """Queue one serialized ``ExportTraceServiceRequest``; drops the oldest when full."""
+    def came_round(self, via: str | None) -> bool:
+        """Whether a request with this ``Via`` header was forwarded by this collector before."""
+        return via is not None and self.via in via
+
+    def offer(self, body: bytes, via: str | None = None) -> None:
+        """Queue one serialized ``ExportTraceServiceRequest`` (``via``: the ``Via`` header it came
+        with); drops the oldest when full."""
         with self._cond:
             if self._stopping:
                 self.dropped += 1
                 return
-            self._queue.append(body)
+            self._queue.append((body, f"{via}, {self.via}" if via else self.via))
             self._queued_bytes += len(body)
             while len(self._queue) > self.max_queue or (
                 self._queued_bytes > self.max_queue_bytes and len(self._queue) > 1
             ):
-                old = self._queue.popleft()
+                old, _ = self._queue.popleft()
                 self._queued_bytes -= len(old)
                 self.dropped += 1
             self._cond.notify()
@@ -130,17 +143,17 @@ class Forwarder:
                         self._cond.wait()
                     if not self._queue or (self._stopping and time.monotonic() > self._deadline):
                         return
-                    body = self._queue.popleft()
+                    body, via = self._queue.popleft()
                     self._queued_bytes -= len(body)
-                self._send(client, body)
+                self._send(client, body, via)
 
-    def _send(self, client: httpx.Client, body: bytes) -> None:
+    def _send(self, client: httpx.Client, body: bytes, via: str) -> None:
         started = time.monotonic()
         backoff = self.initial_backoff
         while True:
             delay = None
             try:
-                response = client.post(self.url, content=body, headers=self.headers)
+                response = client.post(self.url, content=body, headers={**self.headers, "Via": via})
                 if response.status_code < 300:
                     self.sent += 1
                     return

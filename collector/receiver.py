@@ -87,23 +87,37 @@ class Receiver:
             return self.settle(prepared, transport, exc, body)
         return self.settle(prepared, transport, None, body)
 
-    def settle(self, prepared: Prepared, transport: str, error: BaseException | None, body: bytes | None) -> Outcome:
-        """Count the commit's outcome and forward what was stored; the :class:`Outcome` to answer with."""
+    def settle(
+        self,
+        prepared: Prepared,
+        transport: str,
+        error: BaseException | None,
+        body: bytes | None,
+        via: str | None = None,
+    ) -> Outcome:
+        """Count the commit's outcome and forward what was stored (``via``: the request's ``Via``
+        header); the :class:`Outcome` to answer with."""
         if error is not None:
             self.failed(prepared, transport, error)
             return Outcome(prepared, f"could not store spans: {error}")
-        self.committed(prepared, transport, None, body)
+        self.committed(prepared, transport, None, body, via)
         return Outcome(prepared)
 
     def committed(
-        self, prepared: Prepared, transport: str, request: ExportTraceServiceRequest | None, body: bytes | None = None
+        self,
+        prepared: Prepared,
+        transport: str,
+        request: ExportTraceServiceRequest | None,
+        body: bytes | None = None,
+        via: str | None = None,
     ) -> None:
-        """Count the acknowledged spans and forward the request upstream (never blocks)."""
+        """Count the acknowledged spans and forward the request upstream (never blocks), unless it
+        came round a loop of forwarding collectors (``via``)."""
         self.metrics.spans_accepted(transport, prepared.accepted)
         self.metrics.request(transport, "partial" if prepared.rejected else "ok")
-        if self.forwarder is not None and prepared.accepted:
+        if self.forwarder is not None and prepared.accepted and not self.forwarder.came_round(via):
             self.forwarder.offer(
-                body if body is not None else request.SerializeToString() if request is not None else b""
+                body if body is not None else request.SerializeToString() if request is not None else b"", via
             )
 
     def failed(self, prepared: Prepared, transport: str, exc: BaseException) -> None:

@@ -19,6 +19,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -77,6 +78,13 @@ def _store_clock(store: Any) -> Any:
         return None
 
 
+def _is_self(url: str, host: str, port: int) -> bool:
+    """Whether ``url`` reaches the OTLP/HTTP listener on ``host``:``port`` of this machine by name."""
+    parts = urlsplit(url)
+    local = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", host}
+    return parts.hostname in local and (parts.port or (443 if parts.scheme == "https" else 80)) == port
+
+
 def serve(
     db: str,
     host: str = "127.0.0.1",
@@ -116,6 +124,8 @@ def serve(
             if forward_to
             else None
         )
+        if forwarder is not None and _is_self(forwarder.url, host, http_port):
+            raise ValueError(f"--forward-to {forward_to} is this collector's own OTLP/HTTP address")
         interval = (
             retention_interval
             if retention_interval is not None

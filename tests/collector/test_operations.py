@@ -70,6 +70,26 @@ def test_forward_to_a_second_collector_and_survive_a_dead_upstream(start_collect
     wait_for(lambda: metric(lonely, "loopsight_forward_retries_total") >= 1)
 
 
+def test_collectors_forwarding_to_each_other_forward_a_request_once_each(start_collector, free_tcp_port):
+    a_port, b_port = free_tcp_port(), free_tcp_port()
+    a = start_collector("--forward-to", f"http://127.0.0.1:{b_port}", http_port=a_port, wait=False)
+    b = start_collector("--forward-to", f"http://127.0.0.1:{a_port}", http_port=b_port, wait=False)
+    for server in (a, b):
+        server.wait_healthy()
+    spans = make_run(tools=2, agent="round")
+    assert (
+        httpx.post(a.traces_url, content=request_of(spans).SerializeToString(), headers=PB, timeout=30).status_code
+        == 200
+    )
+    sent = 'loopsight_forward_batches_total{outcome="sent"}'
+    wait_for(lambda: metric(b, sent) == 1 or None)
+    time.sleep(2)  # a loop would have sent dozens by now (it did: ~90 a second)
+    assert (metric(a, sent), metric(b, sent)) == (1, 1)
+    assert metric(a, "loopsight_spans_duplicate_total") == len(spans)  # came back once, stored once
+    for server in (a, b):
+        assert len(httpx.get(server.url + "/api/v1/runs", timeout=30).json()["runs"]) == 1
+
+
 def test_retention_deletes_old_spans_in_the_background(start_collector):
     server = start_collector("--retention", "30d", env={"LOOPSIGHT_RETENTION_INTERVAL": "0.5"})
     old = make_run(tools=3, agent="old", start_ns=time.time_ns() - 40 * 86400 * 10**9)
@@ -122,6 +142,7 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     not_a_db.write_text("hello, this is not a database\n" * 1000)
     json_file = tmp_path / "notes.json"  # DuckDB 2 opens a .json file as a table of its own
     json_file.write_text('{"note": "not a database"}\n')
+    free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
     cases = {  # each fails before binding anything, so they can share the free ports
         "locked by another process": ["--db", collector_server.db_path],
         f"cannot listen on 127.0.0.1:{collector_server.http_port}": [
@@ -137,8 +158,8 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
         "has no DuckDB file header": ["--db", str(json_file)],
         "less than or equal to 65535": ["--db", str(tmp_path / "d.duckdb"), "--http-port", "99999"],
         "greater than or equal to 0.1": ["--db", str(tmp_path / "e.duckdb"), "--alert-interval", "-1"],
+        "own OTLP/HTTP address": ["--db", str(tmp_path / "f.duckdb"), "--forward-to", f"http://localhost:{free[1]}"],
     }
-    free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
     running = {needle: start_cli("collector", *free, *args) for needle, args in cases.items()}
     for needle, process in running.items():
         assert_clean_failure(finish(process), needle)
