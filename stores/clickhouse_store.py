@@ -65,6 +65,7 @@ from loopsight.stores.writer import Batch, Queued, WriteQueue, commit
 
 log = logging.getLogger("loopsight.collector")
 
+_EPOCH = datetime(1970, 1, 1)
 TRACES_PER_PASS = 2_000
 IMPORT_ROWS = 100_000
 
@@ -75,7 +76,10 @@ _HELD = (
     "SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)} "
     "UNION ALL SELECT TraceId, SpanId FROM spans_staged WHERE TraceId IN {t:Array(String)}"
 )
-_SCOPE = "TraceId IN {t:Array(String)} AND Timestamp >= {s:DateTime64(6)}"  # a pass's stored spans
+# A pass's stored spans. Its start is sent as microseconds: a DateTime64 parameter at or before the
+# epoch reaches a subquery as the text of its seconds ('-300'), which ClickHouse cannot read back.
+_SINCE = "fromUnixTimestamp64Micro({s:Int64})"
+_SCOPE = f"TraceId IN {{t:Array(String)}} AND Timestamp >= {_SINCE}"
 # In a pass's scratch DuckDB: the spans it writes (the staged, and the stored it changed) and the keys of those stored
 _CHANGED = """FROM spans s {join} stored_before b USING ("TraceId", "SpanId")
 WHERE b."SpanId" IS NULL OR s.run_id IS DISTINCT FROM b.run_id OR s.step IS DISTINCT FROM b.step"""
@@ -252,7 +256,7 @@ def _derive(
 ) -> None:
     """Derive the traces ``ids`` from ``since`` on and write the rows back; ``derived``: those of
     them with derived rows to replace."""
-    params = {"t": ids, "s": since}
+    params = {"t": ids, "s": (since - _EPOCH) // timedelta(microseconds=1)}
     stored = con.execute(f"SELECT * FROM spans WHERE {_SCOPE}", params).arrow()
     staged = con.execute(  # those stored already (by a pass that failed, or not yet unstaged) are not staged
         "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
@@ -296,11 +300,11 @@ def _derive(
     # A lightweight DELETE marks rows in every part holding one, so it costs more the more is
     # stored: only the traces derived before have rows to replace (run_facts, written first,
     # says which), and a pass of new traces deletes none.
-    replaced = {"t": derived, "s": since}
+    replaced = {"t": derived, "s": params["s"]}
     for table in DERIVED:
         if derived:
             con.execute(
-                f"DELETE FROM {table} WHERE trace_id IN {{t:Array(String)}} AND started_at >= {{s:DateTime64(6)}}",
+                f"DELETE FROM {table} WHERE trace_id IN {{t:Array(String)}} AND started_at >= {_SINCE}",
                 replaced,
             )
         con.insert_arrow(table, rewritten[table])

@@ -159,3 +159,19 @@ def test_a_trace_that_cannot_be_derived_is_set_aside_and_holds_back_no_other(
         assert f"trace {trace} cannot be derived" in caplog.text
     finally:
         store.close()
+
+
+def test_a_run_that_starts_at_the_unix_epoch_is_derived_and_unstaged(new_clickhouse: Callable[[], Any]) -> None:
+    store = ClickHouseStore(new_clickhouse(), import_interval=3600)
+    try:  # the pass's look-back from the earliest start went before 1970, and the unstaging failed on it
+        for agent in ("epoch", "epoch2"):
+            spans = make_run(tools=2, agent=agent)
+            spans[-1].start_time_unix_nano = 0  # the run span (last) starts at the epoch, its calls now
+            store.submit(prepare(request_of(spans)).table).result(timeout=60)
+        reader = store.reader()
+        assert store.stats.failed_derives == 0
+        assert _count(reader, "SELECT count() FROM spans_staged") == 0
+        assert _count(reader, "SELECT count() FROM derive_pending") == 0
+        assert sorted(r["agent"] for r in list_runs(reader, limit=10)) == ["epoch", "epoch2"]
+    finally:
+        store.close()
