@@ -21,12 +21,12 @@ from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
+from loopsight.ingest.otlp import parse_protobuf
 from loopsight.stores import QueueFull
 
 log = logging.getLogger("loopsight.collector")
@@ -90,9 +90,8 @@ class TraceService:
 
     def _export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         metrics = self.receiver.metrics
-        request = ExportTraceServiceRequest()
         try:
-            request.ParseFromString(body)
+            request = parse_protobuf(body)
         except (DecodeError, RecursionError) as exc:
             metrics.request("grpc", "bad_request")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed ExportTraceServiceRequest: {exc}")

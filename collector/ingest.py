@@ -37,7 +37,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
-from loopsight.ingest.otlp import JSON, BadRequest, decode_request
+from loopsight.ingest.otlp import JSON, BadRequest, decode_request, parse_protobuf
 from loopsight.ingest.pipeline import prepare
 from loopsight.prices import PriceBook
 from loopsight.stores import QueueFull
@@ -157,10 +157,9 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
     if frames is None or not frames:
         frames = [data]
     for number, frame in enumerate(frames, 1):
-        request = ExportTraceServiceRequest()
         try:
-            request.ParseFromString(frame)
-        except DecodeError as exc:
+            request = parse_protobuf(frame)
+        except (DecodeError, RecursionError) as exc:
             where = f"{path}" if len(frames) == 1 else f"{path} (message {number})"
             raise BadRequest(f"{where}: not OTLP JSON, JSON lines or protobuf: {exc}") from None
         yield request

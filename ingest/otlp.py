@@ -14,9 +14,13 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
 
 from loopsight.errors import LoopsightError
 from loopsight.ingest.normalize import (
@@ -123,15 +127,91 @@ def decode_request(body: bytes, content_type: str, encoding: str | None, max_byt
     return parse_request(decompress(body, encoding, max_bytes), kind)
 
 
+def _lenient_request_type() -> Any:
+    """``ExportTraceServiceRequest`` with every string field read as bytes (a pool of its own)."""
+    pool = descriptor_pool.DescriptorPool()
+    service = ExportTraceServiceRequest.DESCRIPTOR.file
+    files = [service.dependencies[0].dependencies[0], service.dependencies[0].dependencies[1]]
+    for file in [*files, service.dependencies[0], service]:  # common, resource, trace, the service
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        messages = list(proto.message_type)
+        while messages:
+            message = messages.pop()
+            messages.extend(message.nested_type)
+            for field in message.field:
+                if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
+                    field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+        pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(ExportTraceServiceRequest.DESCRIPTOR.full_name))
+
+
+_STRINGS = {
+    f.full_name
+    for message in (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)
+    for descriptor in message.DESCRIPTOR.message_types_by_name.values()
+    for nested in (descriptor, *descriptor.nested_types)
+    for f in nested.fields
+    if f.type == f.TYPE_STRING
+}
+
+
+def _repeated(field: Any) -> bool:
+    repeated = getattr(field, "is_repeated", None)  # protobuf 6+; ``label`` before (and gone in 7)
+    return bool(repeated) if repeated is not None else field.label == field.LABEL_REPEATED
+
+
+def _valid_utf8(message: Any) -> None:
+    for field, value in message.ListFields():
+        if field.full_name in _STRINGS:
+            if _repeated(field):
+                value[:] = [v.decode("utf-8", "replace").encode() for v in value]
+            else:
+                setattr(message, field.name, value.decode("utf-8", "replace").encode())
+        elif field.message_type is not None:
+            for item in value if _repeated(field) else [value]:
+                _valid_utf8(item)
+
+
+_lenient: list[Any] = []
+
+
+def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
+    """A protobuf ``ExportTraceServiceRequest``; raises ``DecodeError`` (or ``RecursionError``) as
+    ``ParseFromString`` does. A string that is not valid UTF-8 (Go and Rust SDKs send them, and the
+    OTel Collector passes them on) has its bad bytes replaced by U+FFFD instead of losing the whole
+    request, as opentelemetry-proto recommends.
+
+    Example:
+        >>> from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+        >>> good = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[Span(name="ab")])])])
+        >>> parse_protobuf(good.SerializeToString().replace(b"ab", b"a\\xff")).resource_spans[0].scope_spans[0].spans[0].name
+        'a\ufffd'
+    """
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError:
+        if not _lenient:
+            _lenient.append(_lenient_request_type())
+        lenient = _lenient[0]()
+        try:
+            lenient.ParseFromString(data)
+        except DecodeError:
+            raise DecodeError("not an ExportTraceServiceRequest") from None  # not a UTF-8 matter: malformed
+        _valid_utf8(lenient)
+        request.ParseFromString(lenient.SerializeToString())
+    return request
+
+
 def parse_request(data: bytes, kind: str) -> ExportTraceServiceRequest:
     """Parse a decompressed body of media type ``kind`` (:data:`PROTOBUF` or :data:`JSON`); raises BadRequest."""
-    request = ExportTraceServiceRequest()
     if kind == PROTOBUF:
         try:
-            request.ParseFromString(data)
+            return parse_protobuf(data)
         except (DecodeError, RecursionError) as exc:
             raise BadRequest(f"malformed protobuf ExportTraceServiceRequest: {exc}") from None
-        return request
+    request = ExportTraceServiceRequest()
     try:
         parsed = json.loads(data)
     except (ValueError, RecursionError) as exc:

@@ -329,3 +329,33 @@ def test_text_that_broke_a_rule_keeps_its_request(collector_server) -> None:
     assert stored(collector_server.db_path, 'SELECT count(*) FROM spans WHERE "TraceId" = \'' + trace.hex() + "'") == [
         (len(spans),)
     ]
+
+
+def test_a_string_that_is_not_utf8_is_repaired_not_the_request_lost(collector_server) -> None:
+    import grpc
+
+    trace = b"\x47" * 16
+    placeholder = "MAXXER"  # replaced in the serialized bytes by as many bytes that are not UTF-8
+
+    def body(first: int) -> bytes:
+        spans = [
+            tool_span(trace, (first + i).to_bytes(8, "big"), 1_700_000_000_000_000_000 + first + i, attrs)
+            for i, attrs in enumerate([{"gen_ai.tool.call.arguments": '{"q": "ok"}'}, {"note": placeholder}])
+        ]
+        spans[1].name = f"execute_tool {placeholder}"
+        return request_of(spans).SerializeToString().replace(placeholder.encode(), b"MA\xff\xfeER")
+
+    answer = httpx.post(collector_server.traces_url, content=body(1), headers={"Content-Type": PB})
+    assert answer.status_code == 200, answer.text
+    with grpc.insecure_channel(collector_server.grpc_target) as channel:
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=lambda raw: raw,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+        assert export(body(3), timeout=60).partial_success.rejected_spans == 0
+    assert collector_server.stop() == 0, collector_server.log()
+    names = stored(
+        collector_server.db_path, f'SELECT "SpanName" FROM spans WHERE "TraceId" = \'{trace.hex()}\' ORDER BY 1'
+    )
+    assert names == [("execute_tool MA\ufffd\ufffdER",)] * 2 + [("execute_tool search",)] * 2
