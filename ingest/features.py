@@ -706,6 +706,7 @@ class _Token:
     marked: bool  # an identifier shape or a marked word: an entity wherever it stands
     upper: bool  # ALL CAPS, 2+ letters (AAPL, USD)
     pronoun: bool  # "I"
+    alpha: bool  # starts with a letter (the Title Case test reads only these)
 
 
 _token_cache: dict[str, _Token] = {}
@@ -736,6 +737,7 @@ def _token(token: str) -> _Token:
             bool(core) and (bare in MARKED_WORDS or digit or bool(_INNER.search(core))),
             len(core) >= 2 and core.isupper(),
             core == "I",
+            token[:1].isalpha(),
         )
         if len(_token_cache) >= 50_000:
             _token_cache.clear()
@@ -813,7 +815,7 @@ def _text_words(text: str) -> tuple[int, dict[int, str], set[int]]:
     tokens = _TOKEN.findall(text)
     cached = _token_cache.get
     infos = [cached(t) or _token(t) for t in tokens]
-    later = [info for t, info in zip(tokens[1:], infos[1:], strict=True) if t[:1].isalpha()]
+    later = [info for info in infos[1:] if info.alpha]
     ignore_case = any(i.cap and i.stop for i in later) or (len(later) >= 3 and all(i.cap for i in later))
     words: dict[int, str] = {}
     ents: set[int] = set()
