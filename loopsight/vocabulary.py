@@ -276,6 +276,25 @@ CONTENT_KEYS: frozenset[str] = frozenset(
         "langfuse.trace.output",
         "llm.prompt_template.template",
         "llm.prompt_template.variables",
+        "llm.input_messages",  # OpenInference's lists as one JSON string (the prefixes below: flattened)
+        "llm.output_messages",
+        "gen_ai.prompt",  # legacy OpenLLMetry and LiteLLM, unflattened
+        "gen_ai.completion",
+        "mlflow.spanInputs",
+        "mlflow.spanOutputs",
+        # Vercel AI SDK
+        "ai.prompt",
+        "ai.prompt.messages",
+        "ai.prompt.tools",
+        "ai.response.text",
+        "ai.response.toolCalls",
+        "ai.response.object",
+        "ai.toolCall.args",
+        "ai.toolCall.result",
+        "ai.value",
+        "ai.values",
+        "ai.embedding",
+        "ai.embeddings",
     )
 )
 """Attributes holding what an agent was told or returned: dropped unless content capture is on."""
@@ -292,8 +311,11 @@ CONTENT_PREFIXES: tuple[str, ...] = (
 )
 """Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
 legacy OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on."""
-EVENT_CONTENT_KEYS: frozenset[str] = frozenset(("gen_ai.prompt", "gen_ai.completion", "content", "body"))
-"""Content in span events (legacy GenAI content events)."""
+EVENT_CONTENT_KEYS: frozenset[str] = frozenset(
+    ("gen_ai.prompt", "gen_ai.completion", "content", "body", "message", "tool_calls")
+)
+"""Content in span events (GenAI content events: ``gen_ai.choice``'s ``message``, an assistant
+message's ``tool_calls`` with the arguments)."""
 
 # -- errors ---------------------------------------------------------------------------------
 

@@ -50,6 +50,18 @@ CONTENT_KEYS = [
     "retrieval.documents.0.document.content",
     "reranker.input_documents.1.document.content",
     "embedding.embeddings.0.embedding.text",
+    # kept as sent until a review found them (2026-12-04)
+    "llm.input_messages",
+    "llm.output_messages",
+    "gen_ai.prompt",
+    "gen_ai.completion",
+    "mlflow.spanInputs",
+    "mlflow.spanOutputs",
+    "ai.prompt",
+    "ai.prompt.messages",
+    "ai.response.text",
+    "ai.toolCall.args",
+    "ai.toolCall.result",
 ]
 
 
@@ -67,6 +79,8 @@ def _spans() -> list[Span]:
         ("gen_ai.content.prompt", "gen_ai.prompt"),
         ("gen_ai.content.completion", "gen_ai.completion"),
         ("gen_ai.client.inference.operation.details", "gen_ai.input.messages"),
+        ("gen_ai.choice", "message"),
+        ("gen_ai.assistant.message", "tool_calls"),
     ):
         chat.events.append(Span.Event(time_unix_nano=1_700_000_000_100_000_001, name=name, attributes=[kv(key, TEXT)]))
     failing = tool_span(
