@@ -54,6 +54,8 @@ LATEST = datetime(2200, 1, 1)
 """The open ends of a price's date range (ClickHouse's DateTime64 holds both)."""
 MAX_INPUT = 2**62
 """The open end of the last input tier."""
+MAX_PRICE = 1_000_000.0
+"""The most a price file may charge, USD per million tokens ($1 a token: thousands of times any model's)."""
 
 UNITS = ("input", "cached_input", "cache_write", "output")
 """The keys of a price file entry (USD per million tokens)."""
@@ -472,6 +474,8 @@ def _override(pattern: str, entry: Any, locate: Locate, origin: str) -> Override
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise fail(key, f"must be a number >= 0 (USD per million tokens), got {value!r}")
+        if value > MAX_PRICE:  # a cost must stay finite when multiplied by any token count
+            raise fail(key, f"must be at most {MAX_PRICE:,.0f} (USD per million tokens), got {value!r}")
         return float(value)
 
     provider = entry.get("provider")

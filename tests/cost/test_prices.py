@@ -137,6 +137,10 @@ def test_yaml_price_file(tmp_path):
         ('[models."m"]\ninput = 1\n', "p.toml:1: model 'm': missing required key 'output'"),
         ('[models."m"]\ninput = 1\noutput = "cheap"\n', "p.toml:3: model 'm', key 'output': must be a number >= 0"),
         ('[models."m"]\ninput = -1\noutput = 2\n', "p.toml:2: model 'm', key 'input': must be a number >= 0"),
+        (  # finite, but a cost of it overflowed to inf and every cost route answered 400
+            '[models."m"]\ninput = 1e308\noutput = 2\n',
+            "p.toml:2: model 'm', key 'input': must be at most 1,000,000",
+        ),
         (
             '\n[models."m"]\ninput = 1\noutput = 2\ncached = 0.5\n',
             "p.toml:5: model 'm', key 'cached': unknown key (did you mean 'cached_input'?)",
