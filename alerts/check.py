@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from loopsight.alerts.evaluate import Verdict, judge
@@ -36,15 +37,15 @@ def _table(results: list[tuple[Rule, Verdict]], source: str, now: datetime) -> T
             f", x{rule.factor:g} baseline {text(verdict.baseline_value)}" if rule.spike else ""
         )
         table.add_row(
-            rule.name,
-            rule.metric + (f" ({filters})" if filters else ""),
+            escape(rule.name),
+            escape(rule.metric + (f" ({filters})" if filters else "")),
             state,
             text(verdict.current.value),
             condition,
             count(verdict.current.samples),
             rule.describe()["window"],
-            verdict.reason,
-            "\n".join(verdict.current.examples[:3]),
+            escape(verdict.reason),
+            escape("\n".join(verdict.current.examples[:3])),
         )
     return table
 
@@ -71,7 +72,7 @@ def check(
     try:
         rules = load_rules(rules_path)
     except RulesError as exc:
-        out.print(f"[bold red]error:[/] invalid rules file: {exc}", markup=True, highlight=False)
+        out.print(f"[bold red]error:[/] invalid rules file: {escape(str(exc))}", markup=True, highlight=False)
         return 2
     now = utcnow()
     source = open_source(
@@ -84,13 +85,13 @@ def check(
         source.check()
         results = [(rule, judge(source, rule, now)) for rule in rules]
     except SourceError as exc:
-        out.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        out.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
         return 2
     where = source.target
     out.print(_table(results, where, now))
     firing = [rule.name for rule, verdict in results if verdict.met]
     if firing:
-        out.print(f"[bold red]{len(firing)} rule(s) firing:[/] {', '.join(firing)}", highlight=False)
+        out.print(f"[bold red]{len(firing)} rule(s) firing:[/] {escape(', '.join(firing))}", highlight=False)
         return 1
     out.print(f"[green]no rule fires[/] ({len(results)} checked)", highlight=False)
     return 0

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer.core
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from loopsight import config
@@ -138,7 +139,7 @@ _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``message`` in red on stderr and return the Exit to raise."""
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True)
     return typer.Exit(code)
 
 
@@ -437,9 +438,9 @@ def runs_cmd(
     for run in runs:
         table.add_row(
             run["started_at"][:19].replace("T", " "),
-            run["agent"] or "—",
+            escape(run["agent"] or "—"),
             f"[red]{run['status']}[/]" if run["status"] == "error" else f"[green]{run['status']}[/]",
-            run["termination_reason"] or "—",
+            escape(run["termination_reason"] or "—"),
             count(run["steps"]),
             count(run["tool_calls"]),
             count(run["tool_errors"]),
@@ -495,7 +496,7 @@ def budgets_cmd(
         typer.echo(json.dumps(answer))
         return
     if not answer["agents"]:
-        console.print(f"no runs{f' of agent {agent}' if agent else ''} in the window", highlight=False)
+        console.print(f"no runs{f' of agent {escape(agent)}' if agent else ''} in the window", highlight=False)
         return
     for entry in answer["agents"]:
         name = entry["agent"] or "(unnamed)"
@@ -596,7 +597,7 @@ def db_upgrade(db: DbOpt = config.DEFAULT_DB, prices: PricesOpt = None) -> None:
         raise fail(f"cannot upgrade {db}: {exc}") from None
     except Exception as exc:  # alembic/duckdb wrap the cause in several types
         raise fail(f"cannot upgrade {db}: {exc}") from None
-    console.print(f"{db} is at revision {revision}")
+    console.print(f"{escape(str(db))} is at revision {revision}")
 
 
 @db_app.command("current")
@@ -695,9 +696,9 @@ def up(
             f"[bold]collector[/bold]  {collector_url}  (OTLP/HTTP /v1/traces, query API /api/v1/runs; OTLP/gRPC :{grpc_port})"
         )
         console.print(f"[bold]dashboard[/bold]  http://{config.DEFAULT_HOST}:{dashboard_port}")
-        console.print(f"[bold]store[/bold]      {db}")
+        console.print(f"[bold]store[/bold]      {escape(str(db))}")
         if rules is not None:
-            console.print(f"[bold]rules[/bold]      {rules}")
+            console.print(f"[bold]rules[/bold]      {escape(str(rules))}")
         seed = 7
         if demo:
             console.print(f"sending {demo_runs} demo runs ...")
