@@ -715,11 +715,14 @@ def up(
                     "keep running, press Ctrl-C to stop",
                     highlight=False,
                 )
+        next_demo = time.monotonic() + demo_every if demo and demo_every else None
         while True:
-            time.sleep(demo_every if demo and demo_every else 3600)
-            if any(p.poll() is not None for p in procs):
-                raise fail("a child process exited; stopping")
-            if demo and demo_every:
+            time.sleep(1.0)  # a child that dies is noticed within a second, not at the next demo batch
+            exited = [p for p in procs if p.poll() is not None]
+            if exited:
+                raise fail(f"a child process exited (code {exited[0].returncode}); stopping")
+            if next_demo is not None and time.monotonic() >= next_demo:
+                next_demo = time.monotonic() + demo_every
                 seed += 1
                 subprocess.run(
                     [*me, "demo", "--endpoint", collector_url, "--runs", "8", "--seed", str(seed)],

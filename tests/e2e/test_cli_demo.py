@@ -4,6 +4,7 @@ that do not arrive make the command fail with the endpoint and the reason."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -95,8 +96,26 @@ def test_up_passes_its_token_to_the_demo(tmp_path: Path, free_tcp_port) -> None:
             f"http://127.0.0.1:{http_port}/api/v1/runs", headers={"Authorization": "Bearer s3cret"}, timeout=30
         )
         assert len(runs.json()["runs"]) == 3, log.read_text()
+        # Its collector killed, up says so and stops within seconds (it slept an hour before it looked).
+        collector = next(
+            int(pid)
+            for pid in os.listdir("/proc")
+            if pid.isdigit()
+            and _parent(int(pid)) == process.pid
+            and b"collector" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+        os.kill(collector, signal.SIGKILL)
+        assert process.wait(20) == 2
+        assert "a child process exited" in log.read_text(), log.read_text()
     finally:
         stop_process(process)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_demo_fails_when_spans_are_refused_after_the_first_check(start_collector) -> None:
