@@ -1,9 +1,12 @@
 """Notifications: generic JSON webhook, Slack-compatible webhook, log; sent off the hot path.
 
-:class:`Notifier` owns a bounded queue and one background thread. ``submit`` never blocks:
-when the queue is full the notification is dropped and counted. Each HTTP target gets a
-timeout and retries with exponential backoff on network errors, 429 and 5xx; other 4xx
-answers are final. Outcomes are counted for ``/metrics`` and reported to ``on_result``.
+:class:`Notifier` owns a bounded queue and a few background threads, each delivering the
+notifications of its share of the rules in order (a rule's firing before its resolved), so a
+slow or hanging webhook holds up its own rules only. ``submit`` never blocks: when the queue is
+full the notification is dropped and counted. Each HTTP target gets a timeout and retries with
+exponential backoff on network errors, 429 and 5xx; other answers, redirects included, are final
+(the answer's body is never read). Outcomes are counted for ``/metrics`` and reported to
+``on_result``; a rule's ``log`` target is written before its webhooks are tried.
 
 Example:
     >>> notifier = Notifier(timeout=2.0, retries=2)
@@ -15,10 +18,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
+import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,6 +141,7 @@ class Notifier:
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         max_queue: int = 1000,
+        workers: int = 4,
         on_result: Callable[[Notification, str, str | None], None] | None = None,
     ) -> None:
         self.timeout = timeout
@@ -145,43 +150,49 @@ class Notifier:
         self.max_backoff = max_backoff
         self.on_result = on_result
         self.stats = NotifierStats()
-        self._queue: queue.Queue[Notification | None] = queue.Queue(maxsize=max_queue)
+        self.max_queue = max_queue
+        self._queues: list[queue.Queue[Notification | None]] = [queue.Queue() for _ in range(max(1, workers))]
         self._stop = threading.Event()
         self._idle = threading.Condition()
-        self._busy = 0
-        self._thread: threading.Thread | None = None
+        self._busy = 0  # submitted and not yet delivered or failed: at most max_queue
+        self._threads: list[threading.Thread] = []
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        return sum(q.qsize() for q in self._queues)
 
     def start(self) -> None:
-        """Start the delivery thread (idempotent)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="loopsight-alert-notifier", daemon=True)
-            self._thread.start()
+        """Start the delivery threads (idempotent)."""
+        if not self._threads:
+            for n, shard in enumerate(self._queues):
+                thread = threading.Thread(
+                    target=self._run, args=(shard,), name=f"loopsight-alert-notifier-{n}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the notification in hand; queued ones are left (their events stay ``queued``)."""
+        """Stop after the notifications in hand; queued ones are left (their events stay ``queued``)."""
         self._stop.set()
-        with contextlib.suppress(queue.Full):
-            self._queue.put_nowait(None)
-        if self._thread is not None:
-            self._thread.join(timeout)
+        for shard in self._queues:
+            shard.put_nowait(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
         self._client.close()
 
     def submit(self, notification: Notification) -> bool:
         """Queue without blocking; ``False`` (and counted as dropped) when the queue is full."""
         with self._idle:
-            try:
-                self._queue.put_nowait(notification)
-            except queue.Full:
+            if self._busy >= self.max_queue:
                 self.stats.dropped += 1
                 log.error("alert notification queue is full: dropped %s", summary(notification))
                 self._report(notification, "dropped", "notification queue full")
                 return False
             self._busy += 1
+            # a rule's notifications go to one thread, in order; a stable hash: the same thread every run
+            self._queues[zlib.crc32(notification.rule.name.encode()) % len(self._queues)].put_nowait(notification)
         return True
 
     def flush(self, timeout: float = 10.0) -> bool:
@@ -189,9 +200,9 @@ class Notifier:
         with self._idle:
             return self._idle.wait_for(lambda: self._busy == 0, timeout)
 
-    def _run(self) -> None:
+    def _run(self, shard: queue.Queue[Notification | None]) -> None:
         while True:
-            item = self._queue.get()
+            item = shard.get()
             if item is None or self._stop.is_set():
                 return
             try:
@@ -204,7 +215,7 @@ class Notifier:
     def deliver(self, n: Notification) -> None:
         """Send to every target of the rule (blocking; the thread calls this)."""
         errors = []
-        for target in n.rule.notify:
+        for target in sorted(n.rule.notify, key=lambda t: t.kind != "log"):  # the log at once, whatever the hooks do
             try:
                 self._send(target, n)
                 self.stats.sent[target.kind] += 1
@@ -235,16 +246,17 @@ class Notifier:
                 if self._stop.wait(min(self.backoff * 2 ** (attempt - 1), self.max_backoff)):
                     raise DeliveryError(f"stopped while retrying (last: {last})")
             try:
-                response = self._client.post(target.url, json=body)
+                with self._client.stream("POST", target.url, json=body) as response:
+                    status = response.status_code  # the body is never read: a hook's answer can be any size
             except httpx.TimeoutException:
                 last = f"timed out after {self.timeout:g}s"
                 continue
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
-            if response.status_code < 300:
+            if status < 300:
                 return
-            last = f"HTTP {response.status_code}"
-            if response.status_code != 429 and response.status_code < 500:
+            last = f"HTTP {status}"
+            if status != 429 and status < 500:
                 raise DeliveryError(f"{last} (not retried)")
         raise DeliveryError(f"{last} after {self.retries + 1} attempts")

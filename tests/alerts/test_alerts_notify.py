@@ -150,3 +150,29 @@ def test_timing_out_webhook_does_not_stall_evaluation_or_ingest(
         con.close()
     assert event["notify_status"] == "failed" and "timed out after 1s after 2 attempts" in event["notify_error"]
     assert rule_row["notify_failures"] == 1
+
+
+def test_a_slow_webhook_holds_up_its_own_rule_only(hook: Hook) -> None:
+    import zlib
+
+    slow, fast = "slow-hook", "fast-hook"
+    assert zlib.crc32(slow.encode()) % 4 != zlib.crc32(fast.encode()) % 4  # on different delivery threads
+    hook.script = [(200, 3.0)]  # the first request waits 3 s, the next answers at once
+    done: dict[str, float] = {}
+    notifier = Notifier(
+        timeout=10.0, retries=0, on_result=lambda n, s, e: done.setdefault(n.rule.name, time.monotonic())
+    )
+    notifier.start()
+    try:
+        started = time.monotonic()
+        notifier.submit(note(parse_rules(rule_text(slow, hook.url))[0]))
+        time.sleep(0.3)  # the slow rule's request is first at the hook
+        notifier.submit(note(parse_rules(rule_text(fast, hook.url))[0]))
+        assert notifier.flush(15)
+    finally:
+        notifier.stop()
+    assert done[fast] - started < 2.0 < done[slow] - started, done
+
+
+def rule_text(name: str, url: str) -> str:
+    return f'[[rules]]\nname = "{name}"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\nnotify = ["log", "webhook:{url}"]\n'
