@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -200,8 +201,8 @@ class _RuleReader:
                 raise self.fail(None, f"missing required key {key!r}")
             return default
         value = self.raw[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise self.fail(key, f"must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(key, f"must be a finite number, got {value!r}")
         if positive and value <= 0:
             raise self.fail(key, f"must be greater than 0, got {value!r}")
         if minimum is not None and value < minimum:

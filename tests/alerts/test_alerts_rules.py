@@ -70,7 +70,7 @@ window = "1h"
     [
         (
             EXAMPLE.replace("factor = 3", 'factor = "three"'),
-            "r.toml:17: rule 'fetch-failing', key 'factor': must be a number",
+            "r.toml:17: rule 'fetch-failing', key 'factor': must be a finite number",
         ),
         (
             EXAMPLE.replace("threshold = 0.3", "treshold = 0.3"),
@@ -79,6 +79,10 @@ window = "1h"
         (
             EXAMPLE.replace('window = "5m"\nbaseline', 'window = "5 minutes"\nbaseline'),
             "r.toml:15: rule 'fetch-failing', key 'window': '5 minutes' is not a duration",
+        ),
+        (
+            EXAMPLE.replace("threshold = 0.3", "threshold = inf"),
+            "r.toml:5: rule 'loop-rate', key 'threshold': must be a finite number, got inf",
         ),
         (  # a window past year 1 broke the evaluation of every rule
             EXAMPLE.replace('window = "5m"\nbaseline', 'window = "1000000d"\nbaseline'),
