@@ -367,6 +367,14 @@ def _since(name: str, value: str | None) -> datetime | None:
         raise fail(str(exc).replace(f"{name}=", f"--{name} ", 1)) from None
 
 
+def _window(since: str | None, until: str | None) -> dict[str, datetime | None]:
+    """``--since`` and ``--until`` read (:func:`_since`), the first before the second."""
+    since_at, until_at = _since("since", since), _since("until", until)
+    if since_at and until_at and since_at >= until_at:
+        raise fail("--since must be before --until")
+    return {"since": since_at, "until": until_at}
+
+
 @app.command("runs")
 def runs_cmd(
     ctx: typer.Context,
@@ -396,9 +404,7 @@ def runs_cmd(
     collector, db, store = _read_source(ctx, collector, db, store)
     if status not in (None, "ok", "error"):
         raise fail(f"--status must be ok or error, not {status!r}")
-    since_at, until_at = _since("since", since), _since("until", until)
-    if since_at and until_at and since_at >= until_at:
-        raise fail("--since must be before --until")
+    window = _window(since, until)
     params: dict[str, Any] = {
         "limit": limit,
         "agent": agent,
@@ -406,8 +412,7 @@ def runs_cmd(
         "termination_reason": termination,
         "tool": tool,
         "session": session,
-        "since": since_at,
-        "until": until_at,
+        **window,
     }
     try:
         source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
@@ -480,13 +485,9 @@ def budgets_cmd(
     """Recommend step, tool-call, time and token budgets per agent by replaying its stored runs."""
     collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.client import SourceError, open_source
-    from loopsight.collector.api import BadParameter, parse_time
     from loopsight.format import figure, usd
 
-    try:
-        window = {"since": parse_time("--since", since), "until": parse_time("--until", until)}
-    except BadParameter as exc:
-        raise fail(str(exc)) from None
+    window = _window(since, until)
     source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
     try:
         answer = source.budgets(agent=agent, service=service, by_service=by_service, **window)

@@ -88,7 +88,9 @@ def test_check_errors_exit_2(tmp_path: Path, store: Store) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[[rules]]\nname = "x"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = "high"\n')
     code, text = run_check(str(bad), db=store.path)
-    assert code == 2 and f"{bad}:5: rule 'x', key 'threshold': must be a finite number, got 'high'" in text.replace("\n", "")
+    assert code == 2 and f"{bad}:5: rule 'x', key 'threshold': must be a finite number, got 'high'" in text.replace(
+        "\n", ""
+    )
     bad.write_text('[[rule]]\nname = "[red]x[/red]"\n')  # printed as written, not read as markup
     code, text = run_check(str(bad), db=store.path)
     assert code == 2 and "rules go in [[rules]] tables" in text.replace("\n", ""), text
