@@ -75,7 +75,7 @@ def test_the_budgets_command_prints_the_advice(world_file: Path) -> None:
     assert with_curve.stdout.count("┏") == 5  # the advice and one curve per budget
     assert "no runs of agent nobody in the window" in cli("--db", str(world_file), "--agent", "nobody").stdout
     bad = cli("--db", str(world_file), "--since", "yesterday")
-    assert bad.returncode == 2 and "--since='yesterday' is not an ISO-8601 time" in bad.stderr
+    assert bad.returncode == 2 and "--since 'yesterday' is not an ISO-8601 time" in bad.stderr  # as runs says it
 
 
 def test_the_budgets_command_reads_a_collector(start_collector: Any, world_file: Path, tmp_path: Path) -> None:
