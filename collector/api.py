@@ -50,7 +50,7 @@ def parse_time(name: str, value: str | None) -> datetime | None:
     try:
         if text.startswith("-"):
             return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=parse_duration(text[1:]))
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     except (ValueError, OverflowError):

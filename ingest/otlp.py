@@ -9,9 +9,10 @@ Example:
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
@@ -127,33 +128,39 @@ def decode_request(body: bytes, content_type: str, encoding: str | None, max_byt
     return parse_request(decompress(body, encoding, max_bytes), kind)
 
 
+_OTLP_FILES = (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)  # each after those it imports
+
+
+def _messages(messages: Iterable[Any]) -> Iterator[Any]:
+    """Message types (descriptors or their protos) and every type nested in them."""
+    for message in messages:
+        yield message
+        yield from _messages(message.nested_types if hasattr(message, "nested_types") else message.nested_type)
+
+
+_STRINGS = frozenset(
+    f.full_name
+    for module in _OTLP_FILES
+    for message in _messages(module.DESCRIPTOR.message_types_by_name.values())
+    for f in message.fields
+    if f.type == f.TYPE_STRING
+)
+"""The OTLP fields protobuf requires to be UTF-8."""
+
+
+@functools.cache
 def _lenient_request_type() -> Any:
     """``ExportTraceServiceRequest`` with every string field read as bytes (a pool of its own)."""
     pool = descriptor_pool.DescriptorPool()
-    service = ExportTraceServiceRequest.DESCRIPTOR.file
-    files = [service.dependencies[0].dependencies[0], service.dependencies[0].dependencies[1]]
-    for file in [*files, service.dependencies[0], service]:  # common, resource, trace, the service
+    for module in _OTLP_FILES:
         proto = descriptor_pb2.FileDescriptorProto()
-        file.CopyToProto(proto)
-        messages = list(proto.message_type)
-        while messages:
-            message = messages.pop()
-            messages.extend(message.nested_type)
+        module.DESCRIPTOR.CopyToProto(proto)
+        for message in _messages(proto.message_type):
             for field in message.field:
                 if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
                     field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
         pool.Add(proto)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(ExportTraceServiceRequest.DESCRIPTOR.full_name))
-
-
-_STRINGS = {
-    f.full_name
-    for message in (common_pb2, resource_pb2, trace_pb2, trace_service_pb2)
-    for descriptor in message.DESCRIPTOR.message_types_by_name.values()
-    for nested in (descriptor, *descriptor.nested_types)
-    for f in nested.fields
-    if f.type == f.TYPE_STRING
-}
 
 
 def _repeated(field: Any) -> bool:
@@ -173,9 +180,6 @@ def _valid_utf8(message: Any) -> None:
                 _valid_utf8(item)
 
 
-_lenient: list[Any] = []
-
-
 def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
     """A protobuf ``ExportTraceServiceRequest``; raises ``DecodeError`` (or ``RecursionError``) as
     ``ParseFromString`` does. A string that is not valid UTF-8 (Go and Rust SDKs send them, and the
@@ -192,9 +196,7 @@ def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
     try:
         request.ParseFromString(data)
     except DecodeError:
-        if not _lenient:
-            _lenient.append(_lenient_request_type())
-        lenient = _lenient[0]()
+        lenient = _lenient_request_type()()
         try:
             lenient.ParseFromString(data)
         except DecodeError:

@@ -89,9 +89,8 @@ def parse_store_url(url: str) -> StoreURL:
         return StoreURL("duckdb", path=url)
     try:
         parts = urlsplit(url)
-    except (
-        ValueError
-    ) as exc:  # "Invalid IPv6 URL": a [ or ] outside a bracketed host (the URL is not echoed: it may hold a password)
+    except ValueError as exc:
+        # "Invalid IPv6 URL": a [ or ] outside a bracketed host (the URL is not echoed: it may hold a password)
         raise StoreURLError(
             f"cannot read the store URL ({exc}): percent-encode [ ] @ : / in a user name or password, e.g. %5B for ["
         ) from None
