@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from exporter_rows import request_to_otel_traces
 from scale.fixture_spans import build
 
 from loopsight.analytics.burn import burn
@@ -36,7 +37,6 @@ from loopsight.analytics.runs import list_runs, trace_detail
 from loopsight.analytics.stalls import stalls
 from loopsight.analytics.terminations import terminations
 from loopsight.analytics.tools import tool_stats
-from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores.clickhouse import ClickHouseConnection, connect_chdb
 from loopsight.stores.clickhouse_schema import upgrade

@@ -348,7 +348,7 @@ def sync(
     """Import what the exporter wrote and derive every pending trace (what a pass does); the traces derived.
 
     Example:
-        >>> con.insert_arrow("otel_traces", request_to_otel_traces(request)); sync(con)  # doctest: +SKIP
+        >>> sync(con)  # the exporter wrote otel_traces rows  # doctest: +SKIP
         3
     """
     import_exported(con, lookback=lookback, limits=limits)

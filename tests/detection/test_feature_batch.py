@@ -172,7 +172,9 @@ def test_a_defect_in_the_feature_rules_loses_no_span(keyed, monkeypatch):
 
 
 def test_an_exporter_table_s_rows_are_its_rows_one_at_a_time(keyed):
-    from loopsight.ingest.exporter import otel_traces_rows, request_to_otel_traces
+    from exporter_rows import request_to_otel_traces
+
+    from loopsight.ingest.exporter import otel_traces_rows
     from loopsight.ingest.normalize import Limits
 
     texts = corpus.argument_texts(300)

@@ -15,7 +15,8 @@ import pytest
 
 pytest.importorskip("chdb")
 
-from loopsight.ingest.exporter import request_to_otel_traces
+from exporter_rows import request_to_otel_traces
+
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import ingest_request
 from loopsight.stores.clickhouse import ClickHouseConnection, chdb_open_path, connect_chdb

@@ -3,16 +3,17 @@ the look-back from the watermark, collector batches, and readers that never writ
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+from exporter_rows import request_to_otel_traces
 from spans import make_run, request_of, run_with_two_calls
 
 from loopsight.analytics.runs import list_runs
-from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.pipeline import prepare
 from loopsight.model import DERIVED
 from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, store_batch, sync
@@ -170,6 +171,9 @@ def test_a_run_that_starts_at_the_unix_epoch_is_derived_and_unstaged(new_clickho
             store.submit(prepare(request_of(spans)).table).result(timeout=60)
         reader = store.reader()
         assert store.stats.failed_derives == 0
+        deadline = time.monotonic() + 30  # the unstaging DELETE is asynchronous (lightweight_deletes_sync = 0)
+        while _count(reader, "SELECT count() FROM spans_staged") and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert _count(reader, "SELECT count() FROM spans_staged") == 0
         assert _count(reader, "SELECT count() FROM derive_pending") == 0
         assert sorted(r["agent"] for r in list_runs(reader, limit=10)) == ["epoch", "epoch2"]

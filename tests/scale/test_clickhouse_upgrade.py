@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from exporter_rows import request_to_otel_traces
+
 from loopsight.analytics.runs import list_runs
-from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.model import TABLES
 from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, to_model, upgrade
 from loopsight.stores.clickhouse_store import derive_pending, sync

@@ -69,8 +69,9 @@ def test_the_alerts_page_reads_alert_state_from_clickhouse(
 ) -> None:
     from datetime import datetime
 
+    from exporter_rows import request_to_otel_traces
+
     from loopsight.alerts import Evaluator, Notifier
-    from loopsight.ingest.exporter import request_to_otel_traces
     from loopsight.stores.clickhouse_store import sync
 
     con = new_clickhouse()

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from cost_world import PRICED_RUN_COST, build
+from exporter_rows import request_to_otel_traces
 
 from loopsight import analytics
 from loopsight.analytics.metrics import MetricSpec, cost_totals, measure
-from loopsight.ingest.exporter import request_to_otel_traces
 from loopsight.ingest.otlp import decode_request
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import ingest_request
