@@ -11,7 +11,8 @@ from exporter_rows import request_to_otel_traces
 
 from loopsight.analytics.runs import list_runs
 from loopsight.model import TABLES
-from loopsight.stores.clickhouse_schema import MIGRATIONS, SchemaOptions, to_model, upgrade
+from loopsight.stores.clickhouse_ddl import SchemaOptions
+from loopsight.stores.clickhouse_schema import MIGRATIONS, to_model, upgrade
 from loopsight.stores.clickhouse_store import derive_pending, sync
 
 # What the earlier versions recorded: every id of their history, the superseded ones too.
