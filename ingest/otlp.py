@@ -122,6 +122,23 @@ def _hex_ids_to_base64(node: Any) -> None:
             _hex_ids_to_base64(item)
 
 
+def _legacy_scopes(request: dict[str, Any]) -> None:
+    # OTLP before 0.19 (2022) named scopes "instrumentation library": read them, not drop them.
+    for resources, scopes, spans, scope, library in (
+        ("resourceSpans", "scopeSpans", "instrumentationLibrarySpans", "scope", "instrumentationLibrary"),
+        ("resource_spans", "scope_spans", "instrumentation_library_spans", "scope", "instrumentation_library"),
+    ):
+        found = request.get(resources)
+        for resource_spans in found if isinstance(found, list) else ():
+            legacy = resource_spans.get(spans) if isinstance(resource_spans, dict) else None
+            if not isinstance(legacy, list) or scopes in resource_spans:
+                continue
+            for scope_spans in legacy:
+                if isinstance(scope_spans, dict) and library in scope_spans and scope not in scope_spans:
+                    scope_spans[scope] = scope_spans.pop(library)
+            resource_spans[scopes] = resource_spans.pop(spans)
+
+
 def decode_request(body: bytes, content_type: str, encoding: str | None, max_bytes: int) -> ExportTraceServiceRequest:
     """Decode an export request body; raises BadRequest, TooLarge or UnsupportedMediaType."""
     kind = media_type(content_type)
@@ -221,6 +238,7 @@ def parse_request(data: bytes, kind: str) -> ExportTraceServiceRequest:
     if not isinstance(parsed, dict):
         raise BadRequest("JSON body must be an object with resourceSpans")
     _hex_ids_to_base64(parsed)
+    _legacy_scopes(parsed)
     try:
         json_format.ParseDict(parsed, request, ignore_unknown_fields=True)
     except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:

@@ -125,6 +125,31 @@ def test_snake_case_json_ids_are_hex_as_camel_case_ones(server):
     }
 
 
+def test_json_from_sdks_before_otlp_0_19_is_read_not_dropped(server):
+    """Before 0.19 OTLP/JSON named scopes ``instrumentationLibrarySpans``: the request was
+    answered 200 and nothing stored."""
+    spans = [
+        {
+            "traceId": "6f" * 16,
+            "spanId": "0c" * 8,
+            "name": "invoke_agent legacy",
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000002000000000",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                {"key": "gen_ai.agent.name", "value": {"stringValue": "legacy"}},
+            ],
+        }
+    ]
+    scope = {"instrumentationLibrary": {"name": "old-sdk", "version": "0.16"}, "spans": spans}
+    body = json.dumps({"resourceSpans": [{"instrumentationLibrarySpans": [scope]}]}).encode()
+    response = post(server, body, {"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (200, {})
+    detail = httpx.get(server.url + "/api/v1/runs/" + "6f" * 16, headers=server.headers, timeout=30).json()
+    assert [r["agent"] for r in detail["runs"]] == ["legacy"]
+    assert [s["name"] for s in detail["spans"]] == ["invoke_agent legacy"]
+
+
 def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     before = len(runs(server))
     spans = make_run(tools=1)
