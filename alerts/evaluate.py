@@ -175,3 +175,15 @@ def advance(rule: Rule, state: RuleState, verdict: Verdict, now: datetime) -> tu
             change("resolved", state.notified_firing, "" if state.notified_firing else "firing was not notified")
         ]
     return RuleState(), []
+
+
+def retire(rule: Rule, state: RuleState, now: datetime) -> tuple[RuleState, list[Transition]]:
+    """A rule removed from the rules file: a firing alert resolves (announced when its firing
+    was), a pending one goes back to ``ok``; either way with the note ``rule removed``."""
+    if state.state not in ("firing", "pending"):
+        return state, []
+    to_state, notify = ("resolved", state.notified_firing) if state.state == "firing" else ("ok", False)
+    new = replace(state, state=to_state, state_since=now, pending_since=None, notified_firing=False)
+    return new, [
+        Transition(rule.name, now, state.state, to_state, None, rule.threshold, None, 0, [], notify, "rule removed")
+    ]

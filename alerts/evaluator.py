@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, judge
+from loopsight.alerts.evaluate import RuleState, Transition, Verdict, advance, judge, retire
 from loopsight.alerts.notify import DEFAULT_DASHBOARD_URL, Notification, Notifier
 from loopsight.alerts.prometheus import prometheus_lines
 from loopsight.alerts.rules import Rule, RulesError, load_rules
 from loopsight.alerts.state import state_store
-from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, ReaderMeasures, gauges, store_clock
+from loopsight.analytics.metrics import GAUGE_WINDOW_SECONDS, Gauge, Measurement, ReaderMeasures, gauges, store_clock
 from loopsight.stores import STORE_ERRORS
 from loopsight.stores.protocol import Reader
 
@@ -80,6 +80,7 @@ class Evaluator:
         self._rules_mtime = self._mtime()
         self._states: dict[str, RuleState] = {}
         self._synced = False
+        self._removed: list[Rule] = []  # taken out of the rules file since the last sync: their alerts end
         self._gauges: list[Gauge] = []
         self._results: dict[str, RuleResult] = {}
         self.evaluations = 0
@@ -101,10 +102,13 @@ class Evaluator:
             return
         self._rules_mtime = mtime
         try:
-            self.rules = load_rules(self.rules_path)
+            rules = load_rules(self.rules_path)
         except RulesError as exc:
             log.error("rules file changed but is invalid, keeping the previous rules: %s", exc)
             return
+        names = {rule.name for rule in rules}
+        self._removed += [rule for rule in self.rules if rule.name not in names]
+        self.rules = rules
         self._synced = False
         log.info("reloaded %d alert rule(s) from %s", len(self.rules), self.rules_path)
 
@@ -137,6 +141,7 @@ class Evaluator:
         with self._lock:
             self._reload_if_changed()
             if not self._synced:
+                self._retire_removed(now)
                 self._states = self.state_store.sync_rules(self.rules)
                 self._synced = True
             results = []
@@ -163,6 +168,23 @@ class Evaluator:
             self._results = {r.rule.name: r for r in results}
             return results
 
+    def _retire_removed(self, now: datetime) -> None:
+        """End the alerts of the rules taken out of the file (the rule as last loaded notifies)."""
+        removed, self._removed = self._removed, []
+        kept = {rule.name for rule in self.rules}
+        for rule in (r for r in removed if r.name not in kept):  # not put back by a later edit
+            state = self._states.pop(rule.name, RuleState())
+            new_state, transitions = retire(rule, state, now)
+            if transitions:
+                verdict = Verdict(False, "rule removed", Measurement(None, 0))
+                try:
+                    event_ids = self.state_store.save(rule, new_state, verdict, transitions, now)
+                except STORE_ERRORS as exc:
+                    self.errors += 1
+                    log.error("alert rule %r was removed but its end could not be recorded: %s", rule.name, exc)
+                    continue
+                self._announce(rule, transitions, event_ids, now)
+
     def _evaluate_rule(self, source: ReaderMeasures, rule: Rule, now: datetime) -> RuleResult:
         state = self._states.get(rule.name, RuleState())
         try:
@@ -174,6 +196,11 @@ class Evaluator:
             log.error("alert rule %r could not be evaluated: %s", rule.name, exc)
             return RuleResult(rule, None, state, [], str(exc))
         self._states[rule.name] = new_state
+        self._announce(rule, transitions, event_ids, now)
+        return RuleResult(rule, verdict, new_state, transitions)
+
+    def _announce(self, rule: Rule, transitions: list[Transition], event_ids: list[int], now: datetime) -> None:
+        """Log each transition and queue the notifications it calls for."""
         for transition, event_id in zip(transitions, event_ids, strict=False):
             log.info(
                 "alert %r: %s -> %s (value %s, %d samples)",
@@ -197,7 +224,6 @@ class Evaluator:
                         self.dashboard_url,
                     )
                 )
-        return RuleResult(rule, verdict, new_state, transitions)
 
     def _record_delivery(self, notification: Notification, status: str, error: str | None) -> None:
         if notification.event_id is not None:

@@ -364,6 +364,38 @@ notify = ["webhook:{hook.url}"]
 
 
 @BOTH_STORES
+def test_a_rule_removed_while_firing_resolves_and_says_so(
+    tmp_path: Path, store: Any, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]
+) -> None:
+    """Taking a firing rule out of the file left its alert firing for good, with no resolved
+    notification; a pending one stays pending."""
+    rule = 'metric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
+    rules = write_rules(
+        tmp_path,
+        f'[[rules]]\nname = "fires"\n{rule}notify = ["webhook:{hook.url}"]\n'
+        f'[[rules]]\nname = "waits"\n{rule}for = "1h"\nnotify = ["webhook:{hook.url}"]\n'
+        f'[[rules]]\nname = "stays"\n{rule}',
+    )
+    runs(traffic, T0 - 5 * MIN, 10, loops=5)
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing", "pending", "firing"]
+    assert evaluator.notifier.flush(10) and [b["status"] for b in hook.wait_for(1)] == ["firing"]
+    Path(rules).write_text(f'[[rules]]\nname = "stays"\n{rule}')
+    import os
+
+    os.utime(rules, ns=(1, 1))
+    assert [r.state.state for r in evaluator.evaluate_once(T0 + MIN)] == ["firing"]
+    assert evaluator.notifier.flush(10)
+    assert [(b["rule"], b["status"]) for b in hook.wait_for(2)] == [("fires", "firing"), ("fires", "resolved")]
+    events = [(e["rule"], e["from_state"], e["to_state"], e["notify_status"]) for e in overview(store)["events"]]
+    assert ("fires", "firing", "resolved", "sent") in events and ("waits", "pending", "ok", "none") in events
+    assert [r["name"] for r in overview(store)["rules"]] == ["stays"]
+    evaluator.evaluate_once(T0 + 2 * MIN)  # announced once
+    assert evaluator.notifier.flush(10) and len(hook.received) == 2
+
+
+@BOTH_STORES
 def test_rules_removed_from_the_file_become_inactive_and_reload(
     tmp_path: Path, store: Store, stop_later: list[Evaluator]
 ) -> None:
