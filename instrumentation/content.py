@@ -19,7 +19,8 @@ from typing import Any
 
 from loopsight.config import env_bool, env_int
 from loopsight.hashing import canonical_json
-from loopsight.redaction import add_patterns, redact
+from loopsight.redaction import add_patterns, redact_head
+from loopsight.redaction import redact as redact  # used from here by handles and loopsight.instrumentation
 
 DEFAULT_MAX_LENGTH = 4096
 
@@ -71,12 +72,14 @@ def capture_enabled() -> bool:
 
 
 def render(value: Any) -> str:
-    """Text for a captured value: strings as they are, anything else as canonical JSON,
-    redacted then truncated (a ``…[truncated N chars]`` suffix says how much was cut)."""
+    """Text for a captured value: strings as they are, anything else as canonical JSON, cut to
+    the length limit and redacted, in that order: only the kept head and a margin past it are
+    read (a ``…[truncated N chars]`` suffix says how much was cut).
+
+    Example:
+        >>> render({"q": "key sk-abcdefghijklmnop1234"})
+        '{"q":"key [REDACTED:api_key]"}'
+    """
     text = value if isinstance(value, str) else canonical_json(value)
-    text = redact(text)
-    limit = SETTINGS.max_length
-    if len(text) > limit:
-        cut = len(text) - limit
-        text = f"{text[:limit]}…[truncated {cut} chars]"
-    return text
+    text, cut = redact_head(text, SETTINGS.max_length)
+    return f"{text}…[truncated {cut} chars]" if cut else text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import loopsight
@@ -121,3 +123,48 @@ def test_exception_messages_and_stacktraces_are_redacted(loopsight_spans):
     assert "sk-abcdefghijklmnopqrstuvwx" not in stacktrace
     assert stacktrace.startswith("Traceback (most recent call last):")
     assert stacktrace.rstrip().endswith("RuntimeError: auth failed for key [REDACTED:api_key]")
+
+
+# "sk-sk-sk-…" made the former api_key pattern rescan the rest of the text from every "sk-":
+# 15,000 characters cost 1.4 s, 60,000 cost 20 s in the agent's thread. Each bound below is
+# more than 50x what the fixed code takes (it is linear: under 10 ms here).
+HOSTILE = "sk-" * 40_000 + "eyJa-" * 8_000  # 160,000 characters: minutes before the fix
+
+
+def test_hostile_exception_message_is_redacted_in_linear_time(loopsight_spans):
+    """Default settings (capture off): exception messages and stacktraces are always redacted."""
+
+    @loopsight.tool
+    def fetch_page(url):
+        raise ValueError(f"could not parse page: {HOSTILE} key sk-abcdefghijklmnopqrstuvwx")
+
+    started = time.perf_counter()
+    with pytest.raises(ValueError):
+        fetch_page("https://example.com")
+    assert time.perf_counter() - started < 2.0
+    (event,) = loopsight_spans.spans[0].events
+    assert event.attributes["exception.message"].endswith(" key [REDACTED:api_key]")
+    assert "sk-abcdefghijklmnopqrstuvwx" not in event.attributes["exception.stacktrace"]
+
+
+def test_capture_cuts_before_redacting(loopsight_spans, capture):
+    """Only the kept head (and a margin) is redacted: a hostile argument costs what its head
+    costs, and a secret straddling the cut is still redacted, not kept in part."""
+    content.set_capture(max_length=100)
+
+    @loopsight.tool
+    def read(text):
+        return "x " * 48 + "sk-abcdefghijklmnopqrstuvwx and more"  # the key straddles character 100
+
+    started = time.perf_counter()
+    read(HOSTILE + " sk-" + "a" * 1000)
+    assert time.perf_counter() - started < 2.0
+    (span,) = loopsight_spans.spans
+    args = span.attributes[A.TOOL_CALL_ARGUMENTS]
+    assert args.startswith('{"text":"sk-sk-sk-')
+    # The count is of the characters past the cut as they were: the key past the head was never handed
+    # to the patterns (redacting everything first made the count 985 less, and took minutes).
+    cut = len('{"text":""}') + len(HOSTILE) + len(" sk-") + 1000 - 100
+    assert args.endswith(f"…[truncated {cut} chars]")
+    result = span.attributes[A.TOOL_CALL_RESULT]
+    assert result == "x " * 48 + "[RED…[truncated 23 chars]"
