@@ -34,6 +34,34 @@ def capture():
         ("card 5500 0000 0000 0004", "card [REDACTED:card]"),
         ("order 1234567890123 is not a card", "order 1234567890123 is not a card"),
         ("nothing secret here", "nothing secret here"),
+        # credentials in URLs, headers and secret-named fields (review 2026-12-04)
+        (
+            "to postgres://admin:Hunter2pw@localhost:5432/orders",
+            "to postgres://admin:[REDACTED:password]@localhost:5432/orders",
+        ),
+        ("redis://:p4ss!w0rd@cache.internal:6379/0", "redis://:[REDACTED:password]@cache.internal:6379/0"),
+        ("mysql://root:s3cr3t@10.0.0.5/db", "mysql://root:[REDACTED:password]@10.0.0.5/db"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: [REDACTED:basic]"),
+        ("Authorization: Token abc123\nHost: x", "Authorization: [REDACTED:authorization]\nHost: x"),
+        ("Cookie: session=abc; theme=dark", "Cookie: [REDACTED:cookie]"),
+        ("x-api-key: 8f14e45fceea167a5a36dedd4bea2543", "x-api-key: [REDACTED:secret]"),
+        ("DB_PASSWORD=hunter2 other=1", "DB_PASSWORD=[REDACTED:secret] other=1"),
+        ("Client(api_key=abc123def, timeout=3)", "Client(api_key=[REDACTED:secret], timeout=3)"),
+        ("{'passwd': 'hunter2', 'user': 'bob'}", "{'passwd': '[REDACTED:secret]', 'user': 'bob'}"),
+        (
+            '{"apikey":"k1","client_secret":"c2","access_token":"t3"}',
+            '{"apikey":"[REDACTED:secret]","client_secret":"[REDACTED:secret]","access_token":"[REDACTED:secret]"}',
+        ),
+        (
+            '{"accessToken": "a b c", "secret": "x\\"y"}',
+            '{"accessToken": "[REDACTED:secret]", "secret": "[REDACTED:secret]"}',
+        ),
+        ("GET /v1?api_key=XYZ123&q=weather", "GET /v1?api_key=[REDACTED:secret]&q=weather"),
+        ("token: sk-abcdefghijklmnopqrstuvwx", "token: [REDACTED:api_key]"),
+        # harmless look-alikes stay
+        ('{"usage":{"prompt_tokens":12,"max_tokens":100}}', '{"usage":{"prompt_tokens":12,"max_tokens":100}}'),
+        ("a basic understanding of https://example.com/a:b", "a basic understanding of https://example.com/a:b"),
+        ("sk-learn and task-abcdefghijklmnopqrstuvwx", "sk-learn and task-abcdefghijklmnopqrstuvwx"),
     ],
 )
 def test_default_redaction(text, expected):
@@ -168,3 +196,48 @@ def test_capture_cuts_before_redacting(loopsight_spans, capture):
     assert args.endswith(f"…[truncated {cut} chars]")
     result = span.attributes[A.TOOL_CALL_RESULT]
     assert result == "x " * 48 + "[RED…[truncated 23 chars]"
+
+
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        (
+            "postgres://admin:Hunter2pw@localhost:5432/orders",
+            "postgres://admin:[REDACTED:password]@localhost:5432/orders",
+        ),
+        ("redis://:p4ss!w0rd@cache.internal:6379/0", "redis://:[REDACTED:password]@cache.internal:6379/0"),
+        ("mysql://root:s3cr3t@10.0.0.5/db", "mysql://root:[REDACTED:password]@10.0.0.5/db"),
+    ],
+)
+def test_url_passwords_in_exception_messages_are_redacted(loopsight_spans, dsn, expected):
+    """Default settings: the message keeps scheme, user and host, not the password."""
+
+    @loopsight.tool
+    def connect(dsn):
+        raise ConnectionError(f"could not connect to {dsn}")
+
+    with pytest.raises(ConnectionError):
+        connect(dsn)
+    (event,) = loopsight_spans.spans[0].events
+    assert event.attributes["exception.message"] == f"could not connect to {expected}"
+    assert dsn not in event.attributes["exception.stacktrace"]
+
+
+def test_captured_headers_and_secret_fields_are_redacted(loopsight_spans, capture):
+    @loopsight.tool
+    def call_api(url, headers, password):
+        return {"status": "ok", "session": {"access_token": "tok-123", "expires_in": 3600}}
+
+    call_api(
+        "https://bob:S3cretPass@api.example.com/v1",
+        {"Authorization": "Basic dXNlcjpwYXNzd29yZA==", "x-api-key": "8f14e45fceea167a5a36dedd4bea2543"},
+        password="Tr0ub4dor&3",
+    )
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.TOOL_CALL_ARGUMENTS] == (
+        '{"headers":{"Authorization":"[REDACTED:basic]","x-api-key":"[REDACTED:secret]"},'
+        '"password":"[REDACTED:secret]","url":"https://bob:[REDACTED:password]@api.example.com/v1"}'
+    )
+    assert span.attributes[A.TOOL_CALL_RESULT] == (
+        '{"session":{"access_token":"[REDACTED:secret]","expires_in":3600},"status":"ok"}'
+    )
