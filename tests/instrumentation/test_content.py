@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -241,3 +242,29 @@ def test_captured_headers_and_secret_fields_are_redacted(loopsight_spans, captur
     assert span.attributes[A.TOOL_CALL_RESULT] == (
         '{"session":{"access_token":"[REDACTED:secret]","expires_in":3600},"status":"ok"}'
     )
+
+
+@dataclasses.dataclass
+class Upload:
+    name: str
+    data: bytes
+
+
+def test_bytes_are_captured_as_text_and_redacted(loopsight_spans, capture):
+    """Bytes were written as hex, which decodes straight back to the key: they are now decoded
+    (UTF-8, undecodable bytes as U+FFFD) and redacted like text, at any depth."""
+
+    @loopsight.tool
+    def post(url: str, body: bytes, extra):
+        return b"echo: " + body
+
+    body = b"Authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwx"
+    post("https://api.example.com", body, [Upload("k", b"\xff key sk-abcdefghijklmnopqrstuvwx"), {b"raw"}])
+    (span,) = loopsight_spans.spans
+    args = span.attributes[A.TOOL_CALL_ARGUMENTS]
+    assert args == (
+        '{"body":"Authorization: [REDACTED:bearer]","extra":[{"data":"\ufffd key [REDACTED:api_key]","name":"k"},'
+        '["raw"]],"url":"https://api.example.com"}'
+    )
+    assert span.attributes[A.TOOL_CALL_RESULT] == "echo: Authorization: [REDACTED:bearer]"
+    assert body.hex() not in args and "abcdefghijklmnopqrstuvwx" not in args
