@@ -359,7 +359,7 @@ class ReactAgent:
             timeout = min(own, budget)
             try:
                 if timeout <= 0:
-                    raise loopsight.TransientToolError("the run's time budget is spent", error_type="timeout")
+                    raise _LoopCut("the run's time budget is spent", error_type="timeout")
                 result = await _invoke(tool, kwargs, timeout)
                 break
             except asyncio.CancelledError:
@@ -368,8 +368,10 @@ class ReactAgent:
                 etype, eclass = loopsight.classify(exc)
                 if eclass != "invalid_argument":
                     st.summary.count("error_classes", eclass)
-                if eclass == "transient" and etype == "timeout" and timeout < own:
-                    t.fail(exc)  # the run's wall-clock budget, not the tool's own timeout, cut it short
+                if isinstance(exc, _LoopCut) and timeout < own:
+                    # the loop's own timer, set by the run's remaining time (not the tool's own
+                    # timeout), cut the call short; a timeout the tool raised itself is retried below
+                    t.fail(exc)
                     st.end("timeout")
                     return dumps({"error_type": "RUN_TIME_BUDGET_EXHAUSTED", "tool": tool.name}), "error", etype
                 if eclass == "transient":
@@ -502,16 +504,26 @@ def _upper(error_type: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in error_type).upper()
 
 
+class _LoopCut(loopsight.TransientToolError):
+    """The loop's own timer cancelled a tool call: a ``timeout`` told apart from one the tool raised."""
+
+
 async def _invoke(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
-    """Call the tool within ``timeout`` seconds (sync tools run in a daemon thread)."""
+    """Call the tool within ``timeout`` seconds (sync tools run in a daemon thread).
+
+    The loop's own timer firing raises :class:`_LoopCut`; a ``TimeoutError`` the tool raises
+    itself (its HTTP client giving up) propagates as the tool's own transient failure.
+    """
+    cut = asyncio.timeout(timeout)
     try:
-        if tool.is_async:
-            return await asyncio.wait_for(tool.fn(**kwargs), timeout)
-        return await _in_thread(lambda: tool.fn(**kwargs), timeout)
+        async with cut:
+            if tool.is_async:
+                return await tool.fn(**kwargs)
+            return await _in_thread(lambda: tool.fn(**kwargs), None)
     except TimeoutError:
-        raise loopsight.TransientToolError(
-            f"{tool.name} timed out after {timeout:.3f}s", error_type="timeout"
-        ) from None
+        if cut.expired():
+            raise _LoopCut(f"{tool.name} timed out after {timeout:.3f}s", error_type="timeout") from None
+        raise
 
 
 async def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:

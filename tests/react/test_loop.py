@@ -153,6 +153,60 @@ def test_tool_timeout_is_capped_by_the_remaining_run_budget(loopsight_spans):
     assert tool_spans(loopsight_spans)[0].attributes["error.type"] == "timeout"
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_timeout_the_tool_raises_itself_is_retried_even_when_the_run_budget_caps_its_timeout(loopsight_spans, kind):
+    # max_seconds=20: the default 30 s tool timeout is capped at 90 % of the time left, but the
+    # tool's own HTTP client gave up after 0.05 s: a transient failure, not the run's deadline
+    attempts: list[float] = []
+
+    def answer(order_id: str) -> dict:
+        attempts.append(time.monotonic())
+        if len(attempts) == 1:
+            raise TimeoutError("read timed out (client timeout 0.05 s)")
+        return {"order_id": order_id, "status": "shipped"}
+
+    if kind == "sync":
+
+        def flaky(order_id: str) -> dict:
+            time.sleep(0.05)
+            return answer(order_id)
+    else:
+
+        async def flaky(order_id: str) -> dict:
+            await asyncio.sleep(0.05)
+            return answer(order_id)
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "It has shipped."])
+    result = react.ReactAgent(llm, [order_tool(flaky, max_retries=2)], cfg(max_seconds=20)).run("status?")
+    assert (result.termination_reason, result.answer) == ("completed", "It has shipped.")
+    assert len(attempts) == 2 and result.summary.retries == 1
+    assert tool_messages(result) == [{"order_id": "100234", "status": "shipped"}]
+    (span,) = tool_spans(loopsight_spans)
+    assert span.status.is_ok and span.attributes["loopsight.tool.attempts"] == 2
+    (retry,) = [e for e in span.events if e.name == "retry"]
+    assert retry.attributes["error.type"] == "TimeoutError"
+    assert retry.attributes["loopsight.error.class"] == "transient"
+
+
+def test_a_tool_that_keeps_raising_its_own_timeouts_is_retried_until_the_runs_deadline(loopsight_spans):
+    attempts: list[float] = []
+
+    def flaky(order_id: str) -> dict:
+        attempts.append(time.monotonic())
+        time.sleep(0.05)
+        raise TimeoutError("read timed out")
+
+    llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id="100234")))
+    started = time.monotonic()
+    result = react.ReactAgent(
+        llm, [order_tool(flaky, max_retries=50)], cfg(max_seconds=0.3, retry=RetryPolicy(base=0.01, cap=0.02))
+    ).run("status?")
+    assert time.monotonic() - started < 1.0
+    assert len(attempts) >= 3  # retried while time was left (it used to end at the first one)
+    assert result.termination_reason == "timeout" and result.fallback == "retry_later"
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "timeout"
+
+
 def test_invalid_arguments_are_fed_back_with_the_schema_and_corrected(loopsight_spans):
     llm = ScriptedLLM(
         [
