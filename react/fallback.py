@@ -3,7 +3,9 @@
 ``choose`` picks the grade from what went wrong: ``permission`` for fatal errors,
 ``clarify`` when required arguments are missing or corrections ran out, ``partial_result``
 when something was confirmed, ``retry_later`` for exhausted transient failures and time
-limits, and ``clarify`` when nothing else applies. ``message`` builds the user-facing text
+limits, and ``clarify`` when nothing else applies (a model error the classifier calls
+``permanent`` or ``invalid_argument``, such as a 404 for an unknown model or a 400 for a
+context too long, is not something to retry later). ``message`` builds the user-facing text
 from what is known.
 
 Example:
@@ -14,6 +16,8 @@ Example:
     >>> print(message("partial_result", facts))
     I could not finish this request (step limit reached). What I could confirm:
     - query_order(order_id=100234): shipped
+    >>> choose(Facts(reason="error")), choose(Facts(reason="error", transient_exhausted=["the model service"]))
+    ('clarify', 'retry_later')
 """
 
 from __future__ import annotations
@@ -58,8 +62,8 @@ def choose(facts: Facts) -> str | None:
         return "clarify"
     if facts.confirmed:
         return "partial_result"
-    if facts.transient_exhausted or facts.reason in ("timeout", "error"):
-        return "retry_later"
+    if facts.transient_exhausted or facts.reason == "timeout":
+        return "retry_later"  # a run ended by an error that is not transient ("error") is not one of these
     return "clarify"
 
 

@@ -597,6 +597,27 @@ def test_model_failures_that_persist_end_with_error_not_an_exception(loopsight_s
     assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "error"
 
 
+@pytest.mark.parametrize(
+    ("error", "eclass", "grade"),
+    [
+        (loopsight.PermanentToolError("model 'gpt-5o' does not exist", error_type="404"), "permanent", "clarify"),
+        (
+            loopsight.InvalidArgumentError("maximum context length exceeded", error_type="400"),
+            "invalid_argument",
+            "clarify",
+        ),
+        (loopsight.TransientToolError("overloaded", error_type="529"), "transient", "retry_later"),
+    ],
+)
+def test_a_model_error_falls_back_by_its_class_retry_later_only_when_transient(loopsight_spans, error, eclass, grade):
+    llm = ScriptedLLM([error] * 3)
+    result = react.ReactAgent(llm, [], cfg(llm_max_retries=2)).run("Where is my order?")
+    assert (result.status, result.termination_reason, result.fallback) == ("error", "error", grade)
+    assert result.summary.error_classes == {eclass: 1 if eclass != "transient" else 3}
+    assert run_span(loopsight_spans).attributes["loopsight.fallback"] == grade
+    assert ("not responding right now" in result.message) is (grade == "retry_later")
+
+
 def test_arun_and_run_inside_a_running_loop(loopsight_spans):
     def make() -> react.ReactAgent:
         llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "shipped"])
