@@ -250,8 +250,9 @@ class ReactAgent:
                     st.facts.transient_exhausted.append(f"the model service ({self.llm.model})")
                 st.error = f"model call failed: {etype} ({eclass}): {exc}"
                 return "error"
-            st.summary.input_tokens += response.input_tokens
-            st.summary.output_tokens += response.output_tokens
+            # a count the provider did not send (None) is unknown: only what is known counts
+            st.summary.input_tokens += response.input_tokens or 0
+            st.summary.output_tokens += response.output_tokens or 0
             return response
         return "error"  # pragma: no cover - the loop always returns inside
 

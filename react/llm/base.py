@@ -32,12 +32,13 @@ class ToolCall:
 class LLMResponse:
     """One model turn: text and/or tool calls, with token usage (``input_tokens`` includes the
     ``cache_read_tokens`` served from the provider's prompt cache and the ``cache_write_tokens``
-    written to it; ``None``: the provider did not say)."""
+    written to it; ``None``: the provider did not say, and the count adds nothing to the run's
+    token budget)."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     finish_reason: str = "stop"
     model: str | None = None
     cache_read_tokens: int | None = None

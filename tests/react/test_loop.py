@@ -14,6 +14,7 @@ import loopsight
 from loopsight import react
 from loopsight.react.guard import GuardConfig
 from loopsight.react.llm import LLMResponse, ScriptedLLM, call, turn
+from loopsight.react.llm.base import ToolCall
 from loopsight.react.retry import RetryPolicy
 
 ORDER_SCHEMA = {
@@ -616,6 +617,35 @@ def test_a_model_error_falls_back_by_its_class_retry_later_only_when_transient(l
     assert result.summary.error_classes == {eclass: 1 if eclass != "transient" else 3}
     assert run_span(loopsight_spans).attributes["loopsight.fallback"] == grade
     assert ("not responding right now" in result.message) is (grade == "retry_later")
+
+
+def test_a_model_response_without_usage_continues_and_counts_only_known_tokens(loopsight_spans):
+    class NoUsage:
+        model = "local-llama"
+
+        def __init__(self) -> None:
+            self.turns = iter(
+                [
+                    LLMResponse(
+                        tool_calls=[ToolCall("c1", "query_order", '{"order_id": "100234"}')],
+                        input_tokens=None,
+                        output_tokens=None,
+                    ),
+                    LLMResponse(content="Order 100234 has shipped.", input_tokens=120, output_tokens=None),
+                ]
+            )
+
+        def complete(self, messages, tools) -> LLMResponse:
+            return next(self.turns)
+
+    result = react.ReactAgent(NoUsage(), [order_tool()], cfg(max_tokens=1000)).run("Where is order 100234?")
+    assert (result.status, result.termination_reason) == ("ok", "completed")
+    assert result.answer == "Order 100234 has shipped." and result.error is None
+    assert (result.summary.input_tokens, result.summary.output_tokens, result.summary.total_tokens) == (120, 0, 120)
+    first, second = loopsight_spans.by_name("chat local-llama")
+    assert "gen_ai.usage.input_tokens" not in first.attributes and "gen_ai.usage.output_tokens" not in first.attributes
+    assert second.attributes["gen_ai.usage.input_tokens"] == 120
+    assert first.status.is_ok and second.status.is_ok
 
 
 def test_arun_and_run_inside_a_running_loop(loopsight_spans):
