@@ -43,6 +43,8 @@ from loopsight.react.silent import detect
 from loopsight.react.tools import IDEMPOTENCY_KEY_PARAM, Tool
 
 T = TypeVar("T")
+UNREADABLE_RESULT = "unreadable_result"
+"""``error.type`` of a call whose result cannot be rendered as text (its ``__str__`` raised)."""
 NOT_AN_ERROR = "This describes the failed call, not the world: do not reinterpret it as a fact."
 
 
@@ -400,7 +402,7 @@ class ReactAgent:
                     )
                 if eclass == "invalid_argument":
                     return (
-                        self._invalid(st, t, tool.name, etype.upper(), [str(exc) or etype], tool.parameters),
+                        self._invalid(st, t, tool.name, etype.upper(), [_safe_str(exc) or etype], tool.parameters),
                         "error",
                         etype.lower(),
                     )
@@ -426,7 +428,7 @@ class ReactAgent:
                             "error_type": _upper(etype),
                             "tool": tool.name,
                             "arguments": args,
-                            "message": truncate(str(exc), 300),
+                            "message": truncate(_safe_str(exc), 300),
                             "note": NOT_AN_ERROR,
                         }
                     ),
@@ -456,10 +458,29 @@ class ReactAgent:
                 silent.kind,
                 silent.code,
             )
+        try:
+            text = result if isinstance(result, str) else dumps(result)
+        except Exception as exc:  # the tool answered with something that cannot be rendered (its __str__ raised)
+            detail = f"{type(exc).__name__}: {_safe_str(exc)}"
+            t.fail(loopsight.PermanentToolError(detail, error_type=UNREADABLE_RESULT))
+            st.summary.count("error_classes", "permanent")
+            return (
+                dumps(
+                    {
+                        "error_type": _upper(UNREADABLE_RESULT),
+                        "tool": tool.name,
+                        "arguments": args,
+                        "message": truncate(detail, 300),
+                        "instruction": f"{tool.name} ran but its result could not be read as text: do not "
+                        "assume what it said; try another way or answer with what you have.",
+                        "note": NOT_AN_ERROR,
+                    }
+                ),
+                "error",
+                UNREADABLE_RESULT,
+            )
         t.set_result(result)
-        observation = truncate(
-            result if isinstance(result, str) else dumps(result), cfg.context.observation_limit(mode)
-        )
+        observation = truncate(text, cfg.context.observation_limit(mode))
         st.confirmed.append({"tool": tool.name, "arguments": args, "result": observation})
         return observation, "ok", None
 
@@ -499,6 +520,14 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+def _safe_str(value: object) -> str:
+    """``str(value)``, or a description when its ``__str__`` raises (a tool's object must not end the run)."""
+    try:
+        return str(value)
+    except Exception as exc:
+        return f"<unprintable {type(value).__name__}: __str__ raised {type(exc).__name__}>"
 
 
 def _upper(error_type: str) -> str:

@@ -318,6 +318,45 @@ def test_silent_failures_become_guidance_and_count_as_failures(loopsight_spans, 
     assert not span.status.is_ok
 
 
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("lazy row not loaded")
+
+    __str__ = __repr__
+
+
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("message not loaded")
+
+
+@pytest.mark.parametrize("returned", [_Unprintable(), {"row": _Unprintable()}])
+def test_a_result_that_cannot_be_rendered_is_a_tool_failure_the_model_sees(loopsight_spans, returned):
+    other = react.Tool("other", lambda: {"answer": "fine"}, "Other.")
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), turn(call("other")), "done"])
+    result = react.ReactAgent(llm, [order_tool(lambda order_id: returned), other], cfg()).run("t")
+    assert (result.status, result.termination_reason, result.error) == ("ok", "completed", None)
+    assert result.answer == "done" and result.summary.tool_failures == 1
+    first, second = tool_messages(result)
+    assert first["error_type"] == "UNREADABLE_RESULT" and "lazy row not loaded" in first["message"]
+    assert second == {"answer": "fine"}
+    assert [p["tool"] for p in result.partial_results] == ["other"]
+    failed, ok = tool_spans(loopsight_spans)
+    assert not failed.status.is_ok and failed.attributes["error.type"] == "unreadable_result"
+    assert failed.attributes["loopsight.error.class"] == "permanent" and ok.status.is_ok
+
+
+def test_an_error_whose_message_cannot_be_rendered_is_still_a_tool_failure(loopsight_spans):
+    def broken(order_id: str) -> dict:
+        raise _UnprintableError()
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "done"])
+    result = react.ReactAgent(llm, [order_tool(broken)], cfg()).run("t")
+    assert (result.status, result.termination_reason) == ("ok", "completed")
+    (obs,) = tool_messages(result)
+    assert obs["error_type"] == "_UNPRINTABLEERROR" and "unprintable" in obs["message"]
+
+
 def test_max_steps_returns_partial_results(loopsight_spans):
     llm = ScriptedLLM(lambda m, t: turn(call("query_order", order_id=f"{100000 + len(m)}")))
     result = react.ReactAgent(llm, [order_tool()], cfg(max_steps=3)).run("check orders")
