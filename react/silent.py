@@ -1,10 +1,14 @@
 """Silent-failure checks: results that succeeded but carry nothing usable.
 
 A check is any callable ``(tool_name, result) -> SilentFailure | None``. The defaults
-flag empty results and three kinds of garbage pages: login walls (English and
-Chinese), pages too short to hold an answer, and link-dense ad pages. Text checks
-look at ``str`` results and at the ``content``/``text``/``body``/``html`` field of
-``dict`` results; structured records (an order, a row) are only checked for emptiness.
+flag empty results (``None``, a blank string, an empty container or result list) and
+three kinds of garbage pages: login walls (English and Chinese), link-dense ad pages,
+and pages too short to hold an answer. The login-wall and ad-page checks look at ``str``
+results and at the ``content``/``text``/``body``/``html``/``page`` field of ``dict``
+results; the too-short check looks at that field only (a document: ``{"url": ...,
+"content": "Not found"}``), since a short bare string is what many tools rightly answer
+(a calculator's ``"42"``, ``"Order 100234: shipped"``). Structured records (an order, a
+row) are only checked for emptiness.
 
 Example:
     >>> checks = default_checks()
@@ -14,6 +18,8 @@ Example:
     'login wall'
     >>> detect("query_order", {"status": "shipped"}, checks) is None
     True
+    >>> detect("calculator", "42", checks) is None, detect("fetch", {"content": "404"}, checks).code
+    (True, 'too_short')
 """
 
 from __future__ import annotations
@@ -64,9 +70,14 @@ _LIST_KEYS = ("results", "items", "hits", "data", "documents")
 
 
 def page_text(result: Any) -> str | None:
-    """The page-like text of a result, or None for structured results."""
+    """The page-like text of a result (a ``str`` result, or its document's text), or None for structured results."""
     if isinstance(result, str):
         return result
+    return document_text(result)
+
+
+def document_text(result: Any) -> str | None:
+    """The text of a document result: the ``content``/``text``/``body``/``html``/``page`` field of a ``dict``."""
     if isinstance(result, dict):
         for key in _TEXT_KEYS:
             if isinstance(result.get(key), str):
@@ -107,11 +118,14 @@ def login_wall_check(max_chars: int = 1500, patterns: Sequence[str] = LOGIN_WALL
     return check
 
 
-def too_short_check(min_chars: int = 40) -> SilentCheck:
-    """Flag page text shorter than ``min_chars`` once stripped (but not empty: that is another check)."""
+def too_short_check(min_chars: int = 40, *, strings: bool = False) -> SilentCheck:
+    """Flag a document's text shorter than ``min_chars`` once stripped (but not empty: that is
+    another check). Only document results (:func:`document_text`) are checked, unless ``strings``:
+    then bare ``str`` results too (for a page fetcher that returns the page as a bare string)."""
+    text_of = page_text if strings else document_text
 
     def check(tool: str, result: Any) -> SilentFailure | None:
-        text = page_text(result)
+        text = text_of(result)
         if text is not None and text.strip() and len(text.strip()) < min_chars:
             return SilentFailure("garbage", f"page too short ({len(text.strip())} characters)", "too_short")
         return None

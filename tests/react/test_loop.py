@@ -298,7 +298,13 @@ def test_fatal_error_ends_the_run_with_a_permission_fallback(loopsight_spans):
         ({"content": "该内容需要登录后查看。请登录。"}, "garbage", "login_wall"),
         ({"content": "Sponsored " + " ".join(f"https://ads.example/{i}" for i in range(8))}, "garbage", "ad_page"),
         ({"content": "404"}, "garbage", "too_short"),
+        ({"url": "https://404.example/d", "content": "Not found"}, "garbage", "too_short"),
         ({"results": []}, "empty_result", "empty"),
+        # bare strings: blank is empty and a login wall is one, but a short one is an answer (below)
+        ("", "empty_result", "empty"),
+        ("  \n ", "empty_result", "empty"),
+        ("Please sign in to continue reading this article.", "garbage", "login_wall"),
+        ("该内容需要登录后查看。请登录。", "garbage", "login_wall"),
     ],
 )
 def test_silent_failures_become_guidance_and_count_as_failures(loopsight_spans, page, kind, code):
@@ -318,6 +324,23 @@ def test_silent_failures_become_guidance_and_count_as_failures(loopsight_spans, 
     assert not span.status.is_ok
 
 
+@pytest.mark.parametrize("answers", [["42", "1024", "25.0"], ["Order 100234: shipped", "ok", "Paris"]])
+def test_short_bare_string_results_are_answers_not_garbage(loopsight_spans, answers):
+    given = iter(answers)
+    calc = react.Tool(
+        "calculator",
+        lambda expr: next(given),
+        "Evaluate an expression.",
+        {"type": "object", "required": ["expr"], "properties": {"expr": {"type": "string"}}},
+    )
+    exprs = ["6*7", "2**10", "100/4"]
+    llm = ScriptedLLM([turn(call("calculator", expr=e)) for e in exprs] + ["6*7=42, 2**10=1024, 100/4=25"])
+    result = react.ReactAgent(llm, [calc], cfg()).run("Compute 6*7, 2**10 and 100/4")
+    assert (result.termination_reason, result.summary.tool_failures) == ("completed", 0)
+    assert tool_messages(result) == answers and [p["result"] for p in result.partial_results] == answers
+    assert all(s.status.is_ok and "error.type" not in s.attributes for s in tool_spans(loopsight_spans))
+
+
 class _Unprintable:
     def __repr__(self) -> str:
         raise RuntimeError("lazy row not loaded")
@@ -332,14 +355,14 @@ class _UnprintableError(Exception):
 
 @pytest.mark.parametrize("returned", [_Unprintable(), {"row": _Unprintable()}])
 def test_a_result_that_cannot_be_rendered_is_a_tool_failure_the_model_sees(loopsight_spans, returned):
-    other = react.Tool("other", lambda: {"answer": "fine"}, "Other.")
+    other = react.Tool("other", lambda: "fine", "Other.")
     llm = ScriptedLLM([turn(call("query_order", order_id="100234")), turn(call("other")), "done"])
     result = react.ReactAgent(llm, [order_tool(lambda order_id: returned), other], cfg()).run("t")
     assert (result.status, result.termination_reason, result.error) == ("ok", "completed", None)
     assert result.answer == "done" and result.summary.tool_failures == 1
     first, second = tool_messages(result)
     assert first["error_type"] == "UNREADABLE_RESULT" and "lazy row not loaded" in first["message"]
-    assert second == {"answer": "fine"}
+    assert second == "fine"
     assert [p["tool"] for p in result.partial_results] == ["other"]
     failed, ok = tool_spans(loopsight_spans)
     assert not failed.status.is_ok and failed.attributes["error.type"] == "unreadable_result"

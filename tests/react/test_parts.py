@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from loopsight.react import silent
 from loopsight.react.context import ContextPolicy, estimate_messages, estimate_tokens
 from loopsight.react.guard import HashingEmbedder, LoopGuard, cosine
 from loopsight.react.retry import RetryPolicy
@@ -49,6 +50,9 @@ def test_silent_thresholds_are_configurable_and_checks_pluggable():
     assert detect("fetch", {"results": []}, custom) is None
     long_article = "Please sign in to continue. " + "real content " * 200
     assert detect("fetch", long_article, default_checks()) is None  # a long page that mentions sign-in is kept
+    assert detect("fetch", "x" * 100, strict) is None  # a bare string is an answer, not a document
+    strings = [silent.too_short_check(200, strings=True)]
+    assert detect("fetch", "x" * 100, strings).code == "too_short"  # a fetcher returning bare page text
 
 
 def test_embedder_separates_near_duplicates_from_different_queries():
