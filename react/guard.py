@@ -7,7 +7,9 @@ now failed :data:`REPEATED_ERROR_CALLS` times in a row with the same ``error.typ
 
 The default embedder hashes character n-grams into a fixed-size vector, so semantic
 detection works offline with no model download; any ``Callable[[str], Sequence[float]]``
-can replace it.
+can replace it. Only calls with the same :func:`frame` are compared (the pagination, the
+identifiers and the text fields equal; knobs free), so an advancing page or another id is
+never a semantic repeat.
 
 Example:
     >>> guard = LoopGuard(GuardConfig(exact_threshold=1))
@@ -74,12 +76,90 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def query_text(args: Any) -> str:
-    """The text of a call's string arguments (sorted by key), what semantic repeats compare."""
-    if isinstance(args, dict):
-        return " ".join(query_text(args[k]) for k in sorted(args)).strip()
-    if isinstance(args, (list, tuple)):
-        return " ".join(query_text(v) for v in args).strip()
-    return args if isinstance(args, str) else ""
+    """The text of a call's string arguments (sorted by key), what semantic repeats compare;
+    pagination fields (:func:`frame`) are left out."""
+    return " ".join(v for path, v in _leaves(args, "") if isinstance(v, str) and not _is_page(path)).strip()
+
+
+# The structural rule of a semantic repeat (docs/react.md, "Loop guard"): the smallest form of
+# the collector's field kinds (docs/detection.md, "When two calls are near"; loopsight.ingest
+# .features cannot be imported by a base install: its package imports pyarrow).
+_PAGE_NAME = re.compile(
+    r"^(?:page|page_?(?:number|num|no|index)|offset|start(?:_index)?|skip|cursor|marker|after|before|"
+    r"starting_after|ending_before|from|since_id|max_id|scroll_id|position)$"
+    r"|(?:^|_)(?:offset|cursor)$|(?:page|next|continuation|resume)_?token$"
+)
+_ID_NAME = re.compile(r"(?:^|_)(?:id|ids|uuid|guid)$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD = re.compile(r"\S+")
+_IDENTIFIER = re.compile(r"\d|\w[\-/.@#]\w")  # digits, or an inner - / . @ #: INV-2024-0001, a.pdf, ann@x.io
+
+
+def _name(path: str) -> str:
+    """The last field name of a path, snake_case: ``nextPageToken`` → ``next_page_token``."""
+    last = path.rsplit(".", 1)[-1].removesuffix("[]")
+    return _CAMEL.sub("_", last).lower().replace("-", "_")
+
+
+def _is_page(path: str) -> bool:
+    return bool(path) and bool(_PAGE_NAME.search(_name(path)))
+
+
+def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [leaf for k in sorted(value, key=str) for leaf in _leaves(value[k], f"{path}.{k}" if path else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v, f"{path}[]")]
+    return [(path, value)]
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The identifier-shaped tokens of a text (a digit, or an inner ``- / . @ #``), lower-cased.
+
+    Example:
+        >>> sorted(identifiers("invoice INV-2024-0001 for ann@example.com, please"))
+        ['ann@example.com', 'inv-2024-0001']
+    """
+    out = set()
+    for token in _WORD.findall(text):
+        token = token.strip(".,;:!?()[]{}\"'").lower()
+        if token and _IDENTIFIER.search(token):
+            out.add(token)
+    return frozenset(out)
+
+
+def frame(args: Any) -> tuple[Any, ...]:
+    """What must be equal for two calls of a tool to be compared as a semantic repeat.
+
+    Numbers and booleans are knobs (``limit``, ``top_k``, ``temperature``): left out, a tweak is
+    a repeat. A field named as a position (``page``, ``offset``, ``cursor``, ``page_token``, ...)
+    is pagination: its value is in the frame, so an advancing page is progress. A number named
+    as an identifier (``order_id``) and the identifier-shaped tokens of the text (digits, inner
+    ``- / . @ #``) are entities: in the frame, so another id asks another question. The paths of
+    the text fields are in it too; the text itself is compared by meaning.
+
+    Example:
+        >>> frame({"customer": "ACME Corp", "page": 1}) == frame({"customer": "ACME Corp", "page": 2})
+        False
+        >>> frame({"q": "refund policy", "limit": 5}) == frame({"q": "refund policy?", "limit": 10})
+        True
+        >>> frame({"q": "invoice INV-2024-0001"}) == frame({"q": "invoice INV-2024-0002"})
+        False
+    """
+    pages: list[tuple[str, str]] = []
+    texts: set[str] = set()
+    ents: set[str] = set()
+    for path, value in _leaves(args, ""):
+        if value is None or value == "":
+            continue
+        if _is_page(path):
+            pages.append((path, str(value).strip().lower()))
+        elif isinstance(value, str):
+            texts.add(path)
+            ents |= identifiers(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and _ID_NAME.search(_name(path)):
+            pages.append((path, str(value)))
+    return (tuple(sorted(pages)), tuple(sorted(texts)), tuple(sorted(ents)))
 
 
 # docs/detection.md, repeated_error: the same tool failing with the same error.type this many
@@ -93,7 +173,8 @@ class GuardConfig:
 
     ``exact_threshold``: identical (tool, args) calls allowed before the next is blocked.
     ``semantic_threshold`` / ``semantic_window``: cosine similarity of the query text to
-    one of the last ``semantic_window`` calls of the same tool that blocks a call.
+    one of the last ``semantic_window`` calls of the same tool with the same :func:`frame`
+    that blocks a call.
     ``min_query_chars``: shorter query texts are not compared semantically.
     """
 
@@ -121,6 +202,7 @@ class _Call:
     text: str
     vector: Sequence[float] | None
     outcome: str
+    frame: tuple[Any, ...] = ()
 
 
 _SEMANTIC_HINTS = {
@@ -170,10 +252,13 @@ class LoopGuard:
         if len(text) < self.config.min_query_chars:
             return None
         vector = self.config.embedder(text)
+        shape = frame(args)
         best: tuple[float, _Call] | None = None
         for prev in self._calls[-self.config.semantic_window :]:
             if prev.tool != tool or prev.args_hash == args_hash or prev.vector is None:
                 continue
+            if prev.frame != shape:
+                continue  # another page, another id: progress or another question, not a repeat
             sim = cosine(vector, prev.vector)
             if sim >= self.config.semantic_threshold and (best is None or sim > best[0]):
                 best = (sim, prev)
@@ -189,7 +274,7 @@ class LoopGuard:
         self._counts[key] = self._counts.get(key, 0) + 1
         text = query_text(args)
         vector = self.config.embedder(text) if len(text) >= self.config.min_query_chars else None
-        self._calls.append(_Call(tool, args_hash, text, vector, outcome))
+        self._calls.append(_Call(tool, args_hash, text, vector, outcome, frame(args)))
 
     def record_failure(self, tool: str, error_type: str | None) -> bool:
         """Record how an executed call of ``tool`` ended (``error_type`` None: it succeeded); True when

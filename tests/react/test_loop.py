@@ -485,6 +485,71 @@ def test_semantic_repeats_get_a_hint_that_depends_on_the_earlier_result(loopsigh
     assert second.attributes["loopsight.loop.similarity"] >= 0.88
 
 
+SEARCH_SCHEMA = {"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}}
+
+
+def test_semantic_guard_lets_another_identifier_through(loopsight_spans):
+    executed: list[str] = []
+
+    def search(q: str) -> dict:
+        executed.append(q)
+        return {"results": [{"title": f"Result for {q}", "snippet": "Paid on Monday."}]}
+
+    queries = ["invoice INV-2024-0001", "invoice INV-2024-0002", "invoice INV-2024-0003", "status of order 100235"]
+    queries.insert(3, "status of order 100234")
+    llm = ScriptedLLM([turn(call("search", q=q)) for q in queries] + ["summary"])
+    result = react.ReactAgent(llm, [react.Tool("search", search, "Search.", SEARCH_SCHEMA)], cfg()).run("invoices")
+    assert (result.termination_reason, result.summary.loop_kinds) == ("completed", {})
+    assert executed == queries
+    assert all("loopsight.loop.kind" not in s.attributes for s in tool_spans(loopsight_spans))
+
+
+@pytest.mark.parametrize(
+    ("field", "positions"),
+    [("page", [1, 2, 3]), ("offset", [0, 20, 40]), ("pageToken", [None, "eyJvZmZzZXQiOjIwfQ", "eyJvZmZzZXQiOjQwfQ"])],
+)
+def test_semantic_guard_takes_advancing_pagination_as_progress(loopsight_spans, field, positions):
+    executed: list[Any] = []
+
+    def list_orders(customer: str, page: int = 1, offset: int = 0, pageToken: str | None = None) -> dict:
+        executed.append({"page": page, "offset": offset, "pageToken": pageToken}[field])
+        return {"orders": [f"order {len(executed)}-{i} for {customer}" for i in range(3)], "next": "more"}
+
+    schema = {"type": "object", "required": ["customer"], "properties": {"customer": {"type": "string"}}}
+    calls = [{"customer": "ACME Corp"} | ({field: p} if p is not None else {}) for p in positions]
+    llm = ScriptedLLM([turn(call("list_orders", **c)) for c in calls] + ["done"])
+    tool = react.Tool("list_orders", list_orders, "List a customer's orders.", schema)
+    result = react.ReactAgent(llm, [tool], cfg()).run("List all ACME orders")
+    assert (result.termination_reason, result.summary.loop_kinds) == ("completed", {})
+    assert executed == positions and len(tool_spans(loopsight_spans)) == 3
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ({"q": "refund policy for damaged items", "limit": 5}, {"q": "refund policy for damaged items", "limit": 10}),
+        (
+            {"q": "refund policy for damaged items", "fuzzy": True},
+            {"q": "refund policy, damaged items", "fuzzy": False},
+        ),
+        ({"q": "refund policy for order 100234"}, {"q": "refund policy for order 100234?"}),
+    ],
+)
+def test_semantic_guard_still_blocks_a_knob_tweak_or_a_rephrasing(loopsight_spans, first, second):
+    executed: list[dict] = []
+
+    def search(q: str, limit: int | None = None, fuzzy: bool | None = None) -> dict:
+        args = {"q": q, "limit": limit, "fuzzy": fuzzy}
+        executed.append({k: v for k, v in args.items() if v is not None})
+        return {"results": ["Refunds take 5 days"]}
+
+    llm = ScriptedLLM([turn(call("search", **first)), turn(call("search", **second)), "done"])
+    result = react.ReactAgent(llm, [react.Tool("search", search, "Search.", SEARCH_SCHEMA)], cfg()).run("refunds?")
+    assert executed == [first]
+    assert tool_messages(result)[1]["kind"] == "semantic"
+    assert tool_spans(loopsight_spans)[1].attributes["loopsight.loop.kind"] == "semantic"
+
+
 def test_semantic_guard_uses_a_pluggable_embedder(loopsight_spans):
     search = react.Tool(
         "search", lambda q: {"results": [q]}, "Search.", {"type": "object", "properties": {"q": {"type": "string"}}}

@@ -71,6 +71,17 @@ def test_guard_semantic_window_is_bounded():
     assert guard.check("search", {"q": "refund policy damaged items!"}, "hx") is None  # out of the last 5
 
 
+def test_guard_frame_numbers_named_as_ids_are_entities_other_numbers_knobs():
+    guard = LoopGuard()
+    note = {"note": "customer complaint about late delivery"}
+    guard.record("open_ticket", note | {"order_id": 100234, "priority": 2}, "h1", "ok")
+    assert guard.check("open_ticket", note | {"order_id": 100235, "priority": 2}, "h2") is None  # another order
+    hit = guard.check("open_ticket", note | {"order_id": 100234, "priority": 3}, "h3")  # a knob tweak
+    assert hit is not None and hit.kind == "semantic" and hit.similarity == 1.0
+    guard.record("open_ticket", note | {"orderId": 7, "next_page_token": "abc"}, "h4", "ok")
+    assert guard.check("open_ticket", note | {"orderId": 7, "next_page_token": "abd"}, "h5") is None  # next page
+
+
 def test_estimator_counts_content_and_tool_calls():
     assert estimate_tokens("") == 0 and estimate_tokens("100234") == 2
     msgs = [
