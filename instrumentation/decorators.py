@@ -150,6 +150,12 @@ class _Spec(Generic[H]):
         return _wrap(self, fn)
 
 
+def _decorated(first: Any) -> bool:
+    """Whether a decorator's first argument is the function it decorates (bare ``@loopsight.tool``),
+    a class or static method object included (not callable before Python 3.10/3.12)."""
+    return isinstance(first, (staticmethod, classmethod)) or (callable(first) and not isinstance(first, str))
+
+
 def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
     name = _callable_name(fn)
     binder = _make_binder(fn) if isinstance(spec, (ToolSpec, LlmSpec)) else None
@@ -492,7 +498,7 @@ def agent(
         >>> with loopsight.agent("order-assistant") as run:
         ...     run.terminate("max_steps", fallback="partial_result")
     """
-    if callable(name) and not isinstance(name, str):
+    if _decorated(name):
         return AgentSpec()(name)
     return AgentSpec(
         name,
@@ -539,7 +545,7 @@ def llm(
         >>> with loopsight.llm(model="gpt-4o") as call:
         ...     call.set_usage(input_tokens=120, output_tokens=30)
     """
-    if callable(model) and not isinstance(model, str):
+    if _decorated(model):
         return LlmSpec()(model)
     return LlmSpec(model, provider=provider, extract=extract, step=step)
 
@@ -585,6 +591,6 @@ def tool(
         >>> with loopsight.tool("search", args={"q": "x"}) as t:
         ...     t.mark("empty_result")
     """
-    if callable(name) and not isinstance(name, str):
+    if _decorated(name):
         return ToolSpec()(name)
     return ToolSpec(name, args=args, idempotent=idempotent, step=step, attempts=attempts, call_id=call_id, check=check)

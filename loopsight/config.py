@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from importlib import metadata
@@ -50,14 +51,16 @@ def env_bool(name: str, default: bool = False, *, raw: bool = False) -> bool:
 
 
 def env_int(name: str, default: int) -> int:
-    """An integer variable; a malformed value is an error that names the variable."""
+    """An integer variable; a malformed value is logged (naming the variable) and ``default`` used:
+    the instrumentation reads these inside the agent's process, which must start anyway."""
     value = os.environ.get(f"LOOPSIGHT_{name}")
     if not value:
         return default
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"LOOPSIGHT_{name}={value!r} is not an integer") from None
+        logging.getLogger("loopsight").warning("LOOPSIGHT_%s=%r is not an integer; using %d", name, value, default)
+        return default
 
 
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")

@@ -414,6 +414,30 @@ def test_methods_static_class_and_partial(loopsight_spans):
     assert spans[4].attributes[A.TOOL_ARGS_HASH] == loopsight.args_hash({"b": 2, "c": 0})
 
 
+def test_bare_decorators_over_class_methods(loopsight_spans):
+    """A bare ``@loopsight.tool`` over ``@classmethod`` took the classmethod for the span's name
+    and calling the method raised TypeError."""
+
+    class Orders:
+        @loopsight.agent
+        @classmethod
+        def run(cls, q):
+            return cls.lookup(q)
+
+        @loopsight.tool
+        @classmethod
+        def lookup(cls, order_id):
+            return cls.__name__ + order_id
+
+        @loopsight.llm
+        @staticmethod
+        def think(prompt):
+            return prompt
+
+    assert Orders.run("42") == "Orders42" and Orders().think("hi") == "hi"
+    assert [s.name for s in loopsight_spans.spans] == ["execute_tool lookup", "invoke_agent run", "chat"]
+
+
 def test_var_args_and_kwargs_are_hashed(loopsight_spans):
     @loopsight.tool
     def f(a, *rest, **extra):

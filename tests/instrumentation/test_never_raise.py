@@ -170,3 +170,13 @@ def test_disabled_from_environment_in_a_fresh_process():
         [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "LOOPSIGHT_DISABLED": "1"}, timeout=60
     )
     assert (on.stdout.strip(), off.stdout.strip()) == ("1", "0"), on.stderr + off.stderr
+
+
+def test_a_malformed_environment_variable_does_not_stop_the_agent_importing():
+    """``LOOPSIGHT_CONTENT_MAX_LENGTH=4k`` made ``import loopsight`` raise ValueError."""
+    code = "import loopsight; from loopsight.instrumentation.content import SETTINGS; print(SETTINGS.max_length)"
+    env = {"LOOPSIGHT_CONTENT_MAX_LENGTH": "4k", "PATH": ""}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["4096"]
+    assert "LOOPSIGHT_CONTENT_MAX_LENGTH='4k' is not an integer; using 4096" in done.stderr
