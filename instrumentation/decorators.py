@@ -266,6 +266,9 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
             except BaseException as error:
                 handle._exit(error)
                 raise
+            if observe and _returned_stream(result, async_=True):
+                handle._detach()
+                return _ObservedAsyncStream(result, handle)
             handle._exit(None, result, True)
             return result
 
@@ -283,6 +286,9 @@ def _wrap(spec: _Spec[Any], fn: Callable[..., Any]) -> Any:
             except BaseException as error:
                 handle._exit(error)
                 raise
+            if observe and _returned_stream(result):
+                handle._detach()
+                return _ObservedStream(result, handle)
             handle._exit(None, result, True)
             return result
 
@@ -300,6 +306,111 @@ def _observe(handle: Any, item: Any) -> None:
         handle._observe(item)
     except Exception as exc:
         internal_error("llm stream chunk", exc)
+
+
+def _returned_stream(result: Any, async_: bool = False) -> bool:
+    """A model call that returned its stream (``create(stream=True)`` of OpenAI, Anthropic, ...):
+    an iterator (or async iterator) that is not a plain container."""
+    if isinstance(result, (str, bytes, bytearray, dict, list, tuple)):
+        return False
+    if async_:
+        return hasattr(result, "__anext__") and hasattr(result, "__aiter__")
+    return hasattr(result, "__next__") and hasattr(result, "__iter__")
+
+
+class _ObservedStream:
+    """A returned stream read through: each chunk's tokens and finish reason are observed, and the
+    span ends when the stream is exhausted, fails or is closed (so it lasts the generation)."""
+
+    def __init__(self, stream: Any, handle: Any) -> None:
+        self._stream = stream
+        self._handle = handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def __iter__(self) -> _ObservedStream:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            item = next(self._stream)
+        except StopIteration:
+            self._handle._finish(None)
+            raise
+        except BaseException as error:
+            self._handle._finish(error)
+            raise
+        _observe(self._handle, item)
+        return item
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._stream, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._handle._finish(None)
+
+    def __enter__(self) -> _ObservedStream:
+        enter = getattr(self._stream, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            leave = getattr(self._stream, "__exit__", None)
+            return leave(*exc) if leave is not None else None
+        finally:
+            self._handle._finish(exc[1] if len(exc) > 1 else None)
+
+    def __del__(self) -> None:  # a stream dropped unread still ends its span
+        handle = self.__dict__.get("_handle")
+        if handle is not None:
+            handle._finish(None)
+
+
+class _ObservedAsyncStream(_ObservedStream):
+    """:class:`_ObservedStream` for an async stream (``async for``, ``async with``)."""
+
+    def __aiter__(self) -> _ObservedAsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._stream.__anext__()
+        except StopAsyncIteration:
+            self._handle._finish(None)
+            raise
+        except BaseException as error:
+            self._handle._finish(error)
+            raise
+        _observe(self._handle, item)
+        return item
+
+    async def aclose(self) -> None:
+        try:
+            close = getattr(self._stream, "close", None) or getattr(self._stream, "aclose", None)
+            if close is not None:
+                done = close()
+                if inspect.isawaitable(done):
+                    await done
+        finally:
+            self._handle._finish(None)
+
+    async def __aenter__(self) -> _ObservedAsyncStream:
+        enter = getattr(self._stream, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            leave = getattr(self._stream, "__aexit__", None)
+            return await leave(*exc) if leave is not None else None
+        finally:
+            self._handle._finish(exc[1] if len(exc) > 1 else None)
 
 
 # -- agent ----------------------------------------------------------------------------
@@ -531,8 +642,9 @@ def llm(
 
     Inside a run each call takes the run's next step (0, 1, 2, ...; ``step=`` forces one).
     Tokens and finish reasons are read from the return value (OpenAI, Anthropic, LiteLLM,
-    ... objects or dicts) or by ``extract(result) -> Usage | dict``; generators are read
-    chunk by chunk. As a context manager it yields an :class:`LlmHandle`.
+    ... objects or dicts) or by ``extract(result) -> Usage | dict``; generators, and a stream
+    the function returns (``create(..., stream=True)``), are read chunk by chunk and the span
+    ends when the stream does. As a context manager it yields an :class:`LlmHandle`.
 
     Example:
         >>> import loopsight

@@ -109,6 +109,10 @@ def _finish_reasons(result: Any) -> tuple[str, ...]:
         reason = _reason(_get(result, key))
         if reason:
             return (reason,)
+    if _get(result, "type") == "message_delta":  # Anthropic stream: the stop reason is the delta's
+        reason = _reason(_get(_get(result, "delta"), "stop_reason"))
+        if reason:
+            return (reason,)
     candidates = _get(result, "candidates")  # Gemini
     if isinstance(candidates, (list, tuple)):
         reasons = (_reason(_get(c, "finish_reason")) for c in candidates)

@@ -219,6 +219,110 @@ def test_anthropic_stream_events_merge(loopsight_spans):
     assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("end_turn",)
 
 
+def test_anthropic_sdk_stream_events(loopsight_spans):
+    """The SDK's events as a stream yields them: the stop reason is in ``delta.stop_reason`` (it
+    was not read) and the input tokens in ``message.usage``."""
+    from anthropic.types import Message, MessageDeltaUsage, RawMessageDeltaEvent, RawMessageStartEvent
+    from anthropic.types import Usage as AnthropicUsage
+    from anthropic.types.raw_message_delta_event import Delta
+
+    message = Message(
+        id="m",
+        type="message",
+        role="assistant",
+        model="claude-3-5-sonnet",
+        content=[],
+        stop_reason=None,
+        stop_sequence=None,
+        usage=AnthropicUsage(input_tokens=100, output_tokens=1),
+    )
+
+    @loopsight.llm(model="claude-3-5-sonnet", provider="anthropic")
+    def stream():
+        yield RawMessageStartEvent(type="message_start", message=message)
+        yield RawMessageDeltaEvent(
+            type="message_delta",
+            delta=Delta(stop_reason="tool_use", stop_sequence=None),
+            usage=MessageDeltaUsage(output_tokens=42),
+        )
+
+    assert len(list(stream())) == 2
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.USAGE_INPUT_TOKENS] == 100
+    assert span.attributes[A.USAGE_OUTPUT_TOKENS] == 42
+    assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("tool_use",)
+
+
+def _openai_streaming_client(asynchronous: bool = False):
+    import json
+
+    import httpx
+    import openai
+
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o"}
+    chunks = [
+        chunk | {"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]},
+        chunk | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        chunk | {"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}},
+    ]
+    body = ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    if asynchronous:
+        http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+        return openai.AsyncOpenAI(api_key="sk-test", base_url="http://model.invalid/v1", http_client=http)
+    http_sync = httpx.Client(transport=httpx.MockTransport(answer))
+    return openai.OpenAI(api_key="sk-test", base_url="http://model.invalid/v1", http_client=http_sync)
+
+
+def test_a_returned_stream_is_read_through_and_its_span_lasts_the_generation(loopsight_spans):
+    """The README's ``return client.chat.completions.create(..., stream=True)`` ended the span when
+    the stream was returned: no tokens, no finish reason, and none of the generation's time."""
+    client = _openai_streaming_client()
+
+    @loopsight.llm(model="gpt-4o")
+    def call_model(messages):
+        return client.chat.completions.create(
+            model="gpt-4o", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
+
+    stream = call_model([{"role": "user", "content": "hi"}])
+    assert loopsight_spans.spans == []  # not ended until the stream is read
+    chunks = list(stream)
+    assert chunks[-1].usage.prompt_tokens == 120 and stream.response.status_code == 200  # the stream's own API
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.USAGE_INPUT_TOKENS] == 120 and span.attributes[A.USAGE_OUTPUT_TOKENS] == 30
+    assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("stop",)
+
+    with call_model([{"role": "user", "content": "again"}]) as stream:
+        next(iter(stream))  # closed after one chunk: the span ends with what was read
+    assert len(loopsight_spans.spans) == 2
+
+
+def test_a_returned_async_stream_is_read_through(loopsight_spans):
+    import asyncio
+
+    client = _openai_streaming_client(asynchronous=True)
+
+    @loopsight.llm(model="gpt-4o")
+    async def call_model(messages):
+        return await client.chat.completions.create(
+            model="gpt-4o", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
+
+    async def main():
+        stream = await call_model([{"role": "user", "content": "hi"}])
+        assert loopsight_spans.spans == []
+        return [chunk async for chunk in stream]
+
+    assert len(asyncio.run(main())) == 3
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.USAGE_INPUT_TOKENS] == 120
+    assert span.attributes[A.RESPONSE_FINISH_REASONS] == ("stop",)
+
+
 def test_child_instrumentor_usage_is_not_counted_twice(loopsight_spans):
     # What opentelemetry-instrumentation-openai-v2 emits inside our decorated call.
     other = loopsight_spans.provider.get_tracer("opentelemetry.instrumentation.openai_v2")
