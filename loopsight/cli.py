@@ -737,6 +737,46 @@ def up(
         stop_all()
 
 
+# The packages of the extras (pyproject.toml), by their import names: a command whose package is
+# missing says which extra to install instead of a traceback.
+_EXTRAS = {
+    "dashboard": ("streamlit", "altair", "pandas"),
+    "collector": (
+        "duckdb",
+        "pyarrow",
+        "starlette",
+        "uvicorn",
+        "grpc",
+        "sqlalchemy",
+        "alembic",
+        "duckdb_engine",
+        "sqlglot",
+        "genai_prices",
+        "yaml",
+        "google",
+        "opentelemetry.proto",
+    ),
+}
+
+
+def _extra_for(missing: str) -> str | None:
+    return next(
+        (extra for extra, names in _EXTRAS.items() if any(missing == n or missing.startswith(n + ".") for n in names)),
+        None,
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except ModuleNotFoundError as exc:
+        extra = _extra_for(exc.name or "")
+        if extra is None:
+            raise
+        err.print(
+            escape(
+                f"error: this command needs the {extra} extra (no module {exc.name!r}): pip install 'loopsight[{extra}]'"
+            )
+        )
+        raise SystemExit(1) from None

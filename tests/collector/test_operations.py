@@ -9,6 +9,7 @@ import sys
 import time
 
 import httpx
+import pytest
 from spans import make_run, request_of, span_count
 
 PB = {"Content-Type": "application/x-protobuf"}
@@ -206,3 +207,25 @@ def test_every_read_command_refuses_a_window_that_ends_before_it_begins(tmp_path
         assert_clean_failure(
             run_cli(command, "--db", db, "--since", "-1m", "--until", "-2h"), "--since must be before --until"
         )
+
+
+@pytest.mark.parametrize(
+    ("blocked", "args", "extra"),
+    [
+        ("duckdb", ["runs", "--collector", "http://127.0.0.1:9"], "collector"),
+        ("uvicorn", ["collector", "--db", "x.duckdb"], "collector"),
+        ("pyarrow", ["ingest", "--collector", "http://127.0.0.1:9", "x.jsonl"], "collector"),
+    ],
+)
+def test_a_command_whose_extra_is_not_installed_says_which_to_install(tmp_path, blocked, args, extra):
+    """In a base install (``pip install loopsight``) these commands ended in a 13-19 frame
+    ModuleNotFoundError; the package is made missing here as it is there (``sys.modules[name] = None``)."""
+    code = f"import sys; sys.modules[{blocked!r}] = None; sys.argv = ['loopsight', *{args!r}]; from loopsight.cli import main; main()"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert f"needs the {extra} extra (no module '{blocked}'): pip install 'loopsight[{extra}]'" in output, output
+    assert "Traceback" not in output, output
