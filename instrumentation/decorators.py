@@ -327,6 +327,8 @@ class _ObservedStream:
         self._handle = handle
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("_stream", "_handle"):  # not set (a copy): never look them up through themselves
+            raise AttributeError(name)
         return getattr(self._stream, name)
 
     def __iter__(self) -> _ObservedStream:
