@@ -122,19 +122,22 @@ def duration(ms: Any) -> str:
 
 
 def seconds(value: Any) -> str:
-    """A whole interval in seconds, as settings name it: ``30 s``, ``1 min``, ``1.5 min``, ``2 h``.
+    """An interval in seconds, as settings and budgets name it, never rounded (to the millisecond):
+    ``30 s``, ``0.12 s``, ``1 min``, ``1.5 min``, ``95 s``, ``2 h``. A larger unit only when it says
+    the value exactly (a budget shown rounded down would cut the runs between).
 
     Example:
-        >>> [seconds(v) for v in (1, 30, 60, 90, 300, 7200, None)]
-        ['1 s', '30 s', '1 min', '1.5 min', '5 min', '2 h', '—']
+        >>> [seconds(v) for v in (1, 30, 60, 90, 95, 300, 7200, 0.12, 0.04, 0.001, None)]
+        ['1 s', '30 s', '1 min', '1.5 min', '95 s', '5 min', '2 h', '0.12 s', '0.04 s', '0.001 s', '—']
     """
     if missing(value):
         return MISSING
-    amount = float(value)
+    amount = round(float(value), 3)
     for unit, size in (("h", 3600), ("min", 60)):
-        if amount >= size:
-            return f"{amount / size:,.1f}".removesuffix(".0") + f" {unit}"
-    return f"{amount:,.1f}".removesuffix(".0") + " s"
+        shown = round(amount / size, 1)
+        if amount >= size and round(shown * size, 3) == amount:
+            return f"{shown:,.1f}".removesuffix(".0") + f" {unit}"
+    return f"{amount:,.3f}".rstrip("0").removesuffix(".") + " s"
 
 
 def pct(value: Any, decimals: int = 1) -> str:

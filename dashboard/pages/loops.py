@@ -28,8 +28,7 @@ COLUMNS = [
 ]
 
 
-TOP_TOOLS = 10
-"""The tools the chart of tools that loop most shows."""
+TOP_TOOLS = 10  # the tools the chart of tools that loop most shows
 
 
 def wasted(frame: pd.DataFrame) -> tuple[int, float | None]:

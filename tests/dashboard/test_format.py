@@ -115,6 +115,17 @@ def test_refresh_intervals_read_as_settings() -> None:
     assert [fmt.seconds(v) for v in (10, 30, 60, 300)] == ["10 s", "30 s", "1 min", "5 min"]
 
 
+def test_a_seconds_budget_is_shown_as_recommended_not_rounded_down() -> None:
+    """The Budgets page showed the advisor's 0.12 s as "0.1 s" (a third of good runs cut at that
+    value) and 0.04 s as "0 s"; candidate values shared labels."""
+    from loopsight.dashboard.pages.budgets import value_text
+
+    values = (0.001, 0.04, 0.12, 0.15, 0.25, 1.234, 61.5, 95, 90)
+    shown = [value_text("seconds", v) for v in values]
+    assert shown == ["0.001 s", "0.04 s", "0.12 s", "0.15 s", "0.25 s", "1.234 s", "61.5 s", "95 s", "1.5 min"]
+    assert len(set(shown)) == len(values)
+
+
 def test_each_meaning_has_one_fixed_colour_whatever_is_shown() -> None:
     """The scale's domain is the whole vocabulary: a kind keeps its colour when a filter hides the others."""
     alone = colors.scale("loop_kind", ["semantic"]).to_dict()
