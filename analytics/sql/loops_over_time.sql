@@ -8,16 +8,23 @@ WITH scope AS (
       AND ($until::TIMESTAMP IS NULL OR started_at < $until)
     GROUP BY bucket
 ),
-looped AS (
-    SELECT time_bucket(INTERVAL ($bucket_seconds::BIGINT) SECOND, started_at) AS bucket,
-           count(DISTINCT (trace_id, run_id)) AS looping_runs,
+per_run AS (  -- each looping run once: its loops per kind, its wasted tokens as loops_waste.sql counts them
+    SELECT trace_id, run_id, min(started_at) AS started_at,
            count(*) FILTER (WHERE kind = 'exact') AS exact,
            count(*) FILTER (WHERE kind = 'oscillation') AS oscillation,
            count(*) FILTER (WHERE kind = 'repeated_error') AS repeated_error,
            count(*) FILTER (WHERE kind = 'semantic') AS semantic,
            count(*) FILTER (WHERE kind = 'no_progress') AS no_progress,
-           sum(wasted_tokens) AS wasted_tokens
+           max(wasted_tokens) AS wasted_tokens
     FROM loop_rows
+    GROUP BY trace_id, run_id
+),
+looped AS (
+    SELECT time_bucket(INTERVAL ($bucket_seconds::BIGINT) SECOND, started_at) AS bucket,
+           count(*) AS looping_runs, sum(exact) AS exact, sum(oscillation) AS oscillation,
+           sum(repeated_error) AS repeated_error, sum(semantic) AS semantic, sum(no_progress) AS no_progress,
+           sum(wasted_tokens) AS wasted_tokens
+    FROM per_run
     GROUP BY bucket
 )
 SELECT s.bucket, s.runs, coalesce(l.looping_runs, 0) AS looping_runs,

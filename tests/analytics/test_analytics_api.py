@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from analytics_world import World
@@ -192,3 +193,31 @@ def test_values_loops_and_stalls_counts(world: World, client: TestClient) -> Non
     stalls = client.get("/api/v1/stalls", params={"limit": "1"}).json()
     assert sum(stalls["counts"].values()) >= len(stalls["stalls"])
     assert all(s["agent"] in ("orders", "billing", None) for s in client.get("/api/v1/stalls").json()["stalls"])
+
+
+def test_a_run_with_two_loops_counts_its_wasted_tokens_once_everywhere(tmp_path) -> None:
+    """``/loops/over_time`` and ``/loops/tools`` summed ``wasted_tokens`` over loops, so a run with
+    two loops (the same failing call three times: exact and repeated_error) counted twice."""
+    from analytics_fixture import T0, Call, Recorder, Step
+
+    from loopsight.stores.duckdb_store import Store
+
+    store = Store.open(str(tmp_path / "two-loops.duckdb"))
+    recorder = Recorder()
+    failing = Call("search", "s9", error_class="permanent", error_type="not_found")
+    recorder.run(agent="orders", start=T0, steps=[Step(100 * (i + 1), 10, [failing]) for i in range(4)])
+    recorder.ingest(store)
+    try:
+        client = TestClient(create_app(store, Settings()))
+        window = {"since": T0.isoformat(), "until": (T0 + timedelta(days=1)).isoformat()}
+        loops = client.get("/api/v1/loops", params=window).json()
+        assert sorted(loop["kind"] for loop in loops["loops"]) == ["exact", "repeated_error"]
+        assert loops["looping_runs"] == 1 and loops["wasted_tokens"] > 0
+        over = client.get("/api/v1/loops/over_time", params={**window, "bucket": "86400"}).json()["buckets"]
+        assert sum(b["wasted_tokens"] for b in over) == loops["wasted_tokens"]
+        assert [(b["looping_runs"], b["exact"], b["repeated_error"]) for b in over if b["runs"]] == [(1, 1, 1)]
+        (tool,) = client.get("/api/v1/loops/tools", params=window).json()["tools"]
+        assert (tool["tool"], tool["loops"], tool["runs"]) == ("search", 2, 1)
+        assert tool["wasted_tokens"] == loops["wasted_tokens"]
+    finally:
+        store.close()
