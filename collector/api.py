@@ -20,7 +20,7 @@ from starlette.routing import Route
 from loopsight import alerts, analytics
 from loopsight.analytics.budgets import KINDS as BUDGET_KINDS
 from loopsight.analytics.sql import Connection
-from loopsight.analytics.stalls import STALL_KINDS
+from loopsight.analytics.stalls import STALL_KINDS, STUCK_MAX_AGE_SECONDS
 from loopsight.attributes import LOOP_KINDS
 from loopsight.config import parse_duration
 from loopsight.errors import LoopsightError
@@ -40,8 +40,9 @@ class NotFound(LoopsightError, LookupError):
     """Nothing is stored for what the path names; answered 404."""
 
 
-def parse_time(name: str, value: str | None) -> datetime | None:
-    """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d``, as naive UTC."""
+def parse_time(name: str, value: str | None, now: datetime | None = None) -> datetime | None:
+    """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d`` before ``now``
+    (default: now; one request's times share one), as naive UTC."""
     if value is None or value == "":
         return None
     if len(value) > 64:
@@ -49,7 +50,7 @@ def parse_time(name: str, value: str | None) -> datetime | None:
     text = value.strip()
     try:
         if text.startswith("-"):
-            return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=parse_duration(text[1:]))
+            return (now or datetime.now(UTC).replace(tzinfo=None)) - timedelta(seconds=parse_duration(text[1:]))
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
@@ -106,11 +107,12 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
 
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
+    now = datetime.now(UTC).replace(tzinfo=None)
     filters: dict[str, Any] = {
         "agent": parse_text("agent", q.get("agent")),
         "service": parse_text("service", q.get("service")),
-        "since": parse_time("since", q.get("since")),
-        "until": parse_time("until", q.get("until")),
+        "since": parse_time("since", q.get("since"), now),
+        "until": parse_time("until", q.get("until"), now),
     }
     if filters["since"] is not None and filters["until"] is not None and filters["since"] >= filters["until"]:
         raise BadParameter("since must be before until")
@@ -244,7 +246,10 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         lambda r: {
             **_filters(r),
             "kind": parse_choice("kind", q(r).get("kind"), STALL_KINDS),
-            "stuck_after_seconds": parse_int("stuck_after", q(r).get("stuck_after"), 300, 1, 86400),
+            # a trace silent longer than STUCK_MAX_AGE_SECONDS is abandoned, not stuck
+            "stuck_after_seconds": parse_int(
+                "stuck_after", q(r).get("stuck_after"), 300, 1, int(STUCK_MAX_AGE_SECONDS) - 1
+            ),
             "limit": parse_int("limit", q(r).get("limit"), 1000, 0, 100_000),
         },
         lambda con, p: {
@@ -299,7 +304,12 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         rule = parse_text("rule", q(request).get("rule"))
         if rule is None:
             raise BadParameter("rule is required")
-        return rule, parse_time("since", q(request).get("since")), parse_time("until", q(request).get("until"))
+        now = datetime.now(UTC).replace(tzinfo=None)
+        return (
+            rule,
+            parse_time("since", q(request).get("since"), now),
+            parse_time("until", q(request).get("until"), now),
+        )
 
     alert_series = endpoint(
         series_params,
@@ -310,7 +320,8 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         # Lets `loopsight alerts check --collector URL` measure without opening the DB file.
         params = q(request)
         metric = parse_choice("metric", params.get("metric"), alerts.METRICS)
-        since, until = parse_time("since", params.get("since")), parse_time("until", params.get("until"))
+        now = datetime.now(UTC).replace(tzinfo=None)
+        since, until = parse_time("since", params.get("since"), now), parse_time("until", params.get("until"), now)
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")
         spec = alerts.MetricSpec(

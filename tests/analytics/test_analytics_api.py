@@ -116,6 +116,8 @@ def test_terminations_route(client: TestClient) -> None:
         ("/api/v1/tools", {"since": "2026-02-30"}, "since="),
         ("/api/v1/overview", {"until": "2026-01-01T00:00:00+25:00"}, "until="),
         ("/api/v1/overview", {"since": "2026-01-02", "until": "2026-01-02"}, "since must be before until"),
+        ("/api/v1/overview", {"since": "-1h", "until": "-1h"}, "since must be before until"),
+        ("/api/v1/stalls", {"stuck_after": "21600"}, "stuck_after=21600 is out of range [1, 21599]"),
         ("/api/v1/terminations", {"bucket": "0"}, "bucket=0 is out of range"),
         (
             "/api/v1/terminations",
