@@ -99,6 +99,8 @@ def recommend(
     """
     if ok_runs < min_ok_runs:
         return None, f"fewer than {min_ok_runs} successful runs in the window ({ok_runs})"
+    if not curve:
+        return None, "no run in the window records this figure"  # e.g. tokens a producer never sent
     for point in sorted(curve, key=lambda p: p["value"]):
         if point["ok_runs_cut"] <= max_ok_cut * ok_runs:
             return point["value"], None
@@ -182,6 +184,8 @@ def budgets(
         dists.setdefault(key, []).append(row)
     for group in groups.values():
         group["bad_runs"] = sum(group[f"{o}_runs"] for o in BAD)
+        if not group["bad_runs"]:
+            group["bad_cost_usd"] = 0.0  # nothing to price (as burn's cost_on_failures_usd)
     curves: dict[tuple[Any, Any, str], list[dict[str, Any]]] = {}
     for row in curve_rows:  # in value order
         key = (row["agent"], row["service"])

@@ -43,8 +43,8 @@ class Call:
 class Step:
     """One model turn: a chat span and the tool calls it asked for."""
 
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None  # None: the model span carries no token count
+    output_tokens: int | None
     calls: list[Call] = field(default_factory=list)
     chat_ms: float = 5.0
     sub_agent: str | None = None
@@ -115,8 +115,8 @@ class Recorder:
                     A.OPERATION_NAME: A.OP_CHAT,
                     A.REQUEST_MODEL: "gpt-test",
                     A.STEP: index,
-                    A.USAGE_INPUT_TOKENS: step.input_tokens,
-                    A.USAGE_OUTPUT_TOKENS: step.output_tokens,
+                    **({A.USAGE_INPUT_TOKENS: step.input_tokens} if step.input_tokens is not None else {}),
+                    **({A.USAGE_OUTPUT_TOKENS: step.output_tokens} if step.output_tokens is not None else {}),
                 },
             )
             at += timedelta(milliseconds=step.chat_ms)
@@ -154,7 +154,7 @@ class Recorder:
             root.set_status(Status(StatusCode.ERROR, "run failed"))
         root.end(end_time=ns(at))
         ctx = root.get_span_context()
-        tokens = sum(step.input_tokens + step.output_tokens for step in steps)
+        tokens = sum((step.input_tokens or 0) + (step.output_tokens or 0) for step in steps)
         duration_ms = (at - start) / timedelta(milliseconds=1)
         return RunInfo(format(ctx.trace_id, "032x"), format(ctx.span_id, "016x"), duration_ms, tokens)
 

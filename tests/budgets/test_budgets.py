@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -204,3 +205,32 @@ def test_the_react_fields_are_react_config_fields() -> None:
 
 def test_the_package_exports_the_questions() -> None:
     assert analytics.budgets is budgets and analytics.budget_replay is budget_replay
+
+
+def test_runs_that_record_no_tokens_say_so_instead_of_a_cut(tmp_path: Any) -> None:
+    """25 good runs whose model spans carry no token counts: the tokens budget said "no value cuts
+    few enough successful runs" (no value cuts any: there is no figure), and an agent with no bad
+    run had a null bad cost where burn says 0."""
+    from analytics_fixture import T0, Recorder, Step
+
+    from loopsight.stores.duckdb_store import Store
+
+    store = Store.open(str(tmp_path / "quiet.duckdb"))
+    recorder = Recorder()
+    for i in range(25):
+        recorder.run(agent="quiet", start=T0 + timedelta(minutes=i), steps=[Step(None, None), Step(None, None)])
+    recorder.ingest(store)
+    con = store.reader()
+    try:
+        (entry,) = budgets(con)["agents"]
+    finally:
+        con.close()
+        store.close()
+    assert entry["ok_runs"] == 25 and entry["bad_runs"] == 0 and entry["bad_cost_usd"] == 0.0
+    tokens = kind(entry, "tokens")
+    assert (tokens["recommended"], tokens["reason"], tokens["curve"]) == (
+        None,
+        "no run in the window records this figure",
+        [],
+    )
+    assert kind(entry, "steps")["recommended"] == 2
