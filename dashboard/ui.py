@@ -61,6 +61,48 @@ def escape(text: Any) -> str:
     return "".join(_AUTOLINK_KEYS.get(c, c) for c in text)
 
 
+def from_url(key: str, param: str, options: Sequence[Any]) -> Any:
+    """A page's own widget starts from the link's ``param`` (once a session, before the widget is
+    made) when it names one of ``options`` (numbers compared as numbers); returns that option or None.
+
+    Example:
+        >>> from_url("runs_status", "status", ["any", "ok", "error"])  # doctest: +SKIP
+        'error'
+    """
+    text = st.query_params.get(param)
+    if key in st.session_state or text is None:
+        return None
+    for option in options:
+        if str(option) == text or (isinstance(option, (int, float)) and _number(text) == option):
+            st.session_state[key] = option
+            return option
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def to_url(key: str, param: str, default: Any, then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """An ``on_change`` writing a page widget's value into the link (left out at ``default``), so a
+    link opens the same view; ``then`` runs after (a filter change goes back to the first page)."""
+
+    def keep() -> None:
+        value = st.session_state.get(key)
+        if value is None or value == default:
+            if param in st.query_params:
+                del st.query_params[param]
+        else:
+            st.query_params[param] = str(value)
+        if then is not None:
+            then()
+
+    return keep
+
+
 def literal(value: Any) -> str:
     """A value as a markdown code span: shown verbatim, never a link, emphasis or HTML.
 

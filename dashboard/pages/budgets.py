@@ -21,6 +21,12 @@ OUTCOMES = ("ok", "looped", "budget", "failed", "other")
 CUT_RUNS = 100
 
 
+def _value_out_of_url() -> None:
+    """Another agent or budget: the link's value was one of the previous one's."""
+    if "value" in st.query_params:
+        del st.query_params["value"]
+
+
 def value_text(kind: str, value: Any) -> str:
     """A budget value in its unit: ``8``, ``1.5 min``, ``12,000``."""
     if fmt.missing(value):
@@ -116,7 +122,16 @@ def distribution(budgets: dict[str, dict[str, Any]]) -> None:
 def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[str, Any]) -> None:
     st.subheader("The runs a budget would cut")
     kind_col, value_col = st.columns([1, 1])
-    kind = str(kind_col.selectbox("Budget", KINDS, format_func=lambda k: PLAIN[k], key="budget_kind"))
+    ui.from_url("budget_kind", "budget", KINDS)
+    kind = str(
+        kind_col.selectbox(
+            "Budget",
+            KINDS,
+            format_func=lambda k: PLAIN[k],
+            key="budget_kind",
+            on_change=ui.to_url("budget_kind", "budget", KINDS[0], _value_out_of_url),
+        )
+    )
     budget = budgets.get(kind) or {}
     values = [p["value"] for p in budget.get("curve") or []]
     if not values:
@@ -126,8 +141,15 @@ def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[s
         (v for v in (budget.get("recommended"), budget.get("configured")) if not fmt.missing(v) and v in values), None
     )
     default = values.index(preferred) if preferred is not None else len(values) // 2
+    key = f"budget_value_{kind}"
+    linked = ui.from_url(key, "value", values)  # the link's value, else the recommended one
     value = value_col.selectbox(
-        "Value", values, index=default, format_func=lambda v: value_text(kind, v), key=f"budget_value_{kind}"
+        "Value",
+        values,
+        index=None if linked is not None else default,
+        format_func=lambda v: value_text(kind, v),
+        key=key,
+        on_change=ui.to_url(key, "value", None),
     )
     point: dict[str, Any] = next((p for p in budget.get("curve") or [] if p["value"] == value), {})
     st.caption(
@@ -196,7 +218,15 @@ def body() -> None:
         return
     names = [str(a["agent"]) for a in agents]
     if len(names) > 1:
-        chosen = str(st.selectbox("Agent", names, key="budgets_agent"))
+        ui.from_url("budgets_agent", "budget_agent", names)
+        chosen = str(
+            st.selectbox(
+                "Agent",
+                names,
+                key="budgets_agent",
+                on_change=ui.to_url("budgets_agent", "budget_agent", None, _value_out_of_url),
+            )
+        )
     else:
         chosen = names[0]
     agent = next(a for a in agents if str(a["agent"]) == chosen)

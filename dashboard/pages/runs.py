@@ -39,13 +39,20 @@ def _search_from_url() -> None:
         st.session_state["runs_q"] = st.query_params.get("q") or ""
 
 
+def _first_page() -> None:
+    """A filter changed: back to the first page (and out of the link)."""
+    st.session_state["runs_offset"] = 1
+    if "page" in st.query_params:
+        del st.query_params["page"]
+
+
 def _search_to_url() -> None:
     typed = (st.session_state.get("runs_q") or "").strip()
     if typed:
         st.query_params["q"] = typed
     elif "q" in st.query_params:
         del st.query_params["q"]
-    st.session_state["runs_offset"] = 1
+    _first_page()
 
 
 def _config() -> dict[str, Any]:
@@ -83,14 +90,46 @@ def body() -> None:
         max_chars=256,
     ).strip()
     status_col, reason_col, tool_col, tokens_col, color_col = st.columns([1, 1.3, 1.3, 1.2, 1])
-    status = status_col.selectbox("Status", ["any", "ok", "error"], key="runs_status")
-    reason = reason_col.selectbox("Termination reason", ["any", *TERMINATION_REASONS], key="runs_reason")
-    tool = tool_col.selectbox("Used tool", ["any", *tool_names], key="runs_tool")
+    # Every filter of the page is in the link too (README: a link opens the same view).
+    linked = {
+        "runs_status": ("status", ["any", "ok", "error"]),
+        "runs_reason": ("reason", ["any", *TERMINATION_REASONS]),
+        "runs_tool": ("tool", ["any", *tool_names]),
+        "runs_color": ("color", list(COLOR_BY)),
+    }
+    for key, (param, options) in linked.items():
+        ui.from_url(key, param, options)
+    linked_tokens = st.query_params.get("min_tokens")
+    if "runs_min_tokens" not in st.session_state and linked_tokens and linked_tokens.isdigit():
+        st.session_state["runs_min_tokens"] = int(linked_tokens)
+    linked_page = st.query_params.get("page")
+    if "runs_offset" not in st.session_state and linked_page and linked_page.isdigit() and int(linked_page) > 1:
+        st.session_state["runs_offset"] = int(linked_page)
+
+    def kept(key: str, then: bool = True) -> Any:
+        param, options = linked[key]
+        return ui.to_url(key, param, options[0], _first_page if then else None)
+
+    status = status_col.selectbox("Status", linked["runs_status"][1], key="runs_status", on_change=kept("runs_status"))
+    reason = reason_col.selectbox(
+        "Termination reason", linked["runs_reason"][1], key="runs_reason", on_change=kept("runs_reason")
+    )
+    tool = tool_col.selectbox("Used tool", linked["runs_tool"][1], key="runs_tool", on_change=kept("runs_tool"))
     min_tokens = tokens_col.number_input(
-        "At least this many tokens", min_value=0, value=0, step=1000, key="runs_min_tokens"
+        "At least this many tokens",
+        min_value=0,
+        step=1000,
+        key="runs_min_tokens",
+        on_change=ui.to_url("runs_min_tokens", "min_tokens", 0, _first_page),
     )
     color = str(
-        color_col.selectbox("Colour by", list(COLOR_BY), format_func=lambda c: COLOR_BY.get(c, c), key="runs_color")
+        color_col.selectbox(
+            "Colour by",
+            linked["runs_color"][1],
+            format_func=lambda c: COLOR_BY.get(c, c),
+            key="runs_color",
+            on_change=kept("runs_color", then=False),
+        )
     )
     chosen_status = None if status == "any" else status
     chosen_reason = None if reason == "any" else reason
@@ -109,7 +148,7 @@ def body() -> None:
     runs = answer.get("runs") or []
     total = answer.get("total")
     if not runs and page_number > 1:
-        st.session_state["runs_offset"] = 1
+        _first_page()
         st.rerun(scope="fragment")
     frame = frames.runs_frame(runs)
     if frame.empty:
@@ -148,7 +187,14 @@ def body() -> None:
     pages = max(1, -(-total // LIMIT))
     if pages > 1:
         left, _right = st.columns([1, 4])
-        left.number_input(f"Page (of {fmt.count(pages)})", min_value=1, max_value=pages, step=1, key="runs_offset")
+        left.number_input(
+            f"Page (of {fmt.count(pages)})",
+            min_value=1,
+            max_value=pages,
+            step=1,
+            key="runs_offset",
+            on_change=ui.to_url("runs_offset", "page", 1),
+        )
 
 
 def _chart(

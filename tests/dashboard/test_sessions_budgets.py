@@ -70,6 +70,15 @@ def test_budgets_page_recommends_shows_curves_distribution_and_cut_runs(budget_d
     assert_clean(app)
     cut = tables(app)[-1]
     assert {"ok", "looped"} == set(cut["outcome"]), "a budget of one step cuts the successes too"
+    assert app.query_params.get("value") in ("1", ["1"]), "the page's own pickers are in the link"
+    app.selectbox(key="budget_kind").set_value("tool_calls").run()
+    assert app.query_params.get("budget") in ("tool_calls", ["tool_calls"]) and "value" not in app.query_params
+    linked = page(make_app(db=budget_db.path, query={"budget": "steps", "value": "1"}), "budgets")
+    assert_clean(linked)
+    assert (
+        linked.selectbox(key="budget_kind").value == "steps" and linked.selectbox(key="budget_value_steps").value == 1
+    )
+    assert set(tables(linked)[-1]["outcome"]) == {"ok", "looped"}, "a link opens the same view"
 
 
 def test_budgets_page_without_enough_successes_gives_the_reason(filled_db, make_app) -> None:

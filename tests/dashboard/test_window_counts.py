@@ -88,6 +88,29 @@ def test_search_finds_runs_and_goes_into_the_url(filled_db, make_app) -> None:
     assert "q" not in nothing.query_params and len(tables(nothing)[0]) == filled_db.emitted.count
 
 
+def test_the_runs_page_filters_are_in_the_link(filled_db, make_app) -> None:
+    """Status, termination reason, tool, tokens and the page were not kept in the URL: a link to
+    the 13 failed runs opened on all of them."""
+    app = page(make_app(db=filled_db.path), "runs")
+    app.selectbox(key="runs_status").select("error").run()
+    app.selectbox(key="runs_reason").select("loop_detected").run()
+    assert_clean(app)
+    shown = set(tables(app)[0]["trace_id"])
+    assert shown and len(shown) < filled_db.emitted.count
+    query = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(app.query_params).items()}
+    assert {"status": "error", "reason": "loop_detected"}.items() <= query.items()
+    linked = page(make_app(db=filled_db.path, query=query), "runs")
+    assert_clean(linked)
+    assert linked.selectbox(key="runs_status").value == "error"
+    assert not [w.value for w in linked.warning if "Session State" in str(w.value)]
+    assert set(tables(linked)[0]["trace_id"]) == shown
+    app.selectbox(key="runs_status").select("any").run()
+    assert "status" not in app.query_params
+    odd = page(make_app(db=filled_db.path, query={"status": "nonsense", "min_tokens": "x", "page": "-3"}), "runs")
+    assert_clean(odd)
+    assert len(tables(odd)[0]) == filled_db.emitted.count, "a link's unknown values are ignored"
+
+
 def test_search_by_agent_name_part(filled_db, make_app) -> None:
     app = page(make_app(db=filled_db.path), "runs")
     app.text_input(key="runs_q").input("web-res").run()
