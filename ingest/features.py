@@ -197,6 +197,17 @@ _OPAQUE = re.compile(r"(?=\S{8,}$)(?=.*(?:\d|[A-Z].*[a-z]|[a-z].*[A-Z]|[=_\-+/])
 _name_cache: dict[str, str] = {}
 
 
+def is_identifier(token: str) -> bool:
+    """Whether a token is shaped like an identifier: a digit, an inner ``- / . @ # : \\``, a
+    leading ``# @ / ~`` or a URL (``INV-2024-0001``, ``a.pdf``, ``ann@x.io``, ``#123``).
+
+    Example:
+        >>> [is_identifier(t) for t in ("inv-2024-0001", "ann@x.io", "refund", "k8s")]
+        [True, True, False, True]
+    """
+    return _IDENTIFIER.search(token) is not None
+
+
 def normalise_name(name: str) -> str:
     """``maxResults`` → ``max_results``, ``page-token`` → ``page_token``, ``from`` → ``from_``
     (``from`` needs a mark: it is also a destination's partner)."""

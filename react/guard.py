@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopsight.ingest.features import ArgField, Kind, argument_fields, is_identifier
+
 Embedder = Callable[[str], Sequence[float]]
 _CJK_SPACE = re.compile(
     r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])\s+|\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
@@ -76,45 +78,24 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def query_text(args: Any) -> str:
-    """The text of a call's string arguments (sorted by key), what semantic repeats compare;
-    pagination fields (:func:`frame`) are left out."""
-    return " ".join(v for path, v in _leaves(args, "") if isinstance(v, str) and not _is_page(path)).strip()
+    """The text of a call's free-text and entity string arguments (by path), what semantic repeats
+    compare; knobs and pagination (:func:`frame`) are left out."""
+    return " ".join(
+        f.value for f in _fields(args) if isinstance(f.value, str) and f.kind in (Kind.TEXT, Kind.ENTITY)
+    ).strip()
 
 
-# The structural rule of a semantic repeat (docs/react.md, "Loop guard"): the smallest form of
-# the collector's field kinds (docs/detection.md, "When two calls are near"; loopsight.ingest
-# .features cannot be imported by a base install: its package imports pyarrow).
-_PAGE_NAME = re.compile(
-    r"^(?:page|page_?(?:number|num|no|index)|offset|start(?:_index)?|skip|cursor|marker|after|before|"
-    r"starting_after|ending_before|from|since_id|max_id|scroll_id|position)$"
-    r"|(?:^|_)(?:offset|cursor)$|(?:page|next|continuation|resume)_?token$"
-)
-_ID_NAME = re.compile(r"(?:^|_)(?:id|ids|uuid|guid)$")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# The structural rule of a semantic repeat (docs/react.md, "Loop guard") is the collector's: its
+# field kinds (docs/detection.md, "When two calls are near"; loopsight.ingest.features).
 _WORD = re.compile(r"\S+")
-_IDENTIFIER = re.compile(r"\d|\w[\-/.@#]\w")  # digits, or an inner - / . @ #: INV-2024-0001, a.pdf, ann@x.io
 
 
-def _name(path: str) -> str:
-    """The last field name of a path, snake_case: ``nextPageToken`` → ``next_page_token``."""
-    last = path.rsplit(".", 1)[-1].removesuffix("[]")
-    return _CAMEL.sub("_", last).lower().replace("-", "_")
-
-
-def _is_page(path: str) -> bool:
-    return bool(path) and bool(_PAGE_NAME.search(_name(path)))
-
-
-def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
-    if isinstance(value, dict):
-        return [leaf for k in sorted(value, key=str) for leaf in _leaves(value[k], f"{path}.{k}" if path else str(k))]
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _leaves(v, f"{path}[]")]
-    return [(path, value)]
+def _fields(args: Any) -> list[ArgField]:
+    return sorted(argument_fields("", args), key=lambda f: f.path)
 
 
 def identifiers(text: str) -> frozenset[str]:
-    """The identifier-shaped tokens of a text (a digit, or an inner ``- / . @ #``), lower-cased.
+    """The identifier-shaped tokens of a text (:func:`loopsight.ingest.features.is_identifier`), lower-cased.
 
     Example:
         >>> sorted(identifiers("invoice INV-2024-0001 for ann@example.com, please"))
@@ -123,20 +104,19 @@ def identifiers(text: str) -> frozenset[str]:
     out = set()
     for token in _WORD.findall(text):
         token = token.strip(".,;:!?()[]{}\"'").lower()
-        if token and _IDENTIFIER.search(token):
+        if token and is_identifier(token):
             out.add(token)
     return frozenset(out)
 
 
 def frame(args: Any) -> tuple[Any, ...]:
-    """What must be equal for two calls of a tool to be compared as a semantic repeat.
-
-    Numbers and booleans are knobs (``limit``, ``top_k``, ``temperature``): left out, a tweak is
-    a repeat. A field named as a position (``page``, ``offset``, ``cursor``, ``page_token``, ...)
-    is pagination: its value is in the frame, so an advancing page is progress. A number named
-    as an identifier (``order_id``) and the identifier-shaped tokens of the text (digits, inner
-    ``- / . @ #``) are entities: in the frame, so another id asks another question. The paths of
-    the text fields are in it too; the text itself is compared by meaning.
+    """What must be equal for two calls of a tool to be compared as a semantic repeat: the
+    collector's frame (:func:`loopsight.ingest.features.argument_fields`). Knobs (``limit``,
+    ``top_k``, ``temperature``, ``sort``) are left out, so a tweak is a repeat; pages
+    (``page``, ``offset``, ``cursor``, ...) and entities (ids, names, places) are in it with their
+    values, so an advancing page is progress and another entity another question; so are the
+    paths of the free-text fields and the identifier-shaped tokens of their text; the text itself
+    is compared by meaning.
 
     Example:
         >>> frame({"customer": "ACME Corp", "page": 1}) == frame({"customer": "ACME Corp", "page": 2})
@@ -146,20 +126,16 @@ def frame(args: Any) -> tuple[Any, ...]:
         >>> frame({"q": "invoice INV-2024-0001"}) == frame({"q": "invoice INV-2024-0002"})
         False
     """
-    pages: list[tuple[str, str]] = []
-    texts: set[str] = set()
+    fixed: list[tuple[str, str, str]] = []
+    texts: list[str] = []
     ents: set[str] = set()
-    for path, value in _leaves(args, ""):
-        if value is None or value == "":
-            continue
-        if _is_page(path):
-            pages.append((path, str(value).strip().lower()))
-        elif isinstance(value, str):
-            texts.add(path)
-            ents |= identifiers(value)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and _ID_NAME.search(_name(path)):
-            pages.append((path, str(value)))
-    return (tuple(sorted(pages)), tuple(sorted(texts)), tuple(sorted(ents)))
+    for f in _fields(args):
+        if f.kind in (Kind.PAGE, Kind.ENTITY):
+            fixed.append((f.path, f.kind.value, str(f.value).strip().lower()))
+        elif f.kind is Kind.TEXT:
+            texts.append(f.path)
+            ents |= identifiers(str(f.value))
+    return (tuple(fixed), tuple(texts), tuple(sorted(ents)))
 
 
 # docs/detection.md, repeated_error: the same tool failing with the same error.type this many

@@ -82,6 +82,29 @@ def test_guard_frame_numbers_named_as_ids_are_entities_other_numbers_knobs():
     assert guard.check("open_ticket", note | {"orderId": 7, "next_page_token": "abd"}, "h5") is None  # next page
 
 
+def test_guard_frame_is_the_collector_s_and_needs_no_extra():
+    """The guard's frame comes from the collector's field kinds (one rule): another city is another
+    question, a sort order a knob. It needs none of the collector extra's packages (the base
+    install's loopsight.react): they are made missing here as they are there."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for name in ('pyarrow', 'numpy', 'duckdb', 'google.protobuf', 'opentelemetry.proto', 'safetensors'):\n"
+        "    sys.modules[name] = None\n"
+        "from loopsight.react.guard import LoopGuard\n"
+        "guard = LoopGuard()\n"
+        "guard.record('weather', {'city': 'paris', 'units': 'metric'}, 'h1', 'ok')\n"
+        "print(guard.check('weather', {'city': 'oslo', 'units': 'metric'}, 'h2'))\n"
+        "guard.record('search', {'q': 'refund policy', 'sort': 'asc'}, 'h3', 'ok')\n"
+        "print(guard.check('search', {'q': 'refund policy', 'sort': 'desc'}, 'h4').kind)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "semantic"]
+
+
 def test_estimator_counts_content_and_tool_calls():
     assert estimate_tokens("") == 0 and estimate_tokens("100234") == 2
     msgs = [
