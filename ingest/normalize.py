@@ -39,7 +39,7 @@ log = logging.getLogger("loopsight.collector")
 
 SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 STATUS_CODES = ("Unset", "Ok", "Error")
-TRUNCATION_MARKER = "…[truncated]"
+TRUNCATION_MARKER = config.TRUNCATION_MARKER
 MAX_KEY_LENGTH = 1024  # attribute keys: a fixed bound, so a small value limit never cuts the names rules read
 MAX_NANOS = 2**63 - 1  # OTLP times are uint64; stored times are signed 64-bit
 

@@ -17,11 +17,12 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from loopsight import attributes as A
+from loopsight import config
 from loopsight.hashing import canonical_json
 from loopsight.results import result_hash
 
 from .content import SETTINGS as CONTENT
-from .content import redact, render
+from .content import redact_head, render
 from .errors import classify, error_of
 from .nesting import OPEN_LLM
 from .state import STATE, internal_error
@@ -29,6 +30,14 @@ from .tokens import Usage, coerce_usage, extract_usage
 
 _RUN: contextvars.ContextVar[RunHandle | None] = contextvars.ContextVar("loopsight_run", default=None)
 _CALL: contextvars.ContextVar[SpanHandle | None] = contextvars.ContextVar("loopsight_call", default=None)
+
+
+def _bounded(text: str) -> str:
+    """Exception text as the collector keeps it by default (its first 8,192 characters), cut before
+    it is redacted: a 10 MB message costs the agent what its head costs."""
+    limit = config.DEFAULT_MAX_ATTRIBUTE_LENGTH - len(config.TRUNCATION_MARKER)
+    head, cut = redact_head(text, limit)
+    return head + config.TRUNCATION_MARKER if cut else head
 
 
 def _is_cancel(exc: BaseException) -> bool:
@@ -143,7 +152,7 @@ class SpanHandle:
         stacktrace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.span.record_exception(
             exc,
-            attributes={"exception.message": redact(str(exc)), "exception.stacktrace": redact(stacktrace)},
+            attributes={"exception.message": _bounded(str(exc)), "exception.stacktrace": _bounded(stacktrace)},
             timestamp=STATE.clock(),
             escaped=True,
         )

@@ -19,6 +19,8 @@ DEFAULT_HTTP_PORT = 4318
 DEFAULT_GRPC_PORT = 4317
 DEFAULT_DASHBOARD_PORT = 8501
 DEFAULT_MAX_ATTRIBUTE_LENGTH = 8192  # characters, as the OTel SDKs count their value limit
+TRUNCATION_MARKER = "…[truncated]"
+"""What ends a value cut to a length limit (by the collector, and by the decorators for exception text)."""
 DEFAULT_MAX_ATTRIBUTES = 256
 DEFAULT_MAX_EVENTS = 128
 

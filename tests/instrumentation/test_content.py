@@ -172,8 +172,22 @@ def test_hostile_exception_message_is_redacted_in_linear_time(loopsight_spans):
         fetch_page("https://example.com")
     assert time.perf_counter() - started < 2.0
     (event,) = loopsight_spans.spans[0].events
-    assert event.attributes["exception.message"].endswith(" key [REDACTED:api_key]")
-    assert "sk-abcdefghijklmnopqrstuvwx" not in event.attributes["exception.stacktrace"]
+    message, stacktrace = event.attributes["exception.message"], event.attributes["exception.stacktrace"]
+    # cut to what the collector keeps before it is redacted: a 10 MB message cost ~2 s before
+    assert len(message) == len(stacktrace) == 8192 and message.endswith("…[truncated]")
+    assert message.startswith("could not parse page: ") and stacktrace.startswith("Traceback")
+    assert "sk-abcdefghijklmnopqrstuvwx" not in message + stacktrace
+
+
+def test_a_short_exception_message_is_kept_whole_and_redacted(loopsight_spans):
+    @loopsight.tool
+    def fetch_page(url):
+        raise ValueError(f"could not parse page {'x' * 8000} key sk-abcdefghijklmnopqrstuvwx")
+
+    with pytest.raises(ValueError):
+        fetch_page("https://example.com")
+    (event,) = loopsight_spans.spans[0].events
+    assert event.attributes["exception.message"].endswith("x key [REDACTED:api_key]")
 
 
 def test_capture_cuts_before_redacting(loopsight_spans, capture):
