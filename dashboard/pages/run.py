@@ -109,7 +109,8 @@ def header(trace_id: str, detail: dict[str, Any]) -> None:
         st.subheader(
             f"{ui.literal(run.get('agent') or 'unknown agent')} · {ui.literal(run.get('service') or '')}", anchor=False
         )
-        cols = st.columns([0.9, 2.3, 0.7, 1, 1.1, 1, 1, 0.8, 0.7])
+        # Two rows: nine tiles in one cut their values short below ~1,900 px ("$0.…", "31…").
+        cols = [*st.columns([0.9, 2.3, 0.8, 1.1, 1.4]), *st.columns(5)[:4]]
         cols[0].metric("status", str(run.get("status") or fmt.MISSING))
         cols[1].metric("termination", str(run.get("termination_reason") or fmt.MISSING))
         cols[2].metric("steps", fmt.count(run.get("steps")))
