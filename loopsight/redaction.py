@@ -96,6 +96,10 @@ _SEPARATOR = r"[\"']?[ \t]*+[:=][ \t]*+"
 _KEY_BEFORE = "|".join(
     f"(?<={p}{sep})" for p in ("api", "private", "secret", "access", "signing", "encryption") for sep in ("", "_", "-")
 )
+# A pagination token (page_token, nextPageToken, continuation-token) is a position, not a secret.
+_NOT_A_POSITION = "".join(
+    f"(?<!{p}{sep})" for p in ("page", "next", "continuation", "resume", "sync", "cursor") for sep in ("", "_", "-")
+)
 _FIELDS: list[tuple[str, re.Pattern[str], str]] = [
     (
         "pass",
@@ -108,7 +112,7 @@ _FIELDS: list[tuple[str, re.Pattern[str], str]] = [
         re.compile(rf"(?i)secret(?:[_-]?(?:access[_-]?)?key)?({_SEPARATOR})({_VALUE})"),
         "secret",
     ),
-    ("token", re.compile(rf"(?i)token({_SEPARATOR})({_VALUE})"), "secret"),
+    ("token", re.compile(rf"(?i)(?:{_NOT_A_POSITION})token({_SEPARATOR})({_VALUE})"), "secret"),
     ("key", re.compile(rf"(?i)(?:{_KEY_BEFORE})key({_SEPARATOR})({_VALUE})"), "secret"),
     ("credential", re.compile(rf"(?i)credentials?({_SEPARATOR})({_VALUE})"), "secret"),
     ("session", re.compile(rf"(?i)session[_-]?id({_SEPARATOR})({_VALUE})"), "secret"),

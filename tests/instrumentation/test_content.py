@@ -61,6 +61,15 @@ def capture():
         ("token: sk-abcdefghijklmnopqrstuvwx", "token: [REDACTED:api_key]"),
         # harmless look-alikes stay
         ('{"usage":{"prompt_tokens":12,"max_tokens":100}}', '{"usage":{"prompt_tokens":12,"max_tokens":100}}'),
+        # pagination tokens are positions, not secrets; a CSRF or refresh token is one
+        (
+            '{"q": "shoes", "page_token": "CAUQAA", "nextPageToken": "x1"}',
+            '{"q": "shoes", "page_token": "CAUQAA", "nextPageToken": "x1"}',
+        ),
+        (
+            '{"refresh_token": "r1", "csrf_token": "c2"}',
+            '{"refresh_token": "[REDACTED:secret]", "csrf_token": "[REDACTED:secret]"}',
+        ),
         ("a basic understanding of https://example.com/a:b", "a basic understanding of https://example.com/a:b"),
         ("sk-learn and task-abcdefghijklmnopqrstuvwx", "sk-learn and task-abcdefghijklmnopqrstuvwx"),
     ],
