@@ -137,7 +137,7 @@ class ReactAgent:
             try:
                 reason = await self._loop(st)
             except Exception as exc:  # a pluggable part (summarizer, check, embedder) failed: end, never raise
-                st.error = f"{type(exc).__name__}: {exc}"
+                st.error = f"{type(exc).__name__}: {_safe_str(exc)}"
                 reason = "error"
                 run.set_attribute(A.ERROR_TYPE, type(exc).__name__)
             result = self._finish(st, reason)
@@ -250,7 +250,7 @@ class ReactAgent:
                     continue
                 if eclass == "transient":
                     st.facts.transient_exhausted.append(f"the model service ({self.llm.model})")
-                st.error = f"model call failed: {etype} ({eclass}): {exc}"
+                st.error = f"model call failed: {etype} ({eclass}): {_safe_str(exc)}"
                 return "error"
             # a count the provider did not send (None) is unknown: only what is known counts
             st.summary.input_tokens += response.input_tokens or 0

@@ -810,3 +810,13 @@ def test_bad_declarations_are_clear_errors():
         react.ReactConfig(max_steps=0)
     with pytest.raises(ValueError, match="timeout"):
         react.Tool("t", lambda: 1, timeout=0)
+
+
+def test_a_model_error_whose_message_cannot_be_rendered_is_still_reported_as_the_model_s(loopsight_spans):
+    """The run's error text was made with ``f"{exc}"``: an exception whose ``__str__`` raises
+    replaced the model's error by the formatting's own ("RuntimeError: message not loaded")."""
+    result = react.ReactAgent(ScriptedLLM([_UnprintableError()]), [], cfg(llm_max_retries=0)).run("Where is my order?")
+    assert (result.status, result.termination_reason) == ("error", "error")
+    assert result.error is not None and result.error.startswith("model call failed: ")
+    assert "unprintable _UnprintableError" in result.error
+    assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "error"
