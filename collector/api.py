@@ -59,14 +59,16 @@ def parse_time(name: str, value: str | None, now: datetime | None = None) -> dat
     return parsed
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
 def parse_int(name: str, value: str | None, default: int, low: int, high: int) -> int:
     """An integer query parameter within [low, high]."""
     if value is None or value == "":
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise BadParameter(f"{name}={value!r} is not an integer") from None
+    if _INTEGER.fullmatch(value) is None:  # int() takes "+5", "1_000", " 7" and non-ASCII digits too
+        raise BadParameter(f"{name}={value[:64]!r} is not an integer")
+    number = int(value)
     if not low <= number <= high:
         raise BadParameter(f"{name}={number} is out of range [{low}, {high}]")
     return number
