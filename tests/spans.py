@@ -135,6 +135,22 @@ def tool_span(
     )
 
 
+def failed(span: Span, error_type: str, message: str, stacktrace: str, at: int | None = None) -> Span:
+    """``span`` failed with ``message`` as its status and an ``exception`` event (at ``at``, default
+    1 ns after its start); returns it."""
+    span.status.code = Status.STATUS_CODE_ERROR
+    span.status.message = message
+    attributes = [
+        kv("exception.type", error_type),
+        kv("exception.message", message),
+        kv("exception.stacktrace", stacktrace),
+    ]
+    span.events.append(
+        Span.Event(time_unix_nano=at or span.start_time_unix_nano + 1, name="exception", attributes=attributes)
+    )
+    return span
+
+
 @contextmanager
 def memory_tracer(name: str = "test") -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
     """An OTel SDK tracer whose finished spans collect in memory (the provider shut down after)."""

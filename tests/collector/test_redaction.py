@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 import httpx
 import pytest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-from spans import kv, request_of, tool_span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from spans import failed, request_of, tool_span
 
 DSN = "postgres://admin:Hunter2pw@db.internal:5432/orders"
 ERROR = f"could not connect to {DSN} (password=Tr0ub4dor&3)"
@@ -27,19 +27,7 @@ def _failing_call() -> Span:
         {"gen_ai.tool.name": "connect", "gen_ai.tool.call.arguments": ARGUMENTS},
         name="execute_tool connect",
     )
-    span.status.code = Status.STATUS_CODE_ERROR
-    span.status.message = ERROR
-    span.events.append(
-        Span.Event(
-            time_unix_nano=1_700_000_000_000_000_001,
-            name="exception",
-            attributes=[
-                kv("exception.type", "OperationalError"),
-                kv("exception.message", ERROR),
-                kv("exception.stacktrace", f"Traceback (most recent call last):\nOperationalError: {ERROR}"),
-            ],
-        )
-    )
+    failed(span, "OperationalError", ERROR, f"Traceback (most recent call last):\nOperationalError: {ERROR}")
     return span
 
 

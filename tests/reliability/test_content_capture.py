@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from reliability_support import stored
-from spans import kv, request_of, tool_span
+from spans import failed, kv, request_of, tool_span
 
 SECRETS = {
     "openai": "sk-proj-" + "Ab3dEf9hIjK1mNoPqR7sTuVwXyZ0aB2cD4eF6gH8iJ0kL2mN",
@@ -86,21 +86,11 @@ def _spans() -> list[Span]:
     failing = tool_span(
         trace, b"\x34" * 8, 1_700_000_000_200_000_000, {"gen_ai.tool.name": "call_api"}, name="execute_tool call_api"
     )
-    failing.status.code = Status.STATUS_CODE_ERROR
-    failing.status.message = SECRET_ERROR
-    failing.events.append(
-        Span.Event(
-            time_unix_nano=1_700_000_000_200_000_001,
-            name="exception",
-            attributes=[
-                kv("exception.type", "PermissionError"),
-                kv("exception.message", SECRET_ERROR),
-                kv(
-                    "exception.stacktrace",
-                    f'Traceback (most recent call last):\n  raise PermissionError("{SECRET_ERROR}")\nPermissionError: {SECRET_ERROR}',
-                ),
-            ],
-        )
+    failed(
+        failing,
+        "PermissionError",
+        SECRET_ERROR,
+        f'Traceback (most recent call last):\n  raise PermissionError("{SECRET_ERROR}")\nPermissionError: {SECRET_ERROR}',
     )
     return [tool, chat, failing]
 
