@@ -40,6 +40,10 @@ class NotFound(LoopsightError, LookupError):
     """Nothing is stored for what the path names; answered 404."""
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
 def parse_time(name: str, value: str | None, now: datetime | None = None) -> datetime | None:
     """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d`` before ``now``
     (default: now; one request's times share one), as naive UTC."""
@@ -50,7 +54,7 @@ def parse_time(name: str, value: str | None, now: datetime | None = None) -> dat
     text = value.strip()
     try:
         if text.startswith("-"):
-            return (now or datetime.now(UTC).replace(tzinfo=None)) - timedelta(seconds=parse_duration(text[1:]))
+            return (now or _utcnow()) - timedelta(seconds=parse_duration(text[1:]))
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
@@ -109,7 +113,7 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
 
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = _utcnow()
     filters: dict[str, Any] = {
         "agent": parse_text("agent", q.get("agent")),
         "service": parse_text("service", q.get("service")),
@@ -306,7 +310,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         rule = parse_text("rule", q(request).get("rule"))
         if rule is None:
             raise BadParameter("rule is required")
-        now = datetime.now(UTC).replace(tzinfo=None)
+        now = _utcnow()
         return (
             rule,
             parse_time("since", q(request).get("since"), now),
@@ -322,7 +326,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         # Lets `loopsight alerts check --collector URL` measure without opening the DB file.
         params = q(request)
         metric = parse_choice("metric", params.get("metric"), alerts.METRICS)
-        now = datetime.now(UTC).replace(tzinfo=None)
+        now = _utcnow()
         since, until = parse_time("since", params.get("since"), now), parse_time("until", params.get("until"), now)
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")

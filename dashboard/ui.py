@@ -61,9 +61,10 @@ def escape(text: Any) -> str:
     return "".join(_AUTOLINK_KEYS.get(c, c) for c in text)
 
 
-def from_url(key: str, param: str, options: Sequence[Any]) -> Any:
+def from_url(key: str, param: str, options: Sequence[Any] | Callable[[str], Any]) -> Any:
     """A page's own widget starts from the link's ``param`` (once a session, before the widget is
-    made) when it names one of ``options`` (numbers compared as numbers); returns that option or None.
+    made) when it names one of ``options`` (numbers compared as numbers), or when ``options``
+    (a function) reads it as a value other than None; returns that value or None.
 
     Example:
         >>> from_url("runs_status", "status", ["any", "ok", "error"])  # doctest: +SKIP
@@ -72,11 +73,15 @@ def from_url(key: str, param: str, options: Sequence[Any]) -> Any:
     text = st.query_params.get(param)
     if key in st.session_state or text is None:
         return None
-    for option in options:
-        if str(option) == text or (isinstance(option, (int, float)) and _number(text) == option):
-            st.session_state[key] = option
-            return option
-    return None
+    if callable(options):
+        found = options(text)
+    else:
+        found = next(
+            (o for o in options if str(o) == text or (isinstance(o, (int, float)) and _number(text) == o)), None
+        )
+    if found is not None:
+        st.session_state[key] = found
+    return found
 
 
 def _number(text: str) -> float | None:

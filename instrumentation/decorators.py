@@ -337,14 +337,16 @@ class _ObservedStream:
     def __next__(self) -> Any:
         try:
             item = next(self._stream)
-        except StopIteration:
-            self._handle._finish(None)
-            raise
         except BaseException as error:
-            self._handle._finish(error)
+            self._end(error)
             raise
         _observe(self._handle, item)
         return item
+
+    def _end(self, error: BaseException | None) -> None:
+        """End the span: the stream ran out (or was closed), or it failed with ``error``."""
+        done = error is None or isinstance(error, (StopIteration, StopAsyncIteration))
+        self._handle._finish(None if done else error)
 
     def close(self) -> None:
         try:
@@ -352,7 +354,7 @@ class _ObservedStream:
             if close is not None:
                 close()
         finally:
-            self._handle._finish(None)
+            self._end(None)
 
     def __enter__(self) -> _ObservedStream:
         enter = getattr(self._stream, "__enter__", None)
@@ -365,7 +367,7 @@ class _ObservedStream:
             leave = getattr(self._stream, "__exit__", None)
             return leave(*exc) if leave is not None else None
         finally:
-            self._handle._finish(exc[1] if len(exc) > 1 else None)
+            self._end(exc[1] if len(exc) > 1 else None)
 
     def __del__(self) -> None:  # a stream dropped unread still ends its span
         handle = self.__dict__.get("_handle")
@@ -382,11 +384,8 @@ class _ObservedAsyncStream(_ObservedStream):
     async def __anext__(self) -> Any:
         try:
             item = await self._stream.__anext__()
-        except StopAsyncIteration:
-            self._handle._finish(None)
-            raise
         except BaseException as error:
-            self._handle._finish(error)
+            self._end(error)
             raise
         _observe(self._handle, item)
         return item
@@ -399,7 +398,7 @@ class _ObservedAsyncStream(_ObservedStream):
                 if inspect.isawaitable(done):
                     await done
         finally:
-            self._handle._finish(None)
+            self._end(None)
 
     async def __aenter__(self) -> _ObservedAsyncStream:
         enter = getattr(self._stream, "__aenter__", None)
@@ -412,7 +411,7 @@ class _ObservedAsyncStream(_ObservedStream):
             leave = getattr(self._stream, "__aexit__", None)
             return await leave(*exc) if leave is not None else None
         finally:
-            self._handle._finish(exc[1] if len(exc) > 1 else None)
+            self._end(exc[1] if len(exc) > 1 else None)
 
 
 # -- agent ----------------------------------------------------------------------------

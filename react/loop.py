@@ -262,7 +262,7 @@ class ReactAgent:
         acomplete = getattr(self.llm, "acomplete", None)
         if acomplete is not None:
             return await acomplete(list(messages), self._specs)
-        return await _in_thread(lambda: self.llm.complete(list(messages), self._specs), None)
+        return await _in_thread(lambda: self.llm.complete(list(messages), self._specs))
 
     # -- one tool call ------------------------------------------------------------------
     async def _tool_call(self, st: _Run, c: ToolCall, mode: str) -> tuple[str, bool]:
@@ -549,15 +549,16 @@ async def _invoke(tool: Tool, kwargs: dict[str, Any], timeout: float) -> Any:
         async with cut:
             if tool.is_async:
                 return await tool.fn(**kwargs)
-            return await _in_thread(lambda: tool.fn(**kwargs), None)
+            return await _in_thread(lambda: tool.fn(**kwargs))
     except TimeoutError:
         if cut.expired():
             raise _LoopCut(f"{tool.name} timed out after {timeout:.3f}s", error_type="timeout") from None
         raise
 
 
-async def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run a blocking call in its own daemon thread; on timeout the thread is abandoned, not joined."""
+async def _in_thread(fn: Callable[[], T]) -> T:
+    """Run a blocking call in its own daemon thread; cancelled (a timeout around it), the thread is
+    abandoned, not joined."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     ctx = contextvars.copy_context()
@@ -579,4 +580,4 @@ async def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
             loop.call_soon_threadsafe(settle, value, error)
 
     threading.Thread(target=target, name="loopsight-react-tool", daemon=True).start()
-    return await asyncio.wait_for(future, timeout)
+    return await future

@@ -99,12 +99,8 @@ def body() -> None:
     }
     for key, (param, options) in linked.items():
         ui.from_url(key, param, options)
-    linked_tokens = st.query_params.get("min_tokens")
-    if "runs_min_tokens" not in st.session_state and linked_tokens and linked_tokens.isdigit():
-        st.session_state["runs_min_tokens"] = int(linked_tokens)
-    linked_page = st.query_params.get("page")
-    if "runs_offset" not in st.session_state and linked_page and linked_page.isdigit() and int(linked_page) > 1:
-        st.session_state["runs_offset"] = int(linked_page)
+    ui.from_url("runs_min_tokens", "min_tokens", lambda t: int(t) if t.isascii() and t.isdigit() else None)
+    ui.from_url("runs_offset", "page", lambda t: int(t) if t.isascii() and t.isdigit() and int(t) > 1 else None)
 
     def kept(key: str, then: bool = True) -> Any:
         param, options = linked[key]
