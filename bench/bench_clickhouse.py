@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from exporter_rows import request_to_otel_traces
+from exporter_rows import create_otel_traces, request_to_otel_traces
 from scale.fixture_spans import build
 
 from loopsight.analytics.burn import burn
@@ -97,6 +97,7 @@ def main() -> None:
     spans = base.num_rows * args.copies
     con = connect_chdb(tempfile.mkdtemp(prefix="loopsight-bench-ch-"), database="loopsight")
     upgrade(con)
+    create_otel_traces(con)
     wall, cpu = fill(con, base, args.copies, args.batch_copies)
     print(
         f"spans: {spans:,} ({base.num_rows} per tile x {args.copies}), batches of {base.num_rows * args.batch_copies:,}"

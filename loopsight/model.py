@@ -2,7 +2,7 @@
 
 Both engines hold exactly these tables. DuckDB's are made by the migrations (``migrations/``,
 frozen history; a test checks the migrated file against this module), ClickHouse's are rendered
-from here (:func:`clickhouse_type`), the ClickHouse deriver's in-memory DuckDB from
+from here (``loopsight.stores.clickhouse_ddl``, SQLGlot spelling the types), the ClickHouse deriver's in-memory DuckDB from
 :func:`duckdb_ddl`, and the SQL translator reads the column types from :data:`TABLES`. The
 ``spans`` columns are those of the OpenTelemetry Collector ClickHouse exporter's ``otel_traces``
 plus loopsight's typed agent columns, filled at ingest.
@@ -10,8 +10,6 @@ plus loopsight's typed agent columns, filled at ingest.
 Example:
     >>> [c.name for c in TABLES["derive_pending"]]
     ['trace_id', 'since']
-    >>> clickhouse_type("VARCHAR[]"), clickhouse_type("TIMESTAMP", nullable=True)
-    ('Array(String)', "Nullable(DateTime64(6, 'UTC'))")
 """
 
 from __future__ import annotations
@@ -305,67 +303,6 @@ def duckdb_ddl(table: str, *, name: str | None = None) -> str:
             text += " NOT NULL"
         parts.append(text)
     return f"CREATE TABLE {name or table} ({', '.join(parts)})"
-
-
-_CLICKHOUSE_SCALARS = {
-    "VARCHAR": "String",
-    "TEXT": "String",
-    "TIMESTAMP": "DateTime64(6, 'UTC')",
-    "TIMESTAMPTZ": "DateTime64(6, 'UTC')",
-    "BIGINT": "Int64",
-    "INTEGER": "Int32",
-    "INT": "Int32",
-    "SMALLINT": "Int16",
-    "HUGEINT": "Int128",
-    "INT128": "Int128",
-    "REAL": "Float32",
-    "DATE": "Date",
-    "UBIGINT": "UInt64",
-    "DOUBLE": "Float64",
-    "BOOLEAN": "Bool",
-    "TINYINT": "Int8",
-    "FLOAT": "Float32",
-}
-
-
-def clickhouse_type(duckdb_type: str, *, nullable: bool = False) -> str:
-    """The ClickHouse type holding a DuckDB type's values (maps, lists and structs are never Nullable there).
-
-    Example:
-        >>> clickhouse_type(EVENTS)
-        "Array(Tuple(Timestamp DateTime64(6, 'UTC'), Name String, Attributes Map(String, String)))"
-    """
-    text = duckdb_type.strip()
-    if text.endswith("[]"):
-        return f"Array({clickhouse_type(text[:-2])})"
-    if text.startswith("MAP("):
-        key, value = _split(text[4:-1])
-        return f"Map({clickhouse_type(key)}, {clickhouse_type(value)})"
-    if text.startswith("STRUCT("):
-        fields = []
-        for item in _split(text[7:-1]):
-            field, _, kind = item.partition(" ")
-            fields.append(f"{field.strip(chr(34))} {clickhouse_type(kind)}")
-        return f"Tuple({', '.join(fields)})"
-    scalar = _CLICKHOUSE_SCALARS.get(text)
-    if scalar is None:
-        raise ValueError(f"no ClickHouse type for the DuckDB type {text!r}: add it to loopsight.model")
-    return f"Nullable({scalar})" if nullable else scalar
-
-
-def _split(text: str) -> list[str]:
-    """Split a type list on the commas at depth 0."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        current += ch
-    parts.append(current.strip())
-    return parts
 
 
 def column_types(table: str) -> dict[str, str]:

@@ -1,13 +1,10 @@
-"""The ClickHouse DDL: the exporter's ``otel_traces`` as it makes it, and loopsight's tables.
+"""The ClickHouse DDL of loopsight's tables.
 
-``otel_traces`` (and its ``_trace_id_ts`` lookup table and view) is rendered exactly as the
-OpenTelemetry Collector contrib ``clickhouseexporter`` creates it
-(``exporter/clickhouseexporter/internal/sql_templates/traces_table.sql``), so an exporter
-and loopsight can share a database in either start-up order; loopsight never changes its
-columns. loopsight's own tables are rendered from :mod:`loopsight.model` (``spans``, the
-per-run tables, ``derive_pending``, the alert tables) with ClickHouse's engines, keys and
-partitions, plus ``spans_staged`` and the few tables and views only ClickHouse has. The
-migrations that apply them: :mod:`loopsight.stores.clickhouse_schema`.
+They are rendered from :mod:`loopsight.model` (``spans``, the per-run tables,
+``derive_pending``, the alert tables) with ClickHouse's engines, keys and partitions, plus
+``spans_staged`` and the few tables and views only ClickHouse has. The exporter's
+``otel_traces`` is the exporter's: it creates it (``create_schema``), loopsight only reads it.
+The migrations that apply them: :mod:`loopsight.stores.clickhouse_schema`.
 
 Example:
     >>> model_table_ddl("derive_pending").splitlines()[1]
@@ -16,88 +13,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from loopsight.model import ALERT_TABLES, DERIVED, TABLES, Column, clickhouse_type
-
-# traces_table.sql of the exporter, rendered as its Go code renders it: %s %s = "db"."table"
-# plus the cluster clause, ENGINE = %s, then the TTL expression.
-EXPORTER_TRACES_TABLE = """CREATE TABLE IF NOT EXISTS {table} {cluster} (
-    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
-    TraceId String CODEC(ZSTD(1)),
-    SpanId String CODEC(ZSTD(1)),
-    ParentSpanId String CODEC(ZSTD(1)),
-    TraceState String CODEC(ZSTD(1)),
-    SpanName LowCardinality(String) CODEC(ZSTD(1)),
-    SpanKind LowCardinality(String) CODEC(ZSTD(1)),
-    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
-    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
-    ScopeName String CODEC(ZSTD(1)),
-    ScopeVersion String CODEC(ZSTD(1)),
-    SpanAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
-    Duration UInt64 CODEC(ZSTD(1)),
-    StatusCode LowCardinality(String) CODEC(ZSTD(1)),
-    StatusMessage String CODEC(ZSTD(1)),
-    Events Nested (
-        Timestamp DateTime64(9),
-        Name LowCardinality(String),
-        Attributes Map(LowCardinality(String), String)
-    ) CODEC(ZSTD(1)),
-    Links Nested (
-        TraceId String,
-        SpanId String,
-        TraceState String,
-        Attributes Map(LowCardinality(String), String)
-    ) CODEC(ZSTD(1)),
-    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
-    INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_span_attr_value mapValues(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
-) ENGINE = {engine}
-PARTITION BY toDate(Timestamp)
-ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
-{ttl}
-SETTINGS index_granularity=8192, ttl_only_drop_parts = 1"""
-
-EXPORTER_TRACE_ID_TS_TABLE = """CREATE TABLE IF NOT EXISTS {table}_trace_id_ts {cluster} (
-    TraceId String CODEC(ZSTD(1)),
-    Start DateTime CODEC(Delta, ZSTD(1)),
-    End DateTime CODEC(Delta, ZSTD(1)),
-    INDEX idx_trace_id TraceId TYPE bloom_filter(0.01) GRANULARITY 1
-) ENGINE = {engine}
-PARTITION BY toDate(Start)
-ORDER BY (TraceId, Start)
-{ttl_ts}
-SETTINGS index_granularity=8192, ttl_only_drop_parts = 1"""
-
-EXPORTER_TRACE_ID_TS_VIEW = """CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_trace_id_ts_mv {cluster}
-TO {table}_trace_id_ts
-AS SELECT
-    TraceId,
-    min(Timestamp) as Start,
-    max(Timestamp) as End
-FROM {table}
-WHERE TraceId != ''
-GROUP BY TraceId"""
-
-
-@dataclass(frozen=True)
-class SchemaOptions:
-    """How to render the DDL: table name, cluster, engine and retention (days, 0 = keep)."""
-
-    table: str = "otel_traces"
-    cluster: str = ""
-    engine: str = "MergeTree()"
-    ttl_days: int = 0
-
-    def render(self, template: str) -> str:
-        cluster = f"ON CLUSTER {self.cluster}" if self.cluster else ""
-        ttl = f"TTL toDateTime(Timestamp) + toIntervalDay({self.ttl_days})" if self.ttl_days > 0 else ""
-        ttl_ts = f"TTL toDateTime(Start) + toIntervalDay({self.ttl_days})" if self.ttl_days > 0 else ""
-        return template.format(table=self.table, cluster=cluster, engine=self.engine, ttl=ttl, ttl_ts=ttl_ts)
-
+from loopsight.model import ALERT_TABLES, DERIVED, TABLES, Column
+from loopsight.stores.translate import clickhouse_type
 
 # The evaluator's state on ClickHouse (loopsight.alerts.state_clickhouse): a notification's
 # outcome is a row keyed by its event instead of an UPDATE (migration 0007).
@@ -128,9 +45,8 @@ _TYPES = {("alert_events", "id"): "UInt64"}  # as alert_deliveries.event_id, whi
 
 
 def column_type(table: str, column: Column) -> str:
-    """A model column's ClickHouse type in ``table`` (arrays, maps and structs are never Nullable)."""
-    nullable = column.nullable and "[" not in column.type and not column.type.startswith(("MAP", "STRUCT"))
-    return _TYPES.get((table, column.name)) or clickhouse_type(column.type, nullable=nullable)
+    """A model column's ClickHouse type in ``table``."""
+    return _TYPES.get((table, column.name)) or clickhouse_type(column.type, nullable=column.nullable)
 
 
 def model_table_ddl(table: str) -> str:

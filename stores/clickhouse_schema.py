@@ -12,7 +12,7 @@ Example:
     >>> from loopsight.stores.clickhouse import connect_chdb
     >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
     >>> upgrade(con)  # doctest: +SKIP
-    ['0001_otel_traces', '0004_alerts', '0007_alert_deliveries', '0012_one_model', ...]
+    ['0004_alerts', '0007_alert_deliveries', '0012_one_model', ...]
 """
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ from loopsight.stores.clickhouse import ClickHouseConnection
 from loopsight.stores.clickhouse_ddl import (
     ALERT_DELIVERIES,
     ALERT_VIEWS,
-    EXPORTER_TRACE_ID_TS_TABLE,
-    EXPORTER_TRACE_ID_TS_VIEW,
-    EXPORTER_TRACES_TABLE,
     IMPORT_STATE,
     SECRET_TABLE,
     STORED,
-    SchemaOptions,
     column_type,
     model_table_ddl,
 )
@@ -69,12 +65,17 @@ _EARLIER_COLUMNS = (
 )
 
 
-def _one_model(options: SchemaOptions) -> list[str]:
-    cluster = f" ON CLUSTER {options.cluster}" if options.cluster else ""
+def exported(con: ClickHouseConnection) -> bool:
+    """Whether the exporter's table (``con.url.table``) exists yet: the exporter creates it."""
+    query = "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {t:String}"
+    return bool(con.execute(query, {"t": con.url.table}).fetchall()[0][0])
+
+
+def _one_model(con: ClickHouseConnection) -> list[str]:
     drops = ", ".join(f"DROP COLUMN IF EXISTS loopsight_{name}" for name in _EARLIER_COLUMNS)
     return [
         *_EARLIER_MODEL,
-        f"ALTER TABLE {options.table}{cluster} {drops}",
+        *([f"ALTER TABLE {con.url.table} {drops}"] if exported(con) else []),
         *(model_table_ddl(table) for table in TABLES),
         IMPORT_STATE,
     ]
@@ -82,31 +83,25 @@ def _one_model(options: SchemaOptions) -> list[str]:
 
 @dataclass(frozen=True)
 class Migration:
-    """One ordered step: its id and the statements it runs."""
+    """One ordered step: its id and the statements it runs on a connection."""
 
     version: str
-    statements: Callable[[SchemaOptions], list[str]]
+    statements: Callable[[ClickHouseConnection], list[str]]
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "0001_otel_traces",
-        lambda o: [
-            o.render(EXPORTER_TRACES_TABLE),
-            o.render(EXPORTER_TRACE_ID_TS_TABLE),
-            o.render(EXPORTER_TRACE_ID_TS_VIEW),
-        ],
-    ),
-    Migration("0004_alerts", lambda o: [model_table_ddl(table) for table in ALERT_TABLES]),
-    Migration("0007_alert_deliveries", lambda o: list(ALERT_DELIVERIES)),
+    Migration("0004_alerts", lambda con: [model_table_ddl(table) for table in ALERT_TABLES]),
+    Migration("0007_alert_deliveries", lambda con: list(ALERT_DELIVERIES)),
     Migration("0012_one_model", _one_model),
-    Migration("0013_alert_views", lambda o: list(ALERT_VIEWS)),
+    Migration("0013_alert_views", lambda con: list(ALERT_VIEWS)),
     Migration(
-        "0014_sessions_and_frameworks", lambda o: ["ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE]
+        "0014_sessions_and_frameworks",
+        lambda con: ["ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE],
     ),
 )
-"""The steps no model can say (the exporter's table, what earlier models made, views); the
-model's own tables and columns are made by :func:`to_model`."""
+"""The steps no model can say (what earlier models made, views); the model's own tables and
+columns are made by :func:`to_model`. The exporter's ``otel_traces`` is no step (0001 made it
+until the exporter was left to create it)."""
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
     version String,
@@ -150,16 +145,15 @@ def to_model(con: ClickHouseConnection) -> list[str]:
     return statements
 
 
-def upgrade(con: ClickHouseConnection, options: SchemaOptions | None = None) -> list[str]:
+def upgrade(con: ClickHouseConnection) -> list[str]:
     """Apply the missing migrations in order, then bring the tables to the model; returns the
     ids of the migrations applied now."""
-    options = options or SchemaOptions(table=con.url.table)
     done = set(applied(con))
     now = []
     for migration in MIGRATIONS:
         if migration.version in done:
             continue
-        for statement in migration.statements(options):
+        for statement in migration.statements(con):
             con.command(statement)
         con.execute("INSERT INTO loopsight_schema_migrations (version) VALUES ({v:String})", {"v": migration.version})
         now.append(migration.version)

@@ -47,7 +47,7 @@ from loopsight.ingest.normalize import Limits
 from loopsight.model import DERIVED, TABLES, duckdb_ddl
 from loopsight.prices import PriceBook
 from loopsight.stores.clickhouse import ClickHouseConnection, ClickHouseError, connect
-from loopsight.stores.clickhouse_schema import upgrade
+from loopsight.stores.clickhouse_schema import exported, upgrade
 from loopsight.stores.derive import (
     COSTS_MISSING_SQL,
     PENDING_SQL,
@@ -113,8 +113,11 @@ def store_batch(con: ClickHouseConnection, table: pa.Table) -> int:
 def import_exported(
     con: ClickHouseConnection, *, lookback: timedelta = timedelta(hours=6), limits: Limits | None = None
 ) -> int:
-    """Store the ``otel_traces`` rows the exporter wrote since the watermark less ``lookback``; the spans stored."""
+    """Store the ``otel_traces`` rows the exporter wrote since the watermark less ``lookback``; the
+    spans stored (none before the exporter has created its table)."""
     source = con.url.table
+    if not exported(con):
+        return 0
     (mark,) = con.execute("SELECT toUnixTimestamp64Nano(max(watermark)) FROM loopsight_import").fetchall()[0]
     mark = int(mark or 0)
     start = max(mark - lookback // timedelta(microseconds=1) * 1000, 0) if mark else 0

@@ -35,7 +35,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from loopsight.model import TABLES, clickhouse_type
+from loopsight.model import TABLES
 
 SETTINGS = {
     "join_use_nulls": 1,  # outer-join misses are NULL, not 0 / ''
@@ -84,9 +84,29 @@ def _qualified(tree: Any) -> exp.Expression:
     return tree
 
 
-def _clickhouse_type(data_type: exp.DataType) -> str:
-    """A cast's DuckDB type as ClickHouse text, not Nullable (callers wrap)."""
-    return clickhouse_type(data_type.sql("duckdb"))
+_TIMES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.TIMESTAMPTZ}
+_TIME = exp.DataType.build("DateTime64(6, 'UTC')", dialect="clickhouse")  # DuckDB's microseconds, in UTC
+
+
+def _spelled(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.DataType):
+        node = _TIME.copy() if node.this in _TIMES else node
+        node.set("nullable", False)  # the caller says whether the whole is Nullable; nothing inside is
+    elif isinstance(node, exp.Identifier):
+        node.set("quoted", False)  # a tuple's field names, bare as ClickHouse lists them
+    return node
+
+
+def clickhouse_type(duckdb_type: str | exp.DataType, *, nullable: bool = False) -> str:
+    """The ClickHouse type holding a DuckDB type's values (lists, maps and structs are never Nullable there).
+
+    Example:
+        >>> clickhouse_type('STRUCT("t" TIMESTAMP, "n" VARCHAR)[]'), clickhouse_type("DOUBLE", nullable=True)
+        ("Array(Tuple(t DateTime64(6, 'UTC'), n String))", 'Nullable(Float64)')
+    """
+    kind = exp.DataType.build(duckdb_type, dialect="duckdb", copy=True).transform(_spelled)
+    kind.set("nullable", nullable and not kind.is_type(*exp.DataType.NESTED_TYPES))
+    return kind.sql("clickhouse")
 
 
 def _fn(name: str, *args: Any) -> exp.Anonymous:
@@ -101,7 +121,7 @@ def _placeholders(tree: exp.Expression) -> set[str]:
     arrays: set[str] = set()
     for ph in list(tree.find_all(exp.Placeholder)):
         declared = types.get(ph.name)
-        kind = _clickhouse_type(declared) if declared is not None else "String"
+        kind = clickhouse_type(declared) if declared is not None else "String"
         if isinstance(ph.parent, (exp.Limit, exp.Offset)):
             kind = "UInt64"
         elif kind.startswith("Array("):
@@ -200,7 +220,7 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
     ),
     (
         lambda n: isinstance(n, exp.TryCast),
-        lambda n: _fn("accurateCastOrNull", n.this, exp.Literal.string(_clickhouse_type(n.args["to"]))),
+        lambda n: _fn("accurateCastOrNull", n.this, exp.Literal.string(clickhouse_type(n.args["to"]))),
     ),
     (
         lambda n: (

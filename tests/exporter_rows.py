@@ -4,7 +4,8 @@ The contrib ``clickhouseexporter`` writes every attribute as a string, drops not
 ``Events``/``Links`` as the Nested columns' parallel arrays. Tests and benchmarks fill a
 ClickHouse store through this the way a deployment's exporter does; the store reads such rows
 back with :func:`loopsight.ingest.exporter.otel_traces_rows`. Test tooling, not part of the
-library: loopsight never writes ``otel_traces``.
+library: loopsight never creates or writes ``otel_traces`` (:func:`create_otel_traces` makes it
+as the exporter does).
 
 Example:
     >>> from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -14,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -21,6 +24,51 @@ from loopsight.ingest.batch import SCHEMA
 from loopsight.ingest.normalize import SPAN_KINDS, STATUS_CODES, any_value_to_str
 
 TS = pa.timestamp("ns")
+
+# The exporter's traces_table.sql (exporter/clickhouseexporter/internal/sql_templates), as its Go
+# code renders it with no cluster, the default engine and no TTL.
+OTEL_TRACES_DDL = """CREATE TABLE IF NOT EXISTS {table} (
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    ParentSpanId String CODEC(ZSTD(1)),
+    TraceState String CODEC(ZSTD(1)),
+    SpanName LowCardinality(String) CODEC(ZSTD(1)),
+    SpanKind LowCardinality(String) CODEC(ZSTD(1)),
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    ScopeName String CODEC(ZSTD(1)),
+    ScopeVersion String CODEC(ZSTD(1)),
+    SpanAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    Duration UInt64 CODEC(ZSTD(1)),
+    StatusCode LowCardinality(String) CODEC(ZSTD(1)),
+    StatusMessage String CODEC(ZSTD(1)),
+    Events Nested (
+        Timestamp DateTime64(9),
+        Name LowCardinality(String),
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    Links Nested (
+        TraceId String,
+        SpanId String,
+        TraceState String,
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_span_attr_value mapValues(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
+) ENGINE = MergeTree()
+PARTITION BY toDate(Timestamp)
+ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
+SETTINGS index_granularity=8192, ttl_only_drop_parts = 1"""
+
+
+def create_otel_traces(con: Any, table: str = "otel_traces") -> None:
+    """Create ``table`` as the exporter does when it starts (``create_schema: true``)."""
+    con.command(OTEL_TRACES_DDL.format(table=table))
 
 
 def _exported(field: pa.Field) -> pa.DataType:

@@ -62,4 +62,4 @@ def test_it_measures_two_revisions_of_this_repository() -> None:
     assert figures["after_over_before"] == {"lines": 1.0, "code": 1.0}
     assert 0 < figures["after"]["code"] < figures["after"]["lines"]
     assert "stores/clickhouse_store.py" in figures["after"]["files"]
-    assert "loopsight/model.py::clickhouse_type" in figures["after"]["files"]
+    assert "stores/translate.py" in figures["after"]["files"]

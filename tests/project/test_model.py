@@ -8,7 +8,8 @@ import duckdb
 import pytest
 
 from loopsight.migrations import upgrade
-from loopsight.model import ALERT_TABLES, TABLES, clickhouse_type, duckdb_ddl
+from loopsight.model import ALERT_TABLES, TABLES, duckdb_ddl
+from loopsight.stores.translate import clickhouse_type
 
 
 def _normalized(kind: str) -> str:
@@ -47,7 +48,7 @@ def test_the_rendered_tables_hold_the_same_columns() -> None:
         ("INTEGER", "Int32"),
         ("FLOAT", "Float32"),
         ("SMALLINT", "Int16"),
-        ("DATE", "Date"),
+        ("DATE", "DATE"),  # SQLGlot's spelling, which ClickHouse reads as Date
         ("VARCHAR[]", "Array(String)"),
     ],
 )

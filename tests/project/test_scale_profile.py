@@ -75,7 +75,7 @@ def test_the_exporter_uses_only_documented_settings() -> None:
     assert ENDPOINT.match(exporter["endpoint"]), exporter["endpoint"]
     for key in ("ttl", "timeout"):
         assert DURATION.match(str(exporter[key])), (key, exporter[key])
-    assert exporter["create_schema"] is True  # loopsight's migrations accept the exporter creating otel_traces first
+    assert exporter["create_schema"] is True  # the exporter creates otel_traces: loopsight never does
 
 
 def test_every_pipeline_component_is_defined() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("chdb")
 
-from exporter_rows import request_to_otel_traces
+from exporter_rows import create_otel_traces, request_to_otel_traces
 
 from loopsight.ingest.pipeline import spans_to_request
 from loopsight.stores import ingest_request
@@ -38,11 +38,13 @@ def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def new_clickhouse(chdb_dir: Path) -> Callable[[], ClickHouseConnection]:
-    """Factory: a migrated, empty ClickHouse database on the session's chdb engine."""
+    """Factory: a migrated, empty ClickHouse database on the session's chdb engine, with the
+    exporter's empty ``otel_traces`` (loopsight started first)."""
 
     def make() -> ClickHouseConnection:
         con = connect_chdb(str(chdb_dir), database=f"t{next(_databases)}")
         upgrade(con)
+        create_otel_traces(con)
         return con
 
     return make
@@ -91,6 +93,7 @@ def duck(tmp_path_factory: pytest.TempPathFactory, fixture_request: Any) -> Iter
 def clickhouse(chdb_dir: Path, fixture_request: Any) -> ClickHouseConnection:
     """A chdb store filled as the contrib clickhouseexporter fills otel_traces."""
     con = connect_chdb(str(chdb_dir), database="parity")
+    create_otel_traces(con)  # the exporter started first
     upgrade(con)
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
     sync(con)

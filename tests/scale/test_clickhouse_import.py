@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
-from exporter_rows import request_to_otel_traces
+from exporter_rows import create_otel_traces, request_to_otel_traces
 from spans import make_run, request_of, run_with_two_calls
 
 from loopsight.analytics.runs import list_runs
@@ -95,6 +95,22 @@ def test_a_pass_that_failed_after_writing_spans_writes_none_twice(
     assert derive_pending(con) > 0
     assert _count(con, "SELECT count() FROM spans") == staged
     assert _count(con, "SELECT count() FROM spans WHERE run_id IS NOT NULL") > 0
+
+
+def test_loopsight_started_before_the_exporter_imports_once_the_exporter_made_its_table(
+    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
+) -> None:
+    con = new_clickhouse()
+    con.command("DROP TABLE otel_traces")  # loopsight's tables only: the exporter has not started
+    assert import_exported(con) == 0
+    assert (
+        _count(con, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'otel_traces'")
+        == 0
+    )
+    create_otel_traces(con)  # the exporter starts, creates its table and writes
+    con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
+    sync(con)
+    assert list_runs(con, limit=100) == list_runs(duck, limit=100)
 
 
 def test_readers_never_write(new_clickhouse: Callable[[], Any], fixture_request: Any) -> None:

@@ -11,8 +11,7 @@ from exporter_rows import request_to_otel_traces
 
 from loopsight.analytics.runs import list_runs
 from loopsight.model import TABLES
-from loopsight.stores.clickhouse_ddl import SchemaOptions
-from loopsight.stores.clickhouse_schema import MIGRATIONS, to_model, upgrade
+from loopsight.stores.clickhouse_schema import to_model, upgrade
 from loopsight.stores.clickhouse_store import derive_pending, sync
 
 # What the earlier versions recorded: every id of their history, the superseded ones too.
@@ -82,8 +81,6 @@ def test_a_store_of_the_earlier_model_is_migrated_and_refilled_from_the_exporter
     for table in [*TABLES, "loopsight_import", "loopsight_secret", "alert_rules_current", "alert_events_current"]:
         con.command(f"DROP {'VIEW' if table.endswith('_current') else 'TABLE'} {table}")
     con.command("TRUNCATE TABLE loopsight_schema_migrations")
-    for statement in MIGRATIONS[0].statements(SchemaOptions()):
-        con.command(statement)
     # what 0002-0011 made: typed columns on otel_traces and loopsight's own tables
     con.command("ALTER TABLE otel_traces ADD COLUMN loopsight_agent String, ADD COLUMN loopsight_args_sketch UInt64")
     con.command("CREATE TABLE loopsight_run_index (TraceId String) ENGINE = MergeTree ORDER BY TraceId")

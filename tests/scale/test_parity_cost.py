@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from cost_world import PRICED_RUN_COST, build
-from exporter_rows import request_to_otel_traces
+from exporter_rows import create_otel_traces, request_to_otel_traces
 
 from loopsight import analytics
 from loopsight.analytics.metrics import MetricSpec, cost_totals, measure
@@ -44,6 +44,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory, chdb_dir: Path) -> Iterator
     store = Store.open(str(tmp_path_factory.mktemp("cost") / "cost.duckdb"))
     clickhouse = connect_chdb(str(chdb_dir), database="parity_cost")
     upgrade(clickhouse)
+    create_otel_traces(clickhouse)
     for request in requests:
         ingest_request(store, request)
         clickhouse.insert_arrow("otel_traces", request_to_otel_traces(request))
