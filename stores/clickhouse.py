@@ -1,8 +1,8 @@
 """A ClickHouse connection with the small DuckDB-like surface the analytics use.
 
-``execute(sql, params)`` returns a result with ``.description`` and ``.fetchall()``;
-``cursor()`` and ``close()`` exist too, so ``loopsight.analytics.sql.rows`` runs
-unchanged. SQL uses ClickHouse's typed placeholders ``{name:Type}``; parameters are
+``execute(sql, params)`` runs ClickHouse SQL and returns a result (``.fetchall()`` as
+tuples, ``.arrow()`` as Arrow); ``rows(sql, params)`` runs a DuckDB-dialect question
+translated (the :class:`~loopsight.stores.protocol.Reader`). SQL uses ClickHouse's typed placeholders ``{name:Type}``; parameters are
 Python values (``None``, str, int, float, bool, datetime as naive UTC, lists).
 Results come back as Python values: naive UTC ``datetime`` for ``DateTime64``, ``dict``
 for ``Map``, ``list`` for ``Array``.
@@ -95,14 +95,10 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
 
 
 class Result:
-    """The answer to one statement: DB-API ``description`` and ``fetchall()``."""
+    """The answer to one statement: its rows (:meth:`fetchall`) or its Arrow table (:meth:`arrow`)."""
 
     def __init__(self, table: pa.Table | None) -> None:
         self.table = table if table is not None else pa.table({})
-        self.description = [
-            (name, str(field.type), None, None, None, None, None)
-            for name, field in zip(self.table.column_names, self.table.schema, strict=False)
-        ]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         """All rows as tuples of Python values."""
@@ -113,10 +109,6 @@ class Result:
                 column = column.cast(target, safe=False)
             columns.append(column.to_pylist(maps_as_pydicts="lossy"))  # a Map as a dict, as DuckDB gives it
         return list(zip(*columns, strict=False)) if columns else []
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        rows = self.fetchall()
-        return rows[0] if rows else None
 
     def arrow(self) -> pa.Table:
         """The raw Arrow table."""
@@ -248,7 +240,7 @@ class ClickHouseConnection:
 
     Example:
         >>> con = connect_chdb("/tmp/loopsight-doc-ch")  # doctest: +SKIP
-        >>> [d[0] for d in con.execute("SELECT 1 AS one").description]  # doctest: +SKIP
+        >>> con.execute("SELECT 1 AS one").arrow().column_names  # doctest: +SKIP
         ['one']
     """
 
@@ -279,7 +271,7 @@ class ClickHouseConnection:
             self._engine.materialized_ctes = bool(found.column("n")[0].as_py())
         text, arrays = translate(sql, self._engine.materialized_ctes)
         result = self.execute(text, parameters(params or {}, arrays))
-        names = [d[0] for d in result.description]
+        names = result.table.column_names
         return [{n: jsonable(v) for n, v in zip(names, row, strict=True)} for row in result.fetchall()]
 
     def command(self, sql: str) -> None:

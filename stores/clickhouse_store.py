@@ -414,12 +414,11 @@ class ClickHouseStore(Queued[Batch]):
 
     def secret_key(self) -> bytes:
         """This store's secret key, kept in ``loopsight_secret`` (the first written wins)."""
+        self._con.execute(
+            "INSERT INTO loopsight_secret (key) SELECT {k:String} WHERE (SELECT count() FROM loopsight_secret) = 0",
+            {"k": os.urandom(KEY_BYTES).hex()},
+        )
         found = self._con.execute("SELECT key FROM loopsight_secret ORDER BY created_at, key LIMIT 1").fetchall()
-        if not found:
-            self._con.execute(
-                "INSERT INTO loopsight_secret (key) VALUES ({k:String})", {"k": os.urandom(KEY_BYTES).hex()}
-            )
-            found = self._con.execute("SELECT key FROM loopsight_secret ORDER BY created_at, key LIMIT 1").fetchall()
         return bytes.fromhex(found[0][0])
 
     def reader(self) -> ClickHouseConnection:

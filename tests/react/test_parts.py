@@ -82,6 +82,7 @@ def test_guard_frame_numbers_named_as_ids_are_entities_other_numbers_knobs():
     assert guard.check("open_ticket", note | {"orderId": 7, "next_page_token": "abd"}, "h5") is None  # next page
 
 
+@pytest.mark.subprocess
 def test_guard_frame_is_the_collector_s_and_needs_no_extra():
     """The guard's frame comes from the collector's field kinds (one rule): another city is another
     question, a sort order a knob. It needs none of the collector extra's packages (the base

@@ -17,6 +17,7 @@ from loopsight.analytics.runs import list_runs
 from loopsight.ingest.pipeline import prepare
 from loopsight.model import DERIVED
 from loopsight.stores.clickhouse_store import ClickHouseStore, derive_pending, import_exported, store_batch, sync
+from loopsight.stores.files import KEY_BYTES
 
 
 def _count(con: Any, sql: str) -> int:
@@ -39,6 +40,19 @@ def test_collector_batches_are_stored_derived_and_read_like_duckdb(
         assert list_runs(reader, limit=100) == list_runs(duck, limit=100)
     finally:
         store.close()
+
+
+def test_the_stores_secret_key_is_made_once_and_kept(new_clickhouse: Callable[[], Any]) -> None:
+    con = new_clickhouse()
+    keys = []
+    for _ in range(2):  # a second writer opening the same database reads the key the first made
+        store = ClickHouseStore(con.cursor(), import_interval=3600)
+        try:
+            keys += [store.secret_key(), store.secret_key()]
+        finally:
+            store.close()
+    assert len(set(keys)) == 1 and len(keys[0]) == KEY_BYTES
+    assert _count(con, "SELECT count() FROM loopsight_secret") == 1
 
 
 def test_exporter_spans_get_their_runs_even_when_run_spans_come_late(
