@@ -70,6 +70,11 @@ TRACES_PER_PASS = 2_000
 IMPORT_ROWS = 100_000
 
 
+# The staged spans of some traces not stored already (by a pass that failed, or not yet unstaged)
+_UNSTORED = (
+    "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
+    "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)})"
+)
 _KEY = "concat(TraceId, '/', SpanId)"  # a span's key as one value, to pass a list of them
 # The spans of some traces already held, stored or staged (both tables sorted by TraceId first)
 _HELD = (
@@ -239,15 +244,10 @@ def derive_pending(
 
 def _set_aside(con: ClickHouseConnection, trace: str) -> None:
     """A trace that cannot be derived: its staged spans stored as they came (no run), no longer pending."""
-    params = {"t": trace}
-    staged = con.execute(
-        "SELECT * FROM spans_staged WHERE TraceId = {t:String} "
-        "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans WHERE TraceId = {t:String})",
-        params,
-    ).arrow()
-    con.insert_arrow("spans", staged)
-    con.execute("DELETE FROM derive_pending WHERE trace_id = {t:String}", params)
-    con.execute("DELETE FROM spans_staged WHERE TraceId = {t:String}", params)
+    params = {"t": [trace]}
+    con.insert_arrow("spans", con.execute(_UNSTORED, params).arrow())
+    con.execute("DELETE FROM derive_pending WHERE trace_id IN {t:Array(String)}", params)
+    con.execute("DELETE FROM spans_staged WHERE TraceId IN {t:Array(String)}", params)
 
 
 def _derive(
@@ -261,21 +261,19 @@ def _derive(
     them with derived rows to replace."""
     params = {"t": ids, "s": (since - _EPOCH) // timedelta(microseconds=1)}
     stored = con.execute(f"SELECT * FROM spans WHERE {_SCOPE}", params).arrow()
-    staged = con.execute(  # those stored already (by a pass that failed, or not yet unstaged) are not staged
-        "SELECT * FROM spans_staged WHERE TraceId IN {t:Array(String)} "
-        "AND (TraceId, SpanId) NOT IN (SELECT TraceId, SpanId FROM spans WHERE TraceId IN {t:Array(String)})",
-        params,
-    ).arrow()
+    staged = con.execute(_UNSTORED, params).arrow()
     spans = pa.concat_tables([stored, staged.select(stored.schema.names).cast(stored.schema)])
     # the store's prices: the calls are priced by the rows readers see (new pairs added to them)
-    scratch = _scratch(spans=spans, model_prices=con.execute("SELECT * FROM model_prices").arrow())
+    prices_before = con.execute("SELECT * FROM model_prices").arrow()
+    scratch = _scratch(spans=spans, model_prices=prices_before)
     try:
         scratch.register("touched", pa.table({"TraceId": ids}))
+        scratch.register("prices_before", prices_before)
         scratch.register("stored_before", stored.select(["TraceId", "SpanId", "run_id", "step"]))
         derive_traces(scratch, since, sessions=False, prices=prices)  # the scratch holds only these traces of a session
-        rewritten = {
-            table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in (*DERIVED, "model_prices")
-        }
+        rewritten = {table: scratch.sql(f"SELECT * FROM {table}").to_arrow_table() for table in DERIVED}
+        new_prices = scratch.sql("SELECT * FROM model_prices ANTI JOIN prices_before USING (provider, model)")
+        rewritten["model_prices"] = new_prices.to_arrow_table()
         # Only the stored spans the pass changed (a run span that came later gives them their run)
         # are deleted and written again; the staged ones are written once.
         rewritten["spans"] = scratch.sql(_WRITTEN_SQL).to_arrow_table()
@@ -286,15 +284,8 @@ def _derive(
         ]
     finally:
         scratch.close()
-    priced = rewritten["model_prices"]
-    if priced.num_rows:  # the pairs the store has no prices for yet (before the calls: never read unpriced)
-        known = {tuple(r) for r in con.execute("SELECT DISTINCT provider, model FROM model_prices").fetchall()}
-        new = [
-            (p, m) not in known
-            for p, m in zip(priced["provider"].to_pylist(), priced["model"].to_pylist(), strict=True)
-        ]
-        if any(new):
-            con.insert_arrow("model_prices", priced.filter(pa.array(new)))
+    # the pairs the store had no prices for (before the calls: never read unpriced)
+    con.insert_arrow("model_prices", rewritten["model_prices"])
     if replaced_spans:
         con.execute(
             f"DELETE FROM spans WHERE {_SCOPE} AND {_KEY} IN {{k:Array(String)}}", params | {"k": replaced_spans}

@@ -55,6 +55,20 @@ def test_the_stores_secret_key_is_made_once_and_kept(new_clickhouse: Callable[[]
     assert _count(con, "SELECT count() FROM loopsight_secret") == 1
 
 
+def test_pairs_priced_by_an_earlier_pass_are_not_priced_again(
+    new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
+) -> None:
+    con = new_clickhouse()
+    table = prepare(fixture_request).table
+    half = table.num_rows // 2
+    sql = "SELECT * FROM model_prices ORDER BY provider, model, valid_from, input_from"
+    for part in (table.slice(0, half), table.slice(half)):  # both with model calls
+        assert pc.any(pc.equal(part.column("span_type"), "llm")).as_py()
+        store_batch(con, part)
+        derive_pending(con)
+    assert con.rows(sql) == duck.rows(sql) and duck.rows(sql)
+
+
 def test_exporter_spans_get_their_runs_even_when_run_spans_come_late(
     new_clickhouse: Callable[[], Any], duck: Any, fixture_request: Any
 ) -> None:
