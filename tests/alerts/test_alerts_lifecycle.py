@@ -420,7 +420,7 @@ def test_rules_removed_from_the_file_become_inactive_and_reload(
     assert [r.name for r in evaluator.rules] == ["b"]
     con = store.reader()
     try:
-        assert con.execute("SELECT count(*) FROM alert_samples WHERE rule = 'b'").fetchone() == (3,)
+        assert con.execute("SELECT count(*) FROM alert_samples WHERE rule = 'b'").fetchall() == [(3,)]
     except duckdb.Error:
         raise
     finally:
