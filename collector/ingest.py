@@ -9,7 +9,9 @@ Formats (a gzipped file is decompressed first):
   length as a 4-byte big-endian integer (the file exporter's ``format: proto``).
 
 A ``.json``, ``.jsonl`` or ``.ndjson`` file (also ``.gz``), or one that starts with ``{`` or
-``[``, is read as JSON; anything else as protobuf. An empty file is an error.
+``[``, is read as JSON; anything else as protobuf. An empty file is an error. A bad line,
+array item or protobuf message is skipped and the rest of its file loaded, and so is a stream
+whose last message is cut short (a file exporter's file still being written).
 
 Example:
     >>> summary = ingest_files(["traces.jsonl"], "loopsight.duckdb")  # doctest: +SKIP
@@ -46,6 +48,10 @@ from loopsight.stores.duckdb_store import Store
 _NO_LIMIT = 1 << 62
 
 
+MESSAGES_PER_FILE = 20
+"""Messages shown for one file; the rest are counted (a file of a million bad lines prints 21 lines)."""
+
+
 @dataclass
 class IngestSummary:
     """What ``ingest_files`` did."""
@@ -56,13 +62,32 @@ class IngestSummary:
     stored: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    """What could not be loaded, each message naming its file (and line, item or message):
+    at most :data:`MESSAGES_PER_FILE` a file."""
+    failed_files: list[str] = field(default_factory=list)
+    """The files skipped or loaded only in part, each once."""
     seconds: float = 0.0
     collector: str | None = None
     """Where the spans were sent (:func:`send_files`), or None for a store opened here."""
+    shown: Counter[str] = field(default_factory=Counter)
+    """Per file, the messages in :attr:`errors`."""
+    unshown: Counter[str] = field(default_factory=Counter)
+    """Per file, the messages beyond :data:`MESSAGES_PER_FILE`, counted only."""
 
     @property
     def duplicates(self) -> int:
         return self.accepted - self.stored
+
+    def skip(self, path: str | Path, message: str) -> None:
+        """Record what of ``path`` could not be loaded."""
+        path = str(path)
+        if path not in self.failed_files:
+            self.failed_files.append(path)
+        if self.shown[path] < MESSAGES_PER_FILE:
+            self.shown[path] += 1
+            self.errors.append(message)
+        else:
+            self.unshown[path] += 1
 
     def __str__(self) -> str:
         if self.collector:
@@ -79,6 +104,8 @@ class IngestSummary:
             text += ", rejected: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.rejected.items()))
         if self.errors:
             text += "\n" + "\n".join(f"skipped: {error}" for error in self.errors)
+        for path, n in self.unshown.items():
+            text += f"\nskipped: {path}: {n} more part(s) not shown"
         return text
 
     def __rich__(self) -> str:
@@ -103,7 +130,7 @@ def _is_json(path: Path, data: bytes) -> bool:
     return name.endswith(_JSON_SUFFIXES) or data.lstrip()[:1] in (b"{", b"[")
 
 
-def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest]:
+def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest | BadRequest]:
     try:
         parsed = json.loads(data)
     except RecursionError:
@@ -114,38 +141,43 @@ def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceReques
             json.loads(lines[0][1])
         except (ValueError, RecursionError):  # not JSON lines either: the whole file's error says where it breaks
             raise BadRequest(f"{path}: not valid JSON: {whole_file}") from None
-        for number, line in lines:
+        for number, line in lines:  # each line is a request of its own: a bad one costs only itself
             try:
                 yield decode_request(line, JSON, None, _NO_LIMIT)
             except BadRequest as exc:
-                raise BadRequest(f"{path}:{number}: {exc}") from None
+                yield BadRequest(f"{path}:{number}: {exc}")
         return
     items = parsed if isinstance(parsed, list) else [parsed]
     for number, item in enumerate(items, 1):
         try:
             yield decode_request(json.dumps(item).encode(), JSON, None, _NO_LIMIT)
         except BadRequest as exc:
-            where = f"{path}" if len(items) == 1 else f"{path} (item {number})"
-            raise BadRequest(f"{where}: {exc}") from None
+            if len(items) == 1:
+                raise BadRequest(f"{path}: {exc}") from None
+            yield BadRequest(f"{path} (item {number}): {exc}")
 
 
-def _framed(data: bytes) -> list[bytes] | None:
-    """Split a length-prefixed stream; ``None`` when ``data`` is not exactly such a stream."""
+def _framed(data: bytes) -> tuple[list[bytes], bytes]:
+    """Split a length-prefixed stream into its whole messages and what is left after them (a
+    message cut short: empty when ``data`` is exactly such a stream)."""
     frames, offset = [], 0
-    while offset < len(data):
-        if offset + 4 > len(data):
-            return None
+    while offset + 4 <= len(data):
         (size,) = struct.unpack_from(">I", data, offset)
-        offset += 4
-        if offset + size > len(data):
-            return None
-        frames.append(data[offset : offset + size])
-        offset += size
-    return frames
+        if offset + 4 + size > len(data):
+            break
+        frames.append(data[offset + 4 : offset + 4 + size])
+        offset += 4 + size
+    return frames, data[offset:]
 
 
-def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
-    """Every export request in one file; raises ``BadRequest`` naming the file (and line or frame) at fault."""
+def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest | BadRequest]:
+    """Every export request in one file, in order.
+
+    A part that cannot be read — a JSON line, an item of a JSON array, a message of a protobuf
+    stream, the stream's last message cut short (a file still being written) — is yielded as the
+    ``BadRequest`` naming it, and the parts after it are still read. A file that cannot be read
+    at all raises ``BadRequest`` naming it.
+    """
     path = Path(path)
     data = _read(path)
     if not data.strip():
@@ -153,16 +185,22 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
     if _is_json(path, data):
         yield from _json_requests(path, data)
         return
-    frames = _framed(data)
-    if frames is None or not frames:
-        frames = [data]
+    frames, rest = _framed(data)
+    # A length under 16 MiB starts with a zero byte, which no protobuf message starts with: a file
+    # that begins so and does not end on a message's end is a stream cut short.
+    if not frames or (rest and data[:1] != b"\0"):
+        frames, rest = [data], b""
     for number, frame in enumerate(frames, 1):
         try:
             request = parse_protobuf(frame)
         except (DecodeError, RecursionError) as exc:
-            where = f"{path}" if len(frames) == 1 else f"{path} (message {number})"
-            raise BadRequest(f"{where}: not OTLP JSON, JSON lines or protobuf: {exc}") from None
+            if len(frames) == 1 and not rest:
+                raise BadRequest(f"{path}: not OTLP JSON, JSON lines or protobuf: {exc}") from None
+            yield BadRequest(f"{path} (message {number}): not an OTLP protobuf message: {exc}")
+            continue
         yield request
+    if rest:
+        yield BadRequest(f"{path} (message {len(frames) + 1}): cut short, {len(rest)} bytes where the file ends")
 
 
 def ingest_files(
@@ -211,6 +249,9 @@ def ingest_files(
                 before = summary.requests
                 try:
                     for request in iter_requests(path):
+                        if isinstance(request, BadRequest):
+                            summary.skip(path, str(request))
+                            continue
                         summary.requests += 1
                         prepared = prepare(request, limits)
                         summary.rejected.update(prepared.rejected)
@@ -221,11 +262,12 @@ def ingest_files(
                         bar.update(task, spans=summary.accepted)
                 except BadRequest as exc:
                     loaded = summary.requests - before
-                    summary.errors.append(
-                        f"{exc} (stopped there: its first {loaded} request(s) were loaded)" if loaded else str(exc)
+                    summary.skip(
+                        path,
+                        f"{exc} (stopped there: its first {loaded} request(s) were loaded)" if loaded else str(exc),
                     )
                 except OSError as exc:
-                    summary.errors.append(f"{path}: {exc.strerror or exc}")
+                    summary.skip(path, f"{path}: {exc.strerror or exc}")
                 bar.advance(task, sizes[path])
             _settle(pending, summary, 0)
     finally:
@@ -284,7 +326,12 @@ def send_files(
         for path in paths:
             summary.files += 1
             try:
-                for number, request in enumerate(iter_requests(path), 1):
+                number = 0
+                for request in iter_requests(path):
+                    if isinstance(request, BadRequest):
+                        summary.skip(path, str(request))
+                        continue
+                    number += 1
                     spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
                     summary.requests += 1
                     summary.accepted += spans
@@ -298,7 +345,7 @@ def send_files(
                         time.sleep(min(float(answer.headers.get("Retry-After") or 0.2 * (attempt + 1)), 5.0))
                     if answer.status_code != 200:
                         detail = answer.text.strip()[:200]
-                        summary.errors.append(f"{path} (request {number}): {answer.status_code} {detail}")
+                        summary.skip(path, f"{path} (request {number}): {answer.status_code} {detail}")
                         summary.rejected[f"http_{answer.status_code}"] += spans
                         continue
                     partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
@@ -306,8 +353,8 @@ def send_files(
                     if partial.rejected_spans:
                         summary.rejected["rejected by the collector"] += partial.rejected_spans
             except BadRequest as exc:
-                summary.errors.append(str(exc))
+                summary.skip(path, str(exc))
             except OSError as exc:
-                summary.errors.append(f"{path}: {exc.strerror or exc}")
+                summary.skip(path, f"{path}: {exc.strerror or exc}")
     summary.seconds = time.perf_counter() - started
     return summary

@@ -25,9 +25,30 @@ from loopsight.stores.protocol import COMMIT_BUCKETS
 
 REASON_LABELS = {
     "invalid trace_id or span_id length": "invalid_id",
+    "all-zero trace_id or span_id": "invalid_id",
     "invalid parent_span_id length": "invalid_id",
     "start time out of range": "invalid_time",
 }
+"""The metric's ``reason`` label of each reason a span is rejected for (``partial_success`` gives the
+sentence); a sentence not listed here is labelled by :func:`reason_label`."""
+
+
+def reason_label(reason: str) -> str:
+    """The short label of a rejection reason: ``invalid_id``, ``invalid_time``, ``unreadable_span``, or
+    ``reason`` itself when it is already a label (``queue_full``, ``store_error``, ...).
+
+    Example:
+        >>> reason_label("all-zero trace_id or span_id"), reason_label("span could not be read: KeyError")
+        ('invalid_id', 'unreadable_span')
+        >>> reason_label("queue_full")
+        'queue_full'
+    """
+    label = REASON_LABELS.get(reason)
+    if label is not None:
+        return label
+    if reason.startswith("span could not be read"):
+        return "unreadable_span"
+    return reason if reason.replace("_", "").isalnum() and reason.islower() else "other"
 
 
 def _label(value: str) -> str:
@@ -61,7 +82,7 @@ class Metrics:
         """Spans not kept, by reason (``invalid_id``, ``queue_full``, ``store_error``, ...)."""
         if count:
             with self._lock:
-                self._rejected[REASON_LABELS.get(reason, reason)] += count
+                self._rejected[reason_label(reason)] += count
 
     def request(self, transport: str, outcome: str) -> None:
         """One export request answered: ``ok``, ``partial``, ``bad_request``, ``too_large``, ..."""

@@ -344,7 +344,7 @@ def ingest(
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
     if summary.errors:
-        raise fail(f"{len(summary.errors)} of {len(files)} file(s) skipped or loaded only in part", 1)
+        raise fail(f"{len(summary.failed_files)} of {len(files)} file(s) skipped or loaded only in part", 1)
 
 
 def _price_book(path: str | None) -> PriceBook:

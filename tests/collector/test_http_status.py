@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 
 import httpx
@@ -150,8 +151,15 @@ def test_json_from_sdks_before_otlp_0_19_is_read_not_dropped(server):
     assert [s["name"] for s in detail["spans"]] == ["invoke_agent legacy"]
 
 
+def rejected_by_reason(server) -> dict[str, float]:
+    text = httpx.get(server.url + "/metrics", headers=server.headers, timeout=30).text
+    found = re.findall(r'^loopsight_spans_rejected_total\{reason="([^"]*)"\} (\S+)$', text, re.M)
+    return {reason: float(n) for reason, n in found}
+
+
 def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     before = len(runs(server))
+    rejected_before = rejected_by_reason(server)
     spans = make_run(tools=1)
     spans.append(Span(trace_id=b"\x01" * 5, span_id=b"\x02" * 8, name="bad"))
     spans.append(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 3, name="bad"))
@@ -173,6 +181,9 @@ def test_spans_with_bad_ids_are_reported_in_partial_success(server):
     assert partial.rejected_spans == 4
     assert "invalid trace_id or span_id length (2)" in partial.error_message
     assert "all-zero trace_id or span_id (2)" in partial.error_message
+    rejected = rejected_by_reason(server)  # one label for a bad id, whichever way it is bad
+    assert rejected["invalid_id"] - rejected_before.get("invalid_id", 0) == 4
+    assert all(re.fullmatch(r"[a-z_]+", reason) for reason in rejected), rejected
     assert len(runs(server)) == before + 2
     detail = httpx.get(server.url + "/api/v1/runs/" + "05" * 16, headers=server.headers, timeout=30).json()
     assert [(s["name"], s["parent_span_id"]) for s in detail["spans"]] == [("invoke_agent zero-parent", None)]  # a root

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -113,14 +114,49 @@ def test_ingest_cli_names_the_file_in_every_skip_message(tmp_path):
     done = ingest_cli(*(str(tmp_path / name) for name in cases), "--db", str(tmp_path / "c.duckdb"))
     assert done.returncode == 1 and "Traceback" not in done.stderr and "Aborted" not in done.stderr + done.stdout
     skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped: ")]
-    assert len(skipped) == len(cases), done.stdout
-    for name, line in zip(cases, skipped, strict=False):
-        assert line.startswith(f"skipped: {tmp_path / name}"), line
+    named = [next(name for name in cases if line.startswith(f"skipped: {tmp_path / name}")) for line in skipped]
+    assert list(dict.fromkeys(named)) == list(cases), done.stdout  # each file named, in order
+    assert named.count("list.json") == 2  # [1, 2]: each item is not a request
     assert f"{tmp_path / 'pretty.json'}: not valid JSON" in done.stdout and "line 5" in done.stdout
-    assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout
-    assert "(stopped there: its first 1 request(s) were loaded)" in done.stdout  # lines.jsonl's first line
+    assert f"{tmp_path / 'lines.jsonl'}:2:" in done.stdout  # its first line is loaded
     assert f"{tmp_path / 'deep.json'}: JSON nested too deeply" in done.stdout
     assert f"{len(cases)} of {len(cases)} file(s) skipped" in done.stderr
+
+
+def test_a_bad_part_of_a_file_costs_only_itself(tmp_path):
+    runs = [make_run(tools=1) for _ in range(5)]  # 3 spans each
+    lines = [json.dumps(hexify(json_format.MessageToDict(request_of(r)))) for r in runs]
+    jsonl = tmp_path / "mid.jsonl"
+    jsonl.write_text("\n".join([lines[0], lines[1], '{"resourceSpans": 3}', "{not json", lines[2]]) + "\n")
+    array = tmp_path / "items.json"
+    array.write_text("[" + ", ".join([lines[3], '{"resourceSpans": "x"}']) + "]")
+    frames = [request_of(r).SerializeToString() for r in runs]
+    stream = b"".join(struct.pack(">I", len(f)) + f for f in frames[:3])
+    cut = tmp_path / "cut.pb"  # a file exporter's file still being written: the last message cut short
+    cut.write_bytes(stream[:-5])
+    noisy = tmp_path / "noisy.pb"  # a message in the middle that is not OTLP
+    noisy.write_bytes(b"".join(struct.pack(">I", len(f)) + f for f in (frames[3], b"\xff" * 9, frames[4])))
+    db = str(tmp_path / "c.duckdb")
+    done = ingest_cli(str(jsonl), str(array), str(cut), str(noisy), "--db", db)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    # 3 + 1 + 2 + 2 requests of 3 spans: runs 0-2, 3, 0-1 again and 3-4 (3 again)
+    assert "24 spans read from 4 file(s)" in done.stdout and "15 stored, 9 already present" in done.stdout
+    assert f"skipped: {jsonl}:3:" in done.stdout and f"skipped: {jsonl}:4:" in done.stdout
+    assert f"skipped: {array} (item 2):" in done.stdout
+    assert f"skipped: {cut} (message 3): cut short, " in done.stdout
+    assert f"skipped: {noisy} (message 2): not an OTLP protobuf message" in done.stdout
+    assert "4 of 4 file(s) skipped or loaded only in part" in done.stderr
+
+
+def test_a_file_of_many_bad_lines_prints_a_few_and_counts_the_rest(tmp_path):
+    good = json.dumps(hexify(json_format.MessageToDict(request_of(make_run(tools=1)))))
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([good] + ["{nope"] * 500) + "\n")
+    done = ingest_cli(str(path), "--db", str(tmp_path / "c.duckdb"))
+    assert done.returncode == 1 and "3 stored" in done.stdout, done.stdout + done.stderr
+    assert len(re.findall(rf"^skipped: {re.escape(str(path))}:\d+: malformed JSON", done.stdout, re.M)) == 20
+    assert f"skipped: {path}: 480 more part(s) not shown" in done.stdout
+    assert "1 of 1 file(s) skipped or loaded only in part" in done.stderr
 
 
 def test_ingest_cli_refuses_a_directory_and_a_missing_file(tmp_path):
