@@ -75,7 +75,7 @@ def burn_runs(
         [{'trace_id': '…', 'run_id': '…', 'agent': 'support', 'input_tokens': 41200, 'output_tokens': 900, 'wasted_tokens': 0}]
     """
     sql = compose("burn_runs", loop_rows="loops_derived")
-    params = _filters(since, until, agent, service) | {"limit": max(0, min(limit, MAX_LIMIT))}
+    params = _filters(since, until, agent, service) | {"limit": max(0, min(limit, MAX_LIMIT)), "kind": None}
     return run(con, "burn_runs", sql, params)
 
 

@@ -129,13 +129,15 @@ class Trace:
             attrs["error.type"] = "TimeoutError"
         self.span(f"execute_tool {name}", attrs, parent=run, error=error)
 
-    def run_span(self, run: str, agent: str, reason: str, *, error: bool = False) -> None:
+    def run_span(self, run: str, agent: str, reason: str, *, error: bool = False, session: str | None = None) -> None:
         # the run span comes last, as exporters send it (it ends last); it starts first
         attrs = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent,
             "loopsight.termination.reason": reason,
         }
+        if session is not None:
+            attrs["gen_ai.conversation.id"] = session
         self.spans.append(
             {
                 "traceId": self.trace_id,

@@ -1,0 +1,77 @@
+"""A loop across a session's runs: its wasted cost prices the very calls its wasted tokens count,
+on DuckDB and on ClickHouse (chdb).
+
+Session ``S``: run A calls ``fetch(x)`` twice, run B (a second later) once more: an exact loop whose
+calls span two runs, reported on B. Each run has two gpt-4o calls, 100 / 10 and 200 / 10 tokens
+around its tool calls. Wasted: the model calls begun after the loop's first call (A's first fetch):
+A's second (210), B's two (110 + 210) = 530 tokens, 500 in and 30 out, $0.00155 at gpt-4o's list
+price (2.50 / 10.00 per million); B's own calls alone would be $0.00095.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cost_world import MTOK, Trace, World
+
+from loopsight import analytics
+from loopsight.ingest.otlp import decode_request
+from loopsight.stores import ingest_request, open_writer
+
+WASTED_TOKENS = 210 + 110 + 210
+WASTED_COST = (500 * 2.50 + 30 * 10.00) / MTOK
+_databases = itertools.count()
+
+
+def session_world() -> World:
+    base = time.time_ns() - 600 * 10**9
+    traces = {}
+    for name, offset, fetches in (("a", 0, 2), ("b", 10**9, 1)):
+        t = traces[name] = Trace(base + offset)
+        run = os.urandom(8).hex()
+        t.chat(run, 0, "openai", "gpt-4o", (100, 0, 0, 10))
+        t.tool(run, 0, "fetch", '{"url": "https://example.com/x"}')
+        t.chat(run, 1, "openai", "gpt-4o", (200, 0, 0, 10))
+        if fetches == 2:
+            t.tool(run, 1, "fetch", '{"url": "https://example.com/x"}')
+        t.run_span(run, "session-agent", "completed", session="S")
+    return World(traces, base)
+
+
+@pytest.fixture(params=["duckdb", "chdb"])
+def reader(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if request.param == "duckdb":
+        url = f"duckdb://{tmp_path / 'c.duckdb'}"
+    else:
+        pytest.importorskip("chdb")
+        from loopsight.stores.clickhouse import chdb_open_path
+
+        url = f"chdb://{chdb_open_path() or tmp_path_factory.mktemp('chdb')}?database=session_cost{next(_databases)}"
+    store = open_writer(url)
+    try:
+        world = session_world()
+        ingest_request(store, decode_request(world.body(), "application/json", None, 10**9))
+        if hasattr(store, "drain"):
+            store.drain(60)
+        yield store.reader(), world
+    finally:
+        store.close()
+
+
+def test_a_session_loop_costs_what_its_wasted_tokens_are(reader: tuple[Any, World]) -> None:
+    con, world = reader
+    [loop] = analytics.loops(con)
+    assert (loop["scope"], loop["trace_id"], loop["wasted_tokens"]) == ("session", world.trace_id("b"), WASTED_TOKENS)
+    assert loop["wasted_cost_usd"] == pytest.approx(WASTED_COST, abs=1e-9)
+    page = analytics.loops_page(con)
+    assert (page["wasted_tokens"], page["wasted_cost_usd"]) == (WASTED_TOKENS, pytest.approx(WASTED_COST, abs=1e-9))
+    burn = {r["trace_id"]: r for r in analytics.burn_runs(con)}
+    assert burn[world.trace_id("b")]["wasted_tokens"] == WASTED_TOKENS
+    assert burn[world.trace_id("b")]["wasted_cost_usd"] == pytest.approx(WASTED_COST, abs=1e-9)
+    assert burn[world.trace_id("a")]["wasted_cost_usd"] == 0
