@@ -25,7 +25,7 @@ replayed AS (
     ) s
     GROUP BY s.trace_id, s.run_id
 )
-SELECT f.trace_id, f.run_id, f.outcome, f.total, f.total > $value::DOUBLE AS cut,
+SELECT f.trace_id, f.run_id, f.outcome, f.total, CAST(f.total > $value::DOUBLE AS BOOLEAN) AS cut,  -- cast: ClickHouse answers 0 / 1
        f.steps, CASE WHEN f.total > $value::DOUBLE THEN coalesce(r.steps_kept, 0) ELSE f.steps END AS steps_kept,
        CASE WHEN f.total > $value::DOUBLE THEN r.last_step END AS last_step,
        f.loop_first_step, f.tokens,

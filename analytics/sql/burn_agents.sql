@@ -44,8 +44,9 @@ totals AS (
 )
 SELECT t.agent, t.runs,
        round(f.k, 4) AS growth_exponent,
-       coalesce(f.k >= $superlinear_k::DOUBLE AND f.k - 2 * f.se > 1 AND f.fit_runs >= $min_runs::BIGINT
-                AND f.n >= $min_points::BIGINT, false) AS superlinear,
+       -- a condition cast: ClickHouse would answer it as 0 / 1
+       CAST(coalesce(f.k >= $superlinear_k::DOUBLE AND f.k - 2 * f.se > 1 AND f.fit_runs >= $min_runs::BIGINT
+                     AND f.n >= $min_points::BIGINT, false) AS BOOLEAN) AS superlinear,
        round(t.tokens_per_success, 1) AS tokens_per_success,
        t.tokens_on_failures,
        round(f.se, 4) AS growth_exponent_se,

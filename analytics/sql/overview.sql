@@ -7,7 +7,7 @@ SELECT started_at >= $since::TIMESTAMP AS current,
        coalesce(sum(tool_calls), 0) AS tool_calls,
        coalesce(sum(tool_errors), 0) AS tool_errors,
        count(*) FILTER (WHERE marked_calls > 0) AS looped_runs,
-       quantile_cont(duration, 0.95) / 1e6 AS p95_duration_ms
+       round(quantile_cont(duration, 0.95) / 1e6, 3) AS p95_duration_ms
 FROM run_facts
 WHERE started_at >= $previous_since::TIMESTAMP AND started_at < $until::TIMESTAMP
   AND ($agent::VARCHAR IS NULL OR agent = $agent)

@@ -27,8 +27,8 @@ SELECT tool,
        count(*) FILTER (WHERE failed) / count(*) AS fail_rate,
        coalesce(histogram(coalesce(error_class, 'unclassified')) FILTER (WHERE failed), MAP {}) AS errors_by_class,
        sum(retries) AS retries,
-       quantile_cont("Duration", 0.5) / 1e6 AS p50_ms,
-       quantile_cont("Duration", 0.95) / 1e6 AS p95_ms
+       round(quantile_cont("Duration", 0.5) / 1e6, 3) AS p50_ms,
+       round(quantile_cont("Duration", 0.95) / 1e6, 3) AS p95_ms
 FROM calls
 GROUP BY tool, CASE WHEN $by_agent THEN agent END
 ORDER BY calls DESC, tool, agent

@@ -19,7 +19,10 @@ from .fixture_spans import BASE
 
 
 def _same(value: Any) -> Any:
-    """Floats rounded (the engines sum in different orders); everything else as is."""
+    """Floats rounded (the engines sum in different orders), booleans told from 0 / 1 (the JSON
+    answer differs); everything else as is."""
+    if isinstance(value, bool):
+        return ("bool", value)
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, dict):

@@ -6,6 +6,7 @@ contrib exporter fills ``otel_traces``, from the same OTel SDK spans.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -98,3 +99,17 @@ def test_the_fixture_exercises_what_is_compared(duck: Any) -> None:
     agents = burn(duck)["agents"]
     assert any(a["growth_exponent"] is not None for a in agents) and burn(duck)["runs"]
     assert time_to_first_tool(duck) and burn_curve(duck)
+
+
+def test_quantiles_are_the_same_to_the_last_digit(duck: Any, clickhouse: Any) -> None:
+    # Each engine interpolates in its own float order (46.0 / 45.99999999999999): the answers round
+    # them, so the JSON of both engines is the same byte for byte.
+    from loopsight.analytics import tool_stats
+
+    for ask in (
+        burn_curve,
+        tool_stats,
+        lambda con: [[b["distribution"] for b in a["budgets"]] for a in budgets(con)["agents"]],
+    ):
+        expected = ask(duck)
+        assert json.dumps(ask(clickhouse), sort_keys=True) == json.dumps(expected, sort_keys=True)
