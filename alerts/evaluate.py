@@ -5,7 +5,8 @@ its value passes the threshold (``op``, default ``>=``); in spike mode the value
 be at least ``factor`` times the value of the baseline window just before the current one.
 The lifecycle is ``ok -> pending -> firing -> resolved``: ``pending`` while the condition
 has held for less than ``for``; ``firing`` notifies unless a firing notification went out
-less than ``cooldown`` ago; ``resolved`` notifies only if its firing did.
+less than ``cooldown`` ago, and then notifies when the cooldown is over if it is still firing;
+``resolved`` notifies only if its firing did.
 
 Example:
     >>> from datetime import datetime
@@ -169,7 +170,12 @@ def advance(rule: Rule, state: RuleState, verdict: Verdict, now: datetime) -> tu
         return state, []
     if state.state == "firing":
         if verdict.met:
-            return state, []
+            if state.notified_firing:
+                return state, []
+            fired, changes = fire()  # a firing the cooldown kept quiet: announced once it is over
+            if not fired.notified_firing:
+                return state, []
+            return replace(fired, state_since=state.state_since), [replace(changes[0], note="cooldown over")]
         new = replace(state, state="resolved", state_since=now, notified_firing=False)
         return new, [
             change("resolved", state.notified_firing, "" if state.notified_firing else "firing was not notified")

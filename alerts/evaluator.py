@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,12 @@ from loopsight.stores import STORE_ERRORS
 from loopsight.stores.protocol import Reader
 
 log = logging.getLogger("loopsight.alerts")
+
+SETTLE_SECONDS = 1.0
+"""A rules file changed less than this long ago is read at a later evaluation: an editor's save
+(truncate, then write) is not taken for a file without rules."""
+REDELIVER_WITHIN = timedelta(days=1)
+"""At start, notifications queued this recently and never delivered (the process stopped) are sent."""
 
 
 def utcnow() -> datetime:
@@ -80,6 +87,7 @@ class Evaluator:
         self._rules_mtime = self._mtime()
         self._states: dict[str, RuleState] = {}
         self._synced = False
+        self._redelivered = False
         self._removed: list[Rule] = []  # taken out of the rules file since the last sync: their alerts end
         self._gauges: list[Gauge] = []
         self._results: dict[str, RuleResult] = {}
@@ -100,6 +108,8 @@ class Evaluator:
         mtime = self._mtime()
         if mtime == self._rules_mtime:
             return
+        if mtime is not None and time.time_ns() - mtime < SETTLE_SECONDS * 1e9:
+            return  # still being written: read it at the next evaluation
         self._rules_mtime = mtime
         try:
             rules = load_rules(self.rules_path)
@@ -108,6 +118,8 @@ class Evaluator:
             return
         names = {rule.name for rule in rules}
         self._removed += [rule for rule in self.rules if rule.name not in names]
+        if self.rules and not rules:
+            log.warning("the rules file %s now holds no rules: every alert ends", self.rules_path)
         self.rules = rules
         self._synced = False
         log.info("reloaded %d alert rule(s) from %s", len(self.rules), self.rules_path)
@@ -144,6 +156,9 @@ class Evaluator:
                 self._retire_removed(now)
                 self._states = self.state_store.sync_rules(self.rules)
                 self._synced = True
+            if not self._redelivered:
+                self._redeliver(now)
+                self._redelivered = True
             results = []
             con = self.reader_factory()
             try:
@@ -185,6 +200,36 @@ class Evaluator:
                     continue
                 self._announce(rule, transitions, event_ids, now)
 
+    def _redeliver(self, now: datetime) -> None:
+        """Send the notifications a stopped process left queued (at least once: a target that had
+        them before the stop gets them again)."""
+        try:
+            pending = self.state_store.undelivered(now - REDELIVER_WITHIN)
+        except STORE_ERRORS as exc:
+            self.errors += 1
+            log.error("undelivered alert notifications could not be read: %s", exc)
+            return
+        rules = {rule.name: rule for rule in self.rules}
+        for event in pending:
+            rule = rules.get(event["rule"])
+            if rule is None:
+                continue
+            log.info("alert %r: sending the %s notification a stop left queued", rule.name, event["to_state"])
+            self.notifier.submit(
+                Notification(
+                    rule,
+                    event["to_state"],
+                    event["occurred_at"],
+                    event["value"],
+                    event["baseline"],
+                    event["samples"],
+                    list(event["examples"] or []),
+                    int(event["id"]),
+                    self.dashboard_url,
+                    "sent again after a restart",
+                )
+            )
+
     def _evaluate_rule(self, source: ReaderMeasures, rule: Rule, now: datetime) -> RuleResult:
         state = self._states.get(rule.name, RuleState())
         try:
@@ -222,12 +267,13 @@ class Evaluator:
                         transition.examples,
                         event_id,
                         self.dashboard_url,
+                        transition.note,
                     )
                 )
 
     def _record_delivery(self, notification: Notification, status: str, error: str | None) -> None:
-        if notification.event_id is not None:
-            self.state_store.set_notify_status(notification.event_id, status, error)
+        if notification.event_id is not None:  # a delivered note (rule removed, ...) is kept
+            self.state_store.set_notify_status(notification.event_id, status, error or notification.note or None)
 
     def prometheus_lines(self) -> list[str]:
         """Prometheus text lines: metric gauges, per-rule state and notifier counters (no DB access)."""

@@ -52,6 +52,9 @@ class Notification:
     examples: list[str] = field(default_factory=list)
     event_id: int | None = None
     dashboard_url: str | None = DEFAULT_DASHBOARD_URL
+    note: str = ""
+    """Why this notification, when it is not the plain one: ``rule removed``, ``cooldown over``,
+    ``sent again after a restart``."""
 
 
 def run_link(dashboard_url: str | None, trace_id: str) -> str | None:
@@ -74,6 +77,7 @@ def summary(n: Notification) -> str:
     return (
         f"[{n.status.upper()}] {rule.name}: {rule.metric}{f' ({filters})' if filters else ''} = "
         f"{_fmt_value(n.value)} ({rule.op} {rule.threshold:g} over {spec['window']}{spike}, {n.samples} samples)"
+        + (f" - {n.note}" if n.note else "")
     )
 
 
@@ -95,6 +99,7 @@ def webhook_payload(n: Notification) -> dict[str, Any]:
         "description": n.rule.description,
         "at": n.at.isoformat() + "Z",
         "event_id": n.event_id,
+        "note": n.note or None,
         "summary": summary(n),
         "examples": [{"trace_id": t, "url": run_link(n.dashboard_url, t)} for t in n.examples],
     }
@@ -103,10 +108,11 @@ def webhook_payload(n: Notification) -> dict[str, Any]:
 def slack_payload(n: Notification) -> dict[str, Any]:
     """``text`` (for notifications and old clients) plus Block Kit blocks with run links."""
     emoji = ":rotating_light:" if n.status == "firing" else ":white_check_mark:"
-    text = f"{emoji} {summary(n)}"
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": f"{emoji} *{summary(n)}*"}}]
+    line = _mrkdwn(summary(n))
+    text = f"{emoji} {line}"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": f"{emoji} *{line}*"}}]
     if n.rule.description:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": n.rule.description}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _mrkdwn(n.rule.description)}]})
     if n.examples:
         links = []
         for trace_id in n.examples:
@@ -114,6 +120,16 @@ def slack_payload(n: Notification) -> dict[str, Any]:
             links.append(f"<{url}|{trace_id[:12]}>" if url else f"`{trace_id}`")
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "Example runs: " + " · ".join(links)}})
     return {"text": text, "blocks": blocks}
+
+
+def _mrkdwn(text: str) -> str:
+    """Text as Slack shows it literally: ``&``, ``<`` and ``>`` escaped (Slack reads ``<…>`` as a link).
+
+    Example:
+        >>> _mrkdwn("p95 < 2s & <b>")
+        'p95 &lt; 2s &amp; &lt;b&gt;'
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class DeliveryError(LoopsightError):
@@ -173,7 +189,8 @@ class Notifier:
                 thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the notifications in hand; queued ones are left (their events stay ``queued``)."""
+        """Stop after the notifications in hand; queued ones are left (their events stay ``queued``,
+        and the evaluator sends them at its next start), as is one cut short while retrying."""
         self._stop.set()
         for shard in self._queues:
             shard.put_nowait(None)
@@ -207,6 +224,9 @@ class Notifier:
                 return
             try:
                 self.deliver(item)
+            except Exception as exc:  # a defect in one notification must not end its thread's deliveries
+                log.exception("alert %r: notification could not be built", item.rule.name)
+                self._report(item, "failed", f"{type(exc).__name__}: {exc}")
             finally:
                 with self._idle:
                     self._busy -= 1
@@ -223,6 +243,9 @@ class Notifier:
                 self.stats.failed[target.kind] += 1
                 errors.append(f"{target.redacted}: {exc}")
                 log.error("alert %r: notification to %s failed: %s", n.rule.name, target.redacted, exc)
+        if errors and self._stop.is_set():  # cut short by a shutdown, not refused: left for the next start
+            self._report(n, "queued", "stopped before it was delivered: " + "; ".join(errors))
+            return
         self._report(n, "failed" if errors else "sent", "; ".join(errors) or None)
 
     def _report(self, n: Notification, status: str, error: str | None) -> None:

@@ -43,6 +43,12 @@ RULES = arrow_schema("alert_rules")
 EVENTS = arrow_schema("alert_events")
 SAMPLES = arrow_schema("alert_samples")
 _CURRENT = f"SELECT {', '.join(RULES.names)} FROM alert_rules_current"
+_UNDELIVERED = """
+SELECT id, rule, occurred_at, to_state, value, baseline, samples, coalesce(examples, []) AS examples, notify_error
+FROM alert_events_current
+WHERE notify_status = 'queued' AND to_state IN ('firing', 'resolved') AND occurred_at >= $since::TIMESTAMP
+ORDER BY occurred_at, id
+"""
 
 
 class Tables(Protocol):
@@ -197,6 +203,19 @@ class StateStore:
             self._tables.put(con, "alert_rules", pa.Table.from_pylist([rule_row], schema=RULES))
             self._tables.put(con, "alert_samples", pa.Table.from_pylist([sample], schema=SAMPLES))
         return ids
+
+    def undelivered(self, since: datetime) -> list[dict[str, Any]]:
+        """The notifications queued since ``since`` that no delivery settled (the process stopped
+        first), oldest first: ``id``, ``rule``, ``occurred_at``, ``to_state``, ``value``,
+        ``baseline``, ``samples``, ``examples``, ``notify_error`` (the transition's note)."""
+        con = self._connect()
+        try:
+            rows: list[dict[str, Any]] = con.rows(_UNDELIVERED, {"since": since})
+        finally:
+            con.close()
+        for row in rows:  # the reader answers in JSON's terms: times as ISO strings
+            row["occurred_at"] = datetime.fromisoformat(row["occurred_at"].removesuffix("Z"))
+        return rows
 
     def set_notify_status(self, event_id: int, status: str, error: str | None = None) -> None:
         """Record how a notification went (``sent`` / ``failed`` / ``dropped``)."""

@@ -9,8 +9,9 @@
   ``alert_events_current`` joins, instead of a mutation per notification.
 - old ``alert_samples`` go by a lightweight ``DELETE`` (ClickHouse 23.3+), as on DuckDB.
 
-Event ids are made here (microseconds since the epoch << 8, plus a counter), so
-:meth:`StateStore.save` can hand them to the notifier without reading back.
+Event ids are made here (the evaluator's strictly increasing microseconds since the epoch:
+below 2**53, so exact in JSON), so :meth:`StateStore.save` can hand them to the notifier
+without reading back.
 
 Example:
     >>> StateStore(writer.reader, ClickHouseTables()).sync_rules(rules)["loop-rate"].state  # doctest: +SKIP
@@ -20,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import time
 from datetime import datetime, timedelta
@@ -39,13 +39,15 @@ class ClickHouseTables:
     def __init__(self) -> None:
         self._last = 0
         self._lock = threading.Lock()
-        self._seq = itertools.count()
 
-    def _stamp(self) -> datetime:
-        """Strictly increasing microsecond stamps: ReplacingMergeTree keeps the row with the newest."""
+    def _micros(self) -> int:
+        """Strictly increasing microseconds since the epoch: ReplacingMergeTree keeps the row with the newest."""
         with self._lock:
             self._last = max(self._last + 1, time.time_ns() // 1000)
-            return datetime(1970, 1, 1) + timedelta(microseconds=self._last)
+            return self._last
+
+    def _stamp(self) -> datetime:
+        return datetime(1970, 1, 1) + timedelta(microseconds=self._micros())
 
     def transaction(self, con: ClickHouseConnection) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()
@@ -56,7 +58,7 @@ class ClickHouseTables:
         con.insert_arrow(table, rows)
 
     def event_ids(self, con: ClickHouseConnection, count: int) -> list[int]:
-        return [((time.time_ns() // 1000) << 8) | (next(self._seq) & 0xFF) for _ in range(count)]
+        return [self._micros() for _ in range(count)]
 
     def delivered(self, con: ClickHouseConnection, event_id: int, status: str, error: str | None) -> None:
         row = {"event_id": event_id, "status": status, "error": error, "at": self._stamp()}

@@ -46,7 +46,8 @@ class StartupError(LoopsightError):
     """The collector cannot start (port taken, DB locked, ...); the message says why."""
 
 
-def _check_port(host: str, port: int, what: str) -> None:
+def check_port(host: str, port: int, what: str) -> None:
+    """Raise :class:`StartupError` naming ``what`` when ``host:port`` cannot be listened on."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -103,6 +104,7 @@ def serve(
     store_url: str | None = None,
     memory_budget: str | None = None,
     prices: str | None = None,
+    dashboard_url: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, then drain the write queue and close the file.
 
@@ -114,7 +116,8 @@ def serve(
     bounds the write-ahead log, and with it the spans held in memory between checkpoints. ``store_url`` (``--store``) stores in
     ClickHouse (``clickhouse://``, ``chdb://``) or another DuckDB file instead of ``db``.
     ``prices`` (``--prices FILE``) is a price file over the bundled table (docs/cost.md); the
-    store reprices every model it holds with it as it opens.
+    store reprices every model it holds with it as it opens. ``dashboard_url``: where the alerts'
+    deep links point (default ``http://127.0.0.1:8501/``).
     """
     configure_logging()
     try:
@@ -140,12 +143,12 @@ def serve(
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
         raise StartupError("--max-body-bytes must be positive")
-    _check_port(host, http_port, "OTLP/HTTP")
+    check_port(host, http_port, "OTLP/HTTP")
     use_system_allocator()
     if grpc_port:
         if grpc_port == http_port:
             raise StartupError(f"--http-port and --grpc-port are both {http_port}")
-        _check_port(host, grpc_port, "OTLP/gRPC")
+        check_port(host, grpc_port, "OTLP/gRPC")
     try:
         if store_url:
             from loopsight.stores import StoreURLError, open_writer
@@ -178,7 +181,7 @@ def serve(
             from loopsight.alerts import Evaluator, RulesError
 
             try:
-                evaluator = Evaluator(store.reader, rules, alert_interval, totals_since=counting_since)
+                evaluator = Evaluator(store.reader, rules, alert_interval, dashboard_url, totals_since=counting_since)
             except RulesError as exc:
                 raise StartupError(f"invalid alert rules: {exc}") from None
             metrics.extra_metrics.append(lambda: "\n".join(evaluator.prometheus_lines()))

@@ -213,6 +213,13 @@ def collector(
         ),
     ] = None,
     store: StoreOpt = None,
+    dashboard_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LOOPSIGHT_DASHBOARD_URL",
+            help="The dashboard's address, for the alerts' links to runs (default http://127.0.0.1:8501/).",
+        ),
+    ] = None,
 ) -> None:
     """Run the sidecar: OTLP/HTTP and gRPC in, DuckDB store, query API, alerts."""
     from loopsight.collector.server import StartupError, serve
@@ -235,6 +242,7 @@ def collector(
             store_url=_write_store(ctx, store),
             memory_budget=memory_budget,
             prices=prices,
+            dashboard_url=dashboard_url,
         )
     except (StartupError, StoreError) as exc:
         raise fail(str(exc)) from None
@@ -670,6 +678,18 @@ def up(
     if prices:  # the collector's; checked here first, so a bad file stops before anything starts
         _price_book(prices)
         env["LOOPSIGHT_PRICES"] = str(Path(prices).resolve())
+    env.setdefault("LOOPSIGHT_DASHBOARD_URL", f"http://{config.DEFAULT_HOST}:{dashboard_port}/")  # the alerts' links
+    from loopsight.collector.server import StartupError, check_port
+
+    try:  # a port another process holds would have its collector answer /healthz, and get the demo's runs
+        for port, what in ((http_port, "OTLP/HTTP"), (grpc_port, "OTLP/gRPC"), (dashboard_port, "the dashboard")):
+            if port:
+                check_port(config.DEFAULT_HOST, port, what)
+    except StartupError as exc:
+        raise fail(
+            f"{exc}: choose free ports with --http-port, --grpc-port and --dashboard-port "
+            "(or LOOPSIGHT_HTTP_PORT, LOOPSIGHT_GRPC_PORT, LOOPSIGHT_DASHBOARD_PORT)"
+        ) from None
     procs: list[subprocess.Popen] = []
 
     def stop_all(*_: object) -> None:

@@ -148,3 +148,34 @@ def test_collector_on_clickhouse_evaluates_rules_and_keeps_state_across_restart(
     assert view["rules"][0]["state"] == "firing"
     assert [(e["to_state"], e["notify_status"]) for e in view["events"]] == [("firing", "sent")]
     assert len(hook.received) == 1 and hook.attempts == 1
+
+
+def test_the_alerts_links_point_at_the_dashboard_url_given(
+    tmp_path: Path, start_collector: Callable[..., Any], hook: Any
+) -> None:
+    """Deep links used the default 127.0.0.1:8501 whatever the dashboard's address (`up --dashboard-port`)."""
+    from alerts_traffic import Call, Traffic
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from loopsight.alerts.evaluator import utcnow
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULE.replace('notify = ["log"]', f'min_samples = 1\nnotify = ["webhook:{hook.url}"]'))
+    collector = start_collector(
+        "--rules",
+        str(rules),
+        "--alert-interval",
+        "0.2",
+        "--grpc-port",
+        "0",
+        "--dashboard-url",
+        "http://dash.example:9/",
+    )
+    traffic = Traffic(store=None)  # type: ignore[arg-type]
+    traffic.run(utcnow() - timedelta(seconds=30), [Call("fetch", "same")] * 3, termination="loop_detected")
+    exporter = OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")
+    assert exporter.export(traffic.exporter.get_finished_spans()).name == "SUCCESS"
+    exporter.shutdown()
+    [body] = hook.wait_for(1, timeout=30)
+    assert body["status"] == "firing" and body["examples"]
+    assert all(e["url"].startswith("http://dash.example:9/?run=") for e in body["examples"]), body["examples"]

@@ -4,6 +4,7 @@ cooldown, restart without duplicate notifications; notifications reach a real we
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -425,3 +426,104 @@ def test_rules_removed_from_the_file_become_inactive_and_reload(
         raise
     finally:
         con.close()
+
+
+def test_a_firing_kept_quiet_by_the_cooldown_is_announced_when_it_is_over(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]
+) -> None:
+    """On-call's last message said RESOLVED while the alert fired again for good inside the cooldown."""
+    rules = write_rules(
+        tmp_path,
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\nmin_samples = 2\n'
+        f'cooldown = "10m"\nnotify = ["webhook:{hook.url}"]\n',
+    )
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    timeline = []
+    for minute, looping in ((0, True), (6, False), (7, True), (9, True), (11, True), (17, False)):
+        if looping:
+            runs(traffic, T0 + (minute - 1) * MIN, 3, loops=3, spacing=5)
+        (result,) = evaluator.evaluate_once(T0 + minute * MIN)
+        timeline.append(result.state.state)
+    assert timeline == ["firing", "resolved", "firing", "firing", "firing", "resolved"]
+    assert evaluator.notifier.flush(10)
+    bodies = hook.wait_for(4)
+    assert [(b["status"], b["note"]) for b in bodies] == [
+        ("firing", None),
+        ("resolved", None),
+        ("firing", "cooldown over"),  # at 11m, 11 minutes after the last firing notification
+        ("resolved", None),
+    ]
+    events = [(e["to_state"], e["notify_status"], e["notify_error"]) for e in reversed(overview(store)["events"])]
+    assert events[2:4] == [("firing", "suppressed", "cooldown"), ("firing", "sent", "cooldown over")]
+
+
+def test_a_rules_file_being_written_is_read_once_it_settles(
+    tmp_path: Path, store: Store, traffic: Traffic, hook: Hook, stop_later: list[Evaluator]
+) -> None:
+    """An editor's save truncates the file first: read then, every firing alert resolved and fired again."""
+    import os
+
+    text = (
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
+        f'notify = ["webhook:{hook.url}"]\n'
+    )
+    rules = write_rules(tmp_path, text)
+    runs(traffic, T0 - 5 * MIN, 10, loops=5)
+    evaluator = make_evaluator(store, rules)
+    stop_later.append(evaluator)
+    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing"]
+    Path(rules).write_text("")  # caught mid-save: modified just now
+    assert [r.state.state for r in evaluator.evaluate_once(T0 + MIN)] == ["firing"]
+    Path(rules).write_text(text)
+    os.utime(rules, ns=(10**9, 10**9))  # the save is done
+    assert [r.state.state for r in evaluator.evaluate_once(T0 + 2 * MIN)] == ["firing"]
+    assert evaluator.notifier.flush(10) and [b["status"] for b in hook.received] == ["firing"]
+    Path(rules).write_text("")  # emptied on purpose, and left so: every alert ends
+    os.utime(rules, ns=(2 * 10**9, 2 * 10**9))
+    assert evaluator.evaluate_once(T0 + 3 * MIN) == []
+    assert evaluator.notifier.flush(10)
+    assert [(b["status"], b["note"]) for b in hook.wait_for(2)] == [("firing", None), ("resolved", "rule removed")]
+
+
+@BOTH_STORES
+def test_a_notification_a_stop_cut_short_is_sent_at_the_next_start(
+    tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic, hook: Hook
+) -> None:
+    """The firing was marked notified when queued: a collector stopped while the webhook was down
+    never sent it, and never would."""
+    rules = write_rules(
+        tmp_path,
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
+        f'notify = ["webhook:{hook.url}"]\n',
+    )
+    traffic.store.close()
+    first = open_store()
+    traffic.store = first
+    runs(traffic, T0 - 5 * MIN, 10, loops=5)
+    hook.script = [(503, 0.0)] * 3  # down: retried after 0.5 s, 1 s, ...
+    evaluator = Evaluator(first.reader, rules, 30, notifier=Notifier(timeout=2.0, retries=20, backoff=0.5))
+    evaluator.notifier.start()
+    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing"]
+    deadline = time.monotonic() + 10
+    while hook.attempts < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    evaluator.stop()  # while it waits to try again
+    [event] = overview(first)["events"]
+    assert event["notify_status"] == "queued" and event["notify_error"].startswith("stopped before it was delivered")
+    assert 0 < event["id"] < 2**53  # exact in a JavaScript receiver (ClickHouse's were ~4.6e17)
+    first.close()
+
+    second = open_store()
+    try:
+        evaluator = make_evaluator(second, rules)
+        assert [r.state.state for r in evaluator.evaluate_once(T0 + MIN)] == ["firing"]
+        assert evaluator.notifier.flush(10)
+        [body] = hook.wait_for(1)
+        assert (body["status"], body["event_id"], body["note"]) == ("firing", event["id"], "sent again after a restart")
+        assert overview(second)["events"][0]["notify_status"] == "sent"
+        evaluator.evaluate_once(T0 + 2 * MIN)  # sent once
+        assert evaluator.notifier.flush(10) and len(hook.received) == 1
+        evaluator.stop()
+    finally:
+        second.close()

@@ -91,7 +91,8 @@ def test_payloads_link_to_the_dashboard_run_view() -> None:
     rule = rule_for("https://hooks.example.com/T0/B0/secret", "slack")
     n = note(rule, dashboard_url="http://127.0.0.1:8501/", event_id=7)
     slack = slack_payload(n)
-    assert slack["text"] == ":rotating_light: [FIRING] r: loop_rate = 0.5 (>= 0.3 over 5m, 10 samples)"
+    # Slack reads & < > as markup: sent escaped, shown as typed
+    assert slack["text"] == ":rotating_light: [FIRING] r: loop_rate = 0.5 (&gt;= 0.3 over 5m, 10 samples)"
     assert slack["blocks"][1]["elements"][0]["text"] == "runs repeat the same call"
     assert slack["blocks"][2]["text"]["text"] == (
         "Example runs: <http://127.0.0.1:8501/?run=0af7651916cd43dd8448eb211c80319c|0af7651916cd>"
