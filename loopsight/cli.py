@@ -618,8 +618,13 @@ def db_current(db: DbOpt = config.DEFAULT_DB) -> None:
         raise fail(f"no DuckDB file at {db}")
     try:
         revision = current(db)
-    except Exception as exc:
-        raise fail(f"cannot read {db}: {exc}") from None
+    except Exception as exc:  # a lock says who holds the file and how to read it instead
+        from loopsight.stores.files import explain_io_error
+
+        why = explain_io_error(db, exc)
+        if "locked" in why:
+            why += " (a running collector applied every migration when it started)"
+        raise fail(why) from None
     console.print(revision or "empty (no migrations applied)")
 
 

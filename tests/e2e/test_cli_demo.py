@@ -124,3 +124,17 @@ def test_demo_fails_when_spans_are_refused_after_the_first_check(start_collector
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"spans did not reach {server.url}/v1/traces" in done.stderr and "demo: 2 runs" not in done.stdout
     assert listed(server) == []
+
+
+def test_up_stops_before_anything_starts_when_a_port_is_taken(start_collector, tmp_path: Path) -> None:
+    """Another collector on the HTTP port answered up's /healthz and got all its demo runs."""
+    from ports import free_port
+
+    other = start_collector()
+    port = int(other.url.rsplit(":", 1)[1])
+    db = tmp_path / "mine.duckdb"
+    args = ["up", "--demo", "--demo-every", "0", "--db", str(db), "--http-port", str(port)]
+    done = cli(*args, "--grpc-port", str(free_port()), "--dashboard-port", str(free_port()), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"cannot listen on 127.0.0.1:{port} for OTLP/HTTP" in done.stderr and "--http-port" in done.stderr
+    assert listed(other) == [] and not db.exists()

@@ -119,3 +119,9 @@ def test_db_upgrade_then_current(tmp_path: Path) -> None:
     assert current.stdout.strip() and current.stdout.strip() in upgraded.stdout
     missing = run_cli("db", "current", "--db", str(tmp_path / "nope.duckdb"))
     assert missing.returncode == 2 and "no DuckDB file" in missing.stderr
+
+
+def test_db_current_on_a_file_a_collector_holds_says_so(collector_server) -> None:
+    done = run_cli("db", "current", "--db", collector_server.db_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "is locked by another process" in done.stderr and "applied every migration" in done.stderr
