@@ -69,7 +69,9 @@ def tiles(shared: filters.Filters) -> bool:
     runs = values.get("runs") or {}
     # No runs in either window: nothing to compare; all time has no previous window.
     compared = bool(runs.get("value") or runs.get("previous")) and not all_time
-    columns = st.columns(len(TILES))
+    # Two rows of four: eight tiles in one cut their values short below ~1,900 px ("$0.…", "76.…").
+    half = (len(TILES) + 1) // 2
+    columns = [*st.columns(half), *st.columns(half)]
     for column, (key, label, kind, lower_better) in zip(columns, TILES, strict=False):
         tile = values.get(key) or {}
         previous = "" if all_time else f"previous window: {_exact(tile.get('previous'), kind)}"

@@ -478,3 +478,24 @@ def test_search_box_goes_into_the_url_and_a_session_shows_its_loop(live: Live, b
         page.screenshot(path=str(ARTIFACTS / "budgets.png"), full_page=True)
     finally:
         ctx.close()
+
+
+def test_no_figure_tile_is_cut_short_at_1280px(live: Live, browser) -> None:
+    """The Overview's eight KPI tiles in one row showed '$0.…' and '76.…' at 1,280 px."""
+    loop = live.emitted.first("loop")
+    pages = [(path + ("&" if "?" in path else "?") + "range=all", title, n) for path, title, n in PAGES]
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    try:
+        for path, title, min_charts in [*pages, (f"run?run={loop}", "Run timeline", 2)]:
+            page.goto(f"{live.url}/{path}")
+            _settle(page, title, min_charts)
+            cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stMetricValue]')]
+                .filter(v => [v, ...v.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
+                .map(v => v.textContent)""")
+            assert cut == [], f"{path}: tiles cut short at 1280 px: {cut}"
+        page.goto(f"{live.url}/?range=all")
+        _settle(page, "Overview", 1)
+        assert page.locator("[data-testid=stMetricValue]").count() == 8
+    finally:
+        ctx.close()
