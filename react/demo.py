@@ -29,10 +29,15 @@ from loopsight.errors import LoopsightError
 from loopsight.instrumentation.setup import otlp_exporter, otlp_protocol, traces_url
 from loopsight.instrumentation.state import STATE
 from loopsight.react.result import RunResult
-from loopsight.react.scenarios import REQUIRED, plan
+from loopsight.react.scenarios import FIRST, REQUIRED, SCENARIOS, Scenario, plan
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
 CRASHED_MINUTES_AGO = 10.0
+ASKED_AGAIN = 3
+"""In a full pack one customer asks where their order is this many times in one conversation: each
+run alone is fine, the session repeats the same lookups (a loop across a session's runs)."""
+CONVERSING = ("order-assistant", "support-triage", "billing-agent")
+"""The agents customers talk to: their runs come in conversations of two (the Sessions page)."""
 DEMO_RULES = Path(__file__).with_name("demo_rules.toml")
 """The alert rules ``loopsight up --demo`` loads: the demo's loops fire one, its crashed worker
 (:func:`crashed_worker`) fires the other, which resolves as that run ages out of its window."""
@@ -156,8 +161,51 @@ class DemoSummary:
         return str(self).replace("[", r"\[")
 
 
+Job = tuple[Scenario, random.Random]
+
+
+def conversations(jobs: list[Job], seed: int) -> list[tuple[str | None, list[Job], bool]]:
+    """The jobs as conversations: ``(conversation id or None, jobs, one after another)``.
+
+    The customer-facing agents' runs (:data:`CONVERSING`) pair up in plan order; in a full pack the
+    first :data:`ASKED_AGAIN` runs drawn beyond the required ones become one customer asking the
+    same question again and again, each run after the last one's answer.
+
+    Example:
+        >>> rng = random.Random(1)
+        >>> talks = conversations([(s, random.Random(rng.random())) for s in plan(40, seed=1)], seed=1)
+        >>> sum(len(jobs) for _, jobs, _ in talks), [len(jobs) for _, jobs, again in talks if again]
+        (40, [3])
+    """
+    prefix = os.urandom(4).hex()  # a new conversation each invocation, whatever the seed
+    jobs = list(jobs)
+    out: list[tuple[str | None, list[Job], bool]] = []
+    drawn = [i for i, (s, _) in enumerate(jobs) if s.name not in REQUIRED]
+    if len(jobs) >= len(REQUIRED) + ASKED_AGAIN and len(drawn) >= ASKED_AGAIN:
+        same = random.Random(seed).random()  # the same order, the same answers
+        again = [(SCENARIOS["order_status"], random.Random(same)) for _ in range(ASKED_AGAIN)]
+        for i in reversed(drawn[:ASKED_AGAIN]):
+            del jobs[i]
+    else:
+        again = []
+    waiting: dict[str, Job] = {}
+    for n, job in enumerate(jobs):
+        agent = job[0].agent
+        if agent not in CONVERSING or job[0].name in FIRST:  # the real-time stalls start first, alone
+            out.append((None, [job], False))
+        elif agent in waiting:
+            out.append((f"demo-{prefix}-{n}", [waiting.pop(agent), job], False))
+        else:
+            waiting[agent] = job
+    out += [(f"demo-{prefix}-{agent}", [job], False) for agent, job in waiting.items()]
+    if again:
+        out.append((f"demo-{prefix}-again", again, True))
+    return out
+
+
 async def arun_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, speed: float = 20.0) -> DemoSummary:
-    """Run ``runs`` scenarios, ``concurrency`` at a time, in the current event loop."""
+    """Run ``runs`` scenarios, ``concurrency`` at a time, in the current event loop (in
+    :func:`conversations`)."""
     if concurrency < 1 or speed <= 0:
         raise ValueError("concurrency must be >= 1 and speed > 0")
     summary = DemoSummary()
@@ -166,16 +214,25 @@ async def arun_scenarios(runs: int = 40, seed: int = 7, concurrency: int = 4, sp
     jobs = [(s, random.Random(rng.random())) for s in plan(runs, seed)]
     started = time.monotonic()
 
-    async def one(scenario: Any, run_rng: random.Random) -> None:
+    async def one(scenario: Any, run_rng: random.Random, conversation: str | None) -> None:
         async with gate:
             built = scenario.build(run_rng, speed)
             try:
-                result = await asyncio.wait_for(built.agent.arun(built.task), built.patience)
+                result = await asyncio.wait_for(
+                    built.agent.arun(built.task, conversation_id=conversation), built.patience
+                )
             except TimeoutError:
                 result = None  # the user hung up: the run span ends as cancelled
             summary.add(scenario.name, built.agent.name, result)
 
-    await asyncio.gather(*(one(s, r) for s, r in jobs))
+    async def talk(conversation: str | None, members: list[Job], in_turn: bool) -> None:
+        if in_turn:  # each question after the last answer
+            for scenario, run_rng in members:
+                await one(scenario, run_rng, conversation)
+        else:
+            await asyncio.gather(*(one(s, r, conversation) for s, r in members))
+
+    await asyncio.gather(*(talk(*c) for c in conversations(jobs, seed)))
     if runs >= len(REQUIRED):  # a full pack: one run stuck in flight too (not in the follow-up batches)
         crashed_worker()
         summary.stuck += 1

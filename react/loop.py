@@ -105,18 +105,22 @@ class ReactAgent:
         self._spec_tokens = estimate_tokens(json.dumps(self._specs)) if self._specs else 0
 
     # -- entry points -------------------------------------------------------------------
-    def run(self, task: str) -> RunResult:
-        """Run the loop to completion (blocking). Safe to call from inside an event loop."""
+    def run(self, task: str, *, conversation_id: str | None = None) -> RunResult:
+        """Run the loop to completion (blocking). Safe to call from inside an event loop.
+
+        ``conversation_id``: the conversation this run answers in (``gen_ai.conversation.id`` on
+        its span): the runs of one conversation are a session, whose loops across runs loopsight finds.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task))
+            return asyncio.run(self.arun(task, conversation_id=conversation_id))
         ctx = contextvars.copy_context()
         with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(ctx.run, asyncio.run, self.arun(task)).result()
+            return pool.submit(ctx.run, asyncio.run, self.arun(task, conversation_id=conversation_id)).result()
 
-    async def arun(self, task: str) -> RunResult:
-        """Run the loop in the current event loop."""
+    async def arun(self, task: str, *, conversation_id: str | None = None) -> RunResult:
+        """Run the loop in the current event loop (``conversation_id`` as :meth:`run`)."""
         cfg = self.config
         st = _Run(
             task=task,
@@ -133,6 +137,7 @@ class ReactAgent:
             max_tool_calls=cfg.max_tool_calls,
             max_tokens=cfg.max_tokens,
             max_seconds=cfg.max_seconds,
+            conversation_id=conversation_id,
         ) as run:
             try:
                 reason = await self._loop(st)

@@ -32,3 +32,10 @@ def test_default_demo_gives_every_stall_kind(collector_server) -> None:
     assert by_kind["backoff"]["tool"] == "query_order" and by_kind["backoff"]["duration_ms"] >= 1000
     assert by_kind["idle_gap"]["duration_ms"] > 2000
     assert by_kind["stuck"]["tool"] == "get_metrics" and by_kind["stuck"]["duration_ms"] > 300_000
+    # the customers' conversations: the Sessions page, and one customer asking three times
+    sessions = httpx.get(f"{collector_server.url}/api/v1/sessions", timeout=10).json()["sessions"]
+    again = [s for s in sessions if s["session_id"].endswith("-again")]
+    assert len(sessions) >= 5 and [s["runs"] for s in again] == [3], sessions
+    loops = httpx.get(f"{collector_server.url}/api/v1/loops", params={"session": again[0]["session_id"]}, timeout=10)
+    across = {(x["kind"], x["tool"]) for x in loops.json()["loops"] if x["scope"] == "session"}
+    assert {("exact", "query_order"), ("exact", "track_parcel")} <= across, loops.json()
