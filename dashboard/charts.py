@@ -43,13 +43,14 @@ def _iso(value: Any) -> str:
 
 
 def time_format(span_seconds: float) -> str:
-    """The d3 time format of a time axis over ``span_seconds``: seconds shown under 3 minutes, the date over a day.
+    """The d3 time format of a time axis over ``span_seconds``: seconds shown up to 10 minutes (its
+    ~8 ticks are then less than a minute apart: "07:54 07:54 07:55" otherwise), the date over a day.
 
     Example:
-        >>> [time_format(s) for s in (60, 3600, 3 * 86400, 60 * 86400)]
-        ['%H:%M:%S', '%H:%M', '%m-%d %H:%M', '%Y-%m-%d']
+        >>> [time_format(s) for s in (60, 300, 3600, 3 * 86400, 60 * 86400)]
+        ['%H:%M:%S', '%H:%M:%S', '%H:%M', '%m-%d %H:%M', '%Y-%m-%d']
     """
-    if span_seconds <= 180:
+    if span_seconds <= 600:
         return "%H:%M:%S"
     if span_seconds <= 86400:
         return "%H:%M"

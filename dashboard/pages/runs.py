@@ -147,20 +147,19 @@ def body() -> None:
         _first_page()
         st.rerun(scope="fragment")
     frame = frames.runs_frame(runs)
+    in_effect = [  # this page's own filters, beside the shared ones
+        f"{label} {ui.literal(value)}"
+        for label, value in (("status", status), ("termination", reason), ("used tool", tool))
+        if value != "any"
+    ] + ([f"at least {fmt.count(min_tokens)} tokens"] if min_tokens else [])
     if frame.empty:
-        in_effect = [
-            f"{label} {ui.literal(value)}"
-            for label, value in (("status", status), ("termination", reason), ("used tool", tool))
-            if value != "any"
-        ]
-        if search:
-            in_effect.append(f"search {ui.literal(search)}")
-        ui.empty_state(in_effect + ([f"at least {fmt.count(min_tokens)} tokens"] if min_tokens else []))
+        ui.empty_state(in_effect + ([f"search {ui.literal(search)}"] if search else []))
         return
     total = len(frame) if total is None else int(total)
     first = (page_number - 1) * LIMIT
     st.caption(
         f"{fmt.count(total)} runs ({ui.describe(shared)}"
+        + "".join(f", {f}" for f in in_effect)
         + (f", matching {ui.literal(search)}" if search else "")
         + ")"
         + (f"; rows {fmt.count(first + 1)}–{fmt.count(first + len(frame))}, newest first" if total > len(frame) else "")

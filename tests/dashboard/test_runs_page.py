@@ -49,6 +49,7 @@ def test_empty_then_filled_collector_with_token(start_collector, make_app) -> No
     app.selectbox(key="runs_reason").select("any").run()
     app.selectbox(key="runs_status").select("ok").run()
     assert sorted(_traces(app)) == sorted([emitted.first("success"), emitted.first("retried_timeout")])
+    assert "2 runs (last 24 hours, status ok)" in texts(app), "the caption names the page's own filters too"
 
     timeline = make_app(collector=collector.url, token="s3cret", query={"run": emitted.first("retried_timeout")})
     timeline.run()
