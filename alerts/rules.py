@@ -51,18 +51,22 @@ _COMMON_KEYS = frozenset(
         "description",
     }
 )
-_METRIC_KEYS = {
-    "loop_rate": {"tool"},
-    "tool_fail_rate": {"tool", "error_class"},
-    "error_class_rate": {"tool", "error_class"},
-    "termination_rate": {"reason"},
-    "tokens_per_run": {"stat"},
-    "stall_rate": {"tool"},
-    "stuck_runs": {"stuck_after"},
-    "cost_per_run": {"stat"},
-    "cost": set(),
+METRIC_KEYS: dict[str, frozenset[str]] = {
+    "loop_rate": frozenset({"tool"}),
+    "tool_fail_rate": frozenset({"tool", "error_class"}),
+    "error_class_rate": frozenset({"tool", "error_class"}),
+    "termination_rate": frozenset({"reason"}),
+    "tokens_per_run": frozenset({"stat"}),
+    "stall_rate": frozenset({"tool"}),
+    "stuck_runs": frozenset({"stuck_after"}),
+    "cost_per_run": frozenset({"stat"}),
+    "cost": frozenset(),
 }
-_ALL_KEYS = _COMMON_KEYS | {k for keys in _METRIC_KEYS.values() for k in keys}
+"""The filters and parameters each metric takes beyond ``service`` and ``agent`` (a rule's keys,
+``/api/v1/alerts/metric``'s parameters)."""
+REQUIRED_KEYS = {"error_class_rate": "error_class", "termination_rate": "reason"}
+"""The metrics that measure nothing without one of their keys."""
+_ALL_KEYS = _COMMON_KEYS | {k for keys in METRIC_KEYS.values() for k in keys}
 
 
 class RulesError(LoopsightError, ValueError):
@@ -266,13 +270,13 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
     name = r.text_value("name", required=True)
     metric = r.text_value("metric", required=True, choices=METRICS)
     assert name is not None and metric is not None
-    allowed = _COMMON_KEYS | _METRIC_KEYS[metric]
+    allowed = _COMMON_KEYS | METRIC_KEYS[metric]
     for key in raw:
         if key not in allowed:
             if key in _ALL_KEYS:
                 raise r.fail(
                     key,
-                    f"does not apply to metric {metric!r} (its keys: {', '.join(sorted(_METRIC_KEYS[metric])) or 'none'})",
+                    f"does not apply to metric {metric!r} (its keys: {', '.join(sorted(METRIC_KEYS[metric])) or 'none'})",
                 )
             hint = difflib.get_close_matches(key, sorted(allowed), 1)
             raise r.fail(key, "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
@@ -291,11 +295,11 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
     if baseline is not None and op not in (">", ">="):
         raise r.fail("op", 'spike mode (baseline) detects rises: use op ">" or ">="')
     error_class = r.text_value("error_class", choices=ERROR_CLASSES)
-    if metric == "error_class_rate" and error_class is None:
-        raise r.fail(None, f"metric 'error_class_rate' needs error_class (one of {', '.join(ERROR_CLASSES)})")
     reason = r.text_value("reason", choices=TERMINATION_REASONS)
-    if metric == "termination_rate" and reason is None:
-        raise r.fail(None, f"metric 'termination_rate' needs reason (one of {', '.join(TERMINATION_REASONS)})")
+    needed = REQUIRED_KEYS.get(metric)
+    if needed is not None and {"error_class": error_class, "reason": reason}[needed] is None:
+        choices = ERROR_CLASSES if needed == "error_class" else TERMINATION_REASONS
+        raise r.fail(None, f"metric {metric!r} needs {needed} (one of {', '.join(choices)})")
     stuck_after = r.duration("stuck_after", 300.0, positive=True)
     assert window is not None and stuck_after is not None and factor is not None
     if metric == "stuck_runs" and window <= stuck_after:

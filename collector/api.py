@@ -330,6 +330,15 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         since, until = parse_time("since", params.get("since"), now), parse_time("until", params.get("until"), now)
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")
+        takes = alerts.rules.METRIC_KEYS[metric]
+        for key in ("tool", "error_class", "reason", "stat", "stuck_after"):
+            if params.get(key) is not None and key not in takes:
+                raise BadParameter(
+                    f"{key} does not apply to metric {metric} (its parameters: {', '.join(sorted(takes)) or 'none'})"
+                )
+        needed = alerts.rules.REQUIRED_KEYS.get(metric)
+        if needed is not None and params.get(needed) is None:
+            raise BadParameter(f"metric {metric} needs {needed}")
         spec = alerts.MetricSpec(
             metric,
             service=parse_text("service", params.get("service")),

@@ -160,9 +160,14 @@ def test_alerts_inside_a_live_collector(tmp_path: Path, store: Store, live: str,
             {"metric": "nope", "since": "-5m", "until": "-1m"},
             {"metric": "loop_rate"},
             {"metric": "loop_rate", "since": "-5m", "until": "-1m", "stat": "p99"},
+            # what a rules file refuses: a filter the metric does not take, a metric without its key
+            {"metric": "tokens_per_run", "since": "-5m", "until": "-1m", "tool": "fetch"},
+            {"metric": "error_class_rate", "since": "-5m", "until": "-1m"},
         ):
             answer = httpx.get(f"{live}/api/v1/alerts/metric", params=params, headers=auth)
-            assert answer.status_code == 400 and "error" in answer.json()
+            assert answer.status_code == 400 and "error" in answer.json(), (params, answer.text)
+        refused = httpx.get(f"{live}/api/v1/alerts/metric", params=params | {"tool": "x"}, headers=auth).json()
+        assert "error_class" in refused["error"], refused
         assert any(line.startswith("loopsight_loop_rate ") for line in evaluator.prometheus_lines())
     finally:
         evaluator.stop()
