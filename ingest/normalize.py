@@ -706,6 +706,11 @@ def agent_row(
         signals.append(_whole(raw_attributes, attrs, _OUTPUT_KEYS))
     session_id = _first(attrs, _SESSION_KEYS)
     guard_content(attrs, limits.capture_content)
+    if V.LANGFUSE_STATUS_MESSAGE in attrs:  # Langfuse's status message: redacted as every status message is
+        attrs[V.LANGFUSE_STATUS_MESSAGE] = redact_message(attrs[V.LANGFUSE_STATUS_MESSAGE])
+    for key in V.REDACTED_RESOURCE_KEYS:  # a command line's --api-key sk-...: redacted whatever the capture
+        if resource.get(key):
+            resource[key] = redact_message(resource[key])
 
     is_error = status == "Error" or get(V.LANGFUSE_LEVEL) == "ERROR"
     error_type: str | None = None

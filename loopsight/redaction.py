@@ -82,12 +82,15 @@ _URL_PASSWORD = re.compile(r"://([^\s:/?#@\[\]]*+):([^\s/?#]+)@")
 # else up to a space, quote, bracket or separator ("&" only before another "name="); a value
 # already redacted is left as it is.
 _VALUE = (
-    r"(?![\"']?\[REDACTED)"
-    r"(?:\"(?:[^\"\\\n]|\\.)*+\"?"
+    r"(?!\\?[\"']?\[REDACTED)"
+    # JSON inside a JSON string (a tool call's "arguments" in a logged request): \"value\"
+    r"(?:\\\"(?:[^\"\\\n]|\\[^\"\n])*+(?:\\\")?"
+    r"|\"(?:[^\"\\\n]|\\.)*+\"?"
     r"|'(?:[^'\\\n]|\\.)*+'?"
     r"|(?:[^\s\"',;&<>()\[\]{}]|&(?![A-Za-z_][A-Za-z0-9_.-]*+=))++)"
 )
-_SEPARATOR = r"[\"']?[ \t]*+[:=][ \t]*+"
+_NAMED = re.compile(r"[ \t]*+[:=]")  # a separator after a "value": it was the next field's name
+_SEPARATOR = r"(?:\\?[\"'])?[ \t]*+[:=][ \t]*+"
 # Fields whose value is a secret, any case, the name ending in one of these words (DB_PASSWORD,
 # x-api-key, client_secret, accessToken): each entry is the word's root, found with str.find on
 # the lowered text (a regex trying every position cost 0.7 ms per 4 KiB), and the pattern
@@ -152,11 +155,13 @@ def _secret_fields(text: str) -> str:
         if pos < done:
             continue
         match = pattern.match(text, pos)
-        if match is None or match.group(2) in ('""', "''"):
+        if match is None or match.group(2) in ('""', "''", '\\"\\"'):
             continue
         value = match.group(2)
-        quote = value[0] if value[0] in "\"'" else ""
-        closed = quote if len(value) > 1 and value.endswith(quote) else ""
+        quote = '\\"' if value.startswith('\\"') else (value[0] if value[0] in "\"'" else "")
+        if not quote and _NAMED.match(text, match.end()):
+            continue  # "secret: aws_secret_access_key = …": the value is the next field's name, redacted there
+        closed = quote if len(value) > len(quote) and value.endswith(quote) else ""
         out += (text[done : match.start(2)], f"{quote}[REDACTED:{kind}]{closed}")
         done = match.end()
     return "".join(out) + text[done:] if out else text

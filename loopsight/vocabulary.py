@@ -70,13 +70,14 @@ def _concept(what: str, *pairs: tuple[str, str]) -> Concept:
     return Concept(what, tuple(Name(key, producer) for key, producer in pairs))
 
 
-OTEL, LEGACY, OPENINFERENCE, TRACELOOP, LANGFUSE, PYDANTIC_AI = (
+OTEL, LEGACY, OPENINFERENCE, TRACELOOP, LANGFUSE, PYDANTIC_AI, GOOGLE_ADK = (
     "otel_genai",
     "otel_genai_legacy",
     "openinference",
     "traceloop",
     "langfuse",
     "pydantic_ai",
+    "google_adk",
 )
 
 AGENT_NAME = _concept("agent name", (A.AGENT_NAME, OTEL), ("agent.name", OPENINFERENCE), ("agent_name", PYDANTIC_AI))
@@ -88,6 +89,7 @@ TOOL_ARGUMENTS = _concept(
     ("traceloop.entity.input", TRACELOOP),
     ("input.value", OPENINFERENCE),
     ("langfuse.observation.input", LANGFUSE),
+    ("gcp.vertex.agent.tool_call_args", GOOGLE_ADK),  # ADK before its GenAI attributes
 )
 """Never OpenInference's ``tool.parameters``: that is the tool's JSON schema, the same on every call."""
 TOOL_SCHEMA_KEYS = frozenset(("tool.parameters", "gen_ai.tool.json_schema"))
@@ -100,6 +102,7 @@ TOOL_RESULT = _concept(
     ("output.value", OPENINFERENCE),
     ("traceloop.entity.output", TRACELOOP),
     ("langfuse.observation.output", LANGFUSE),
+    ("gcp.vertex.agent.tool_response", GOOGLE_ADK),
 )
 MODEL = _concept(
     "model",
@@ -295,6 +298,13 @@ CONTENT_KEYS: frozenset[str] = frozenset(
         "ai.values",
         "ai.embedding",
         "ai.embeddings",
+        # Google ADK (its tool call's arguments and response are in the concepts above)
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.llm_response",
+        "gcp.vertex.agent.data",
+        # OpenInference
+        "reranker.query",
+        "tool_call.function.arguments",
     )
 )
 """Attributes holding what an agent was told or returned: dropped unless content capture is on."""
@@ -304,6 +314,7 @@ CONTENT_PREFIXES: tuple[str, ...] = (
     "gen_ai.prompt.",
     "gen_ai.completion.",
     "llm.prompts.",
+    "llm.completions.",
     "retrieval.documents.",
     "reranker.input_documents.",
     "reranker.output_documents.",
@@ -312,10 +323,15 @@ CONTENT_PREFIXES: tuple[str, ...] = (
 """Flattened message and document lists (OpenInference ``llm.input_messages.0.message.content``,
 legacy OpenLLMetry ``gen_ai.prompt.0.content``): dropped by prefix unless content capture is on."""
 EVENT_CONTENT_KEYS: frozenset[str] = frozenset(
-    ("gen_ai.prompt", "gen_ai.completion", "content", "body", "message", "tool_calls")
+    ("gen_ai.prompt", "gen_ai.completion", "gen_ai.event.content", "content", "body", "message", "tool_calls")
 )
 """Content in span events (GenAI content events: ``gen_ai.choice``'s ``message``, an assistant
-message's ``tool_calls`` with the arguments)."""
+message's ``tool_calls`` with the arguments, Azure AI Inference's and Semantic Kernel's
+``gen_ai.event.content``)."""
+
+REDACTED_RESOURCE_KEYS = ("process.command_line", "process.command_args", "process.command")
+"""Resource attributes that are not content but may hold secrets (the SDK's process detector
+sends the command line, ``--api-key sk-...`` included): always redacted."""
 
 # -- errors ---------------------------------------------------------------------------------
 
