@@ -21,21 +21,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopsight.config import parse_duration
-from loopsight.stores.derive import prune as prune_derived
 
 log = logging.getLogger("loopsight.collector.retention")
-
-_DELETE_CHUNK_SQL = """
-DELETE FROM spans WHERE rowid IN (
-    SELECT rowid FROM spans WHERE "Timestamp" < $cutoff LIMIT $chunk
-)
-"""
-
-
-def _delete_chunk(con: Any, cutoff: datetime, chunk: int) -> int:
-    deleted = con.execute(_DELETE_CHUNK_SQL, {"cutoff": cutoff, "chunk": chunk}).fetchone()[0]
-    prune_derived(con, cutoff)  # the per-run rows of runs that started before the cutoff
-    return deleted
 
 
 def parse_retention(text: str) -> timedelta:
@@ -77,7 +64,7 @@ class Retention:
         cutoff = datetime.now(UTC).replace(tzinfo=None) - self.keep
         total = 0
         while not self._stop.is_set():
-            future = self.store.run_job(lambda con: _delete_chunk(con, cutoff, self.chunk))
+            future = self.store.run_job(lambda con: self.store.delete_before(con, cutoff, self.chunk))
             deleted = future.result()
             total += deleted
             self.deleted += deleted

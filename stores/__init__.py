@@ -78,10 +78,17 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     from loopsight.stores.clickhouse import connect
     from loopsight.stores.clickhouse_schema import upgrade
 
-    if parsed.scheme == "chdb" and not Path(parsed.path).is_dir():  # a reader never makes a store (a typo would)
+    # A reader never makes a store (a typo would), nor a database in one: chdb keeps one folder
+    # of metadata per database.
+    if parsed.scheme == "chdb" and not Path(parsed.path, "metadata", parsed.database).is_dir():
+        where = Path(parsed.path)
+        why = (
+            "it does not exist"
+            if not where.exists()
+            else ("it is not a directory" if not where.is_dir() else f"it holds no database {parsed.database!r}")
+        )
         raise StoreError(
-            f"no chdb store at {parsed.path}: {'it is not a directory' if Path(parsed.path).exists() else 'it does not exist'}"
-            " (the collector makes it: loopsight collector --store chdb://PATH)"
+            f"no chdb store at {parsed.path}: {why} (the collector makes it: loopsight collector --store chdb://PATH)"
         )
     try:
         con = connect(parsed)

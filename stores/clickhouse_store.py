@@ -393,6 +393,20 @@ class ClickHouseStore(Queued[Batch]):
             raise StoreError(str(exc)) from None
         return cls(con, **kwargs)
 
+    @staticmethod
+    def delete_before(con: ClickHouseConnection, cutoff: datetime, chunk: int) -> int:
+        """Retention, one job (lightweight DELETEs mark rows: no chunks): the spans that started
+        before ``cutoff`` and the derived rows of the runs that did; the spans deleted."""
+        at, before = {"c": cutoff}, "< {c:DateTime64(6, 'UTC')}"
+        ((deleted,),) = con.execute(f"SELECT count() FROM spans WHERE Timestamp {before}", at).fetchall()
+        for table, column in (
+            ("spans", "Timestamp"),
+            ("spans_staged", "Timestamp"),
+            *((t, "started_at") for t in DERIVED),
+        ):
+            con.execute(f"DELETE FROM {table} WHERE {column} {before}", at)
+        return int(deleted)
+
     def size_bytes(self) -> int:
         """Bytes on disk of this database's tables (0 when the server does not say)."""
         try:

@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -53,7 +54,7 @@ import pyarrow.compute as pc
 from loopsight.ingest.batch import unique_spans
 from loopsight.migrations import upgrade
 from loopsight.prices import PriceBook, default_book
-from loopsight.stores.derive import reprice
+from loopsight.stores.derive import prune, reprice
 from loopsight.stores.duckdb_deriver import Deriver, rollback
 from loopsight.stores.files import check_path, explain_io_error, secret_key
 from loopsight.stores.protocol import StoreError, WriterStats
@@ -70,6 +71,13 @@ def _parameters(sql: str) -> frozenset[str]:
 
 
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+_DELETE_CHUNK_SQL = """
+DELETE FROM spans WHERE rowid IN (
+    SELECT rowid FROM spans WHERE "Timestamp" < $cutoff LIMIT $chunk
+)
+"""
 
 
 class DuckDBReader:
@@ -251,6 +259,14 @@ class Store(Queued[_Pending]):
     def wait_derived(self) -> bool:
         """Wait until the derived tables cover every commit acknowledged so far (see :meth:`Deriver.wait`)."""
         return self.deriver.wait()
+
+    @staticmethod
+    def delete_before(con: duckdb.DuckDBPyConnection, cutoff: datetime, chunk: int) -> int:
+        """Retention, one job: up to ``chunk`` spans that started before ``cutoff``, and the derived
+        rows of the runs that did; the spans deleted (fewer than ``chunk``: nothing older is left)."""
+        deleted = con.execute(_DELETE_CHUNK_SQL, {"cutoff": cutoff, "chunk": chunk}).fetchone()
+        prune(con, cutoff)
+        return int(deleted[0]) if deleted else 0
 
     def size_bytes(self) -> int:
         """Size of the database file plus its write-ahead log."""

@@ -115,6 +115,22 @@ def test_retention_deletes_old_spans_in_the_background(start_collector):
     assert span_count(server.db_path) == 5 + 4
 
 
+def test_retention_on_clickhouse_deletes_old_spans_and_runs(start_collector, tmp_path):
+    """Every pass failed on ClickHouse (the DuckDB statement's rowid): nothing was ever deleted."""
+    pytest.importorskip("chdb")
+    server = start_collector(
+        "--retention", "30d", "--store", f"chdb://{tmp_path / 'ch'}", env={"LOOPSIGHT_RETENTION_INTERVAL": "0.5"}
+    )
+    old = make_run(tools=3, agent="old", start_ns=time.time_ns() - 40 * 86400 * 10**9)
+    fresh = make_run(tools=3, agent="fresh")
+    answer = httpx.post(server.traces_url, content=request_of(old + fresh).SerializeToString(), headers=PB, timeout=30)
+    assert answer.status_code == 200
+    wait_for(lambda: metric(server, "loopsight_retention_deleted_spans_total") >= 5)
+    runs = httpx.get(server.url + "/api/v1/runs", params={"since": "-60d"}, timeout=30).json()["runs"]
+    assert {r["agent"] for r in runs} == {"fresh"}
+    assert "retention pass failed" not in server.log()
+
+
 def start_cli(*args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPSIGHT_")}
     return subprocess.Popen(

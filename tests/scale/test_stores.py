@@ -53,6 +53,21 @@ def test_a_reader_never_makes_a_chdb_store(tmp_path: Any) -> None:
         with pytest.raises(StoreError, match=why):
             open_reader(f"chdb://{path}")
     assert not (tmp_path / "typo").exists()
+    plain = tmp_path / "plain"  # any folder was made a store: `runs --store chdb:///` filled / with chdb's
+    plain.mkdir()
+    (plain / "notes.txt").write_text("x")
+    with pytest.raises(StoreError, match="holds no database 'default'"):
+        open_reader(f"chdb://{plain}")
+    assert [p.name for p in plain.iterdir()] == ["notes.txt"]
+
+
+def test_a_reader_never_makes_a_database_in_a_chdb_store(chdb_dir: Any, clickhouse: Any) -> None:
+    from loopsight.stores import StoreError
+
+    assert open_reader(f"chdb://{chdb_dir}?database=parity").rows("SELECT count(*) AS n FROM spans")[0]["n"] > 0
+    with pytest.raises(StoreError, match="holds no database 'nope'"):
+        open_reader(f"chdb://{chdb_dir}?database=nope")
+    assert not (chdb_dir / "metadata" / "nope").exists()
 
 
 def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
