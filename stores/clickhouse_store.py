@@ -399,12 +399,8 @@ class ClickHouseStore(Queued[Batch]):
         before ``cutoff`` and the derived rows of the runs that did; the spans deleted."""
         at, before = {"c": cutoff}, "< {c:DateTime64(6, 'UTC')}"
         ((deleted,),) = con.execute(f"SELECT count() FROM spans WHERE Timestamp {before}", at).fetchall()
-        for table, column in (
-            ("spans", "Timestamp"),
-            ("spans_staged", "Timestamp"),
-            *((t, "started_at") for t in DERIVED),
-        ):
-            con.execute(f"DELETE FROM {table} WHERE {column} {before}", at)
+        for table in ("spans", "spans_staged", *DERIVED):
+            con.execute(f"DELETE FROM {table} WHERE {'started_at' if table in DERIVED else 'Timestamp'} {before}", at)
         return int(deleted)
 
     def size_bytes(self) -> int:
