@@ -13,7 +13,7 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
   with its NULL test beside it).
 - *CTEs*: one read twice is ``MATERIALIZED`` where the server has it (26.3 and later): DuckDB
   computes it once; an older server recomputes it per read, slower, same answers.
-- *types and functions*: ``TIMESTAMP`` keeps microseconds, list/map/quantile/bucket
+- *types and functions*: ``TIMESTAMP`` keeps microseconds, ``lower`` folds all of Unicode, list/map/quantile/bucket
   functions get their ClickHouse names, ``map['k']`` gives NULL as in DuckDB,
   ``round`` rounds ties away from zero.
 - *settings*: outer-join misses are NULL, empty aggregates NULL, named tuples, UTC.
@@ -185,6 +185,7 @@ _BUCKET_ORIGIN = _fn(
 _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Expression]], ...] = (
     (lambda n: isinstance(n, exp.ArraySort) and not n.expression, lambda n: _fn("arraySort", n.this)),
     (lambda n: isinstance(n, exp.ArrayAgg), lambda n: _fn("groupArray", n.this)),
+    (lambda n: isinstance(n, exp.Lower), lambda n: _fn("lowerUTF8", n.this)),  # lower() is ASCII only
     (
         lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
         lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),

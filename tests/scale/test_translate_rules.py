@@ -35,6 +35,11 @@ CASES = {
         "(SELECT 'a' AS k, true AS ok UNION ALL SELECT 'b', false UNION ALL SELECT 'a', true)",
         [{"h": {"a": 2}}],
     ),
+    # lower() folds all of Unicode (ClickHouse's only ASCII: a search for "ÜBERPRÜFER" found nothing)
+    "lower": (
+        "SELECT lower(v) AS l, contains(lower(v), lower('ÜBERPRÜF')) AS found FROM (SELECT 'Überprüfer' AS v)",
+        [{"l": "überprüfer", "found": True}],
+    ),
     "lists": (
         "SELECT list_sort(list(k)) AS ks, array_to_string(list_sort(list(k)), ',') AS s "
         "FROM (SELECT 'b' AS k UNION ALL SELECT 'a')",
