@@ -44,6 +44,9 @@ def _utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+_EPOCH = datetime(1970, 1, 1)
+
+
 def parse_time(name: str, value: str | None, now: datetime | None = None) -> datetime | None:
     """ISO-8601 (``2026-11-30T10:00:00Z``) or a relative ``-15m`` / ``-2h`` / ``-7d`` before ``now``
     (default: now; one request's times share one), as naive UTC."""
@@ -60,7 +63,7 @@ def parse_time(name: str, value: str | None, now: datetime | None = None) -> dat
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     except (ValueError, OverflowError):
         raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
-    return parsed
+    return max(parsed, _EPOCH)  # no span starts before 1970 (OTLP counts from it); year 1 broke ClickHouse
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")

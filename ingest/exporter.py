@@ -50,10 +50,21 @@ def _limited(pairs: Any, limits: Limits) -> dict[str, str]:
 
 
 def _nanos(value: Any) -> int:
-    """An exporter timestamp (Arrow gives ints or datetimes) in Unix nanoseconds."""
-    if isinstance(value, int):
-        return min(value, MAX_NANOS)
-    return int(value.timestamp() * 1_000_000) * 1000 if value is not None else 0
+    """An exporter timestamp (Arrow gives ints or datetimes) in Unix nanoseconds, to the nanosecond
+    (``timestamp() * 1e9`` of a pandas Timestamp came out a microsecond late).
+
+    Example:
+        >>> import pandas as pd
+        >>> _nanos(pd.Timestamp(1796460688055964885, unit="ns"))
+        1796460688055964885
+        >>> from datetime import datetime, timezone
+        >>> _nanos(datetime(2026, 12, 5, 1, 2, 3, 55964, tzinfo=timezone.utc)) % 10**9
+        55964000
+    """
+    if value is None or isinstance(value, int):
+        return min(value or 0, MAX_NANOS)
+    nanos = getattr(value, "value", None)  # a pandas Timestamp keeps its nanoseconds (a float of them rounds)
+    return int(nanos) if nanos is not None else round(value.timestamp() * 1_000_000) * 1000
 
 
 def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[SpanRow]:

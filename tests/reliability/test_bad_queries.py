@@ -172,3 +172,26 @@ def test_relative_times_take_any_duration_of_at_most_100_years() -> None:
     for bad in ("-36501d", "-99999999999999999999s", "-5२m", "-1y"):
         with pytest.raises(BadParameter, match="since"):
             parse_time("since", bad)
+
+
+def test_a_time_before_1970_reads_as_1970_on_both_engines(tmp_path) -> None:
+    """since=0001-01-01 was a 500 on ClickHouse (it cannot parse year 1); no span starts before 1970."""
+    from datetime import datetime
+
+    pytest.importorskip("chdb")
+    from loopsight import analytics
+    from loopsight.collector.api import parse_time
+    from loopsight.stores import open_reader, open_writer
+
+    since = parse_time("since", "0001-01-01T00:00:00Z")
+    assert since == datetime(1970, 1, 1) == parse_time("until", "1000-01-01")
+    from loopsight.stores.clickhouse import chdb_open_path
+
+    url = f"chdb://{chdb_open_path() or tmp_path / 'ch'}?database=before1970"  # one chdb folder a process
+    store = open_writer(url)
+    try:
+        reader = open_reader(url)
+        assert analytics.list_runs(reader, since=since) == []
+        assert analytics.overview(reader, since=since, until=datetime(2000, 1, 1))["tiles"]["runs"]["value"] == 0
+    finally:
+        store.close()
