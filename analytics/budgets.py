@@ -97,10 +97,10 @@ def recommend(
         >>> recommend(curve, 12)
         (None, 'fewer than 20 successful runs in the window (12)')
     """
-    if ok_runs < min_ok_runs:
-        return None, f"fewer than {min_ok_runs} successful runs in the window ({ok_runs})"
     if not curve:
         return None, "no run in the window records this figure"  # e.g. tokens a producer never sent
+    if ok_runs < min_ok_runs:
+        return None, f"fewer than {min_ok_runs} successful runs in the window ({ok_runs})"
     for point in sorted(curve, key=lambda p: p["value"]):
         if point["ok_runs_cut"] <= max_ok_cut * ok_runs:
             return point["value"], None

@@ -141,7 +141,8 @@ def loops_page(
         "total": sum(counts.values()),
         "looping_runs": int(waste["looping_runs"]),
         "wasted_tokens": int(waste["wasted_tokens"]),
-        "wasted_cost_usd": waste["wasted_cost_usd"],
+        # nothing wasted costs nothing (the SQL's sum over no run is NULL)
+        "wasted_cost_usd": waste["wasted_cost_usd"] if waste["looping_runs"] else 0.0,
         "unpriced_runs": int(waste["unpriced_runs"]),
     }
 

@@ -63,7 +63,19 @@ def parse_time(name: str, value: str | None, now: datetime | None = None) -> dat
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     except (ValueError, OverflowError):
         raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
-    return max(parsed, _EPOCH)  # no span starts before 1970 (OTLP counts from it); year 1 broke ClickHouse
+    return parsed
+
+
+def time_window(since: datetime | None, until: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """``since`` and ``until`` checked in order, then read as no earlier than 1970: no span starts
+    before the epoch (OTLP counts from it), and ClickHouse cannot take year 1.
+
+    >>> time_window(datetime(1960, 1, 1), datetime(1965, 1, 1))
+    (datetime.datetime(1970, 1, 1, 0, 0), datetime.datetime(1970, 1, 1, 0, 0))
+    """
+    if since is not None and until is not None and since >= until:
+        raise BadParameter("since must be before until")
+    return (None if since is None else max(since, _EPOCH)), (None if until is None else max(until, _EPOCH))
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
@@ -117,15 +129,13 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     now = _utcnow()
-    filters: dict[str, Any] = {
+    since, until = time_window(parse_time("since", q.get("since"), now), parse_time("until", q.get("until"), now))
+    return {
         "agent": parse_text("agent", q.get("agent")),
         "service": parse_text("service", q.get("service")),
-        "since": parse_time("since", q.get("since"), now),
-        "until": parse_time("until", q.get("until"), now),
+        "since": since,
+        "until": until,
     }
-    if filters["since"] is not None and filters["until"] is not None and filters["since"] >= filters["until"]:
-        raise BadParameter("since must be before until")
-    return filters
 
 
 def query_routes(reader: Callable[[], Reader]) -> list[Route]:
@@ -316,8 +326,9 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         now = _utcnow()
         return (
             rule,
-            parse_time("since", q(request).get("since"), now),
-            parse_time("until", q(request).get("until"), now),
+            *time_window(
+                parse_time("since", q(request).get("since"), now), parse_time("until", q(request).get("until"), now)
+            ),
         )
 
     alert_series = endpoint(
@@ -333,6 +344,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         since, until = parse_time("since", params.get("since"), now), parse_time("until", params.get("until"), now)
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")
+        since, until = time_window(since, until)
         takes = alerts.rules.METRIC_KEYS[metric]
         for key in ("tool", "error_class", "reason", "stat", "stuck_after"):
             if params.get(key) is not None and key not in takes:

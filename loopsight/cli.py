@@ -377,9 +377,12 @@ def _since(name: str, value: str | None) -> datetime | None:
 
 def _window(since: str | None, until: str | None) -> dict[str, datetime | None]:
     """``--since`` and ``--until`` read (:func:`_since`), the first before the second."""
-    since_at, until_at = _since("since", since), _since("until", until)
-    if since_at and until_at and since_at >= until_at:
-        raise fail("--since must be before --until")
+    from loopsight.collector.api import BadParameter, time_window
+
+    try:
+        since_at, until_at = time_window(_since("since", since), _since("until", until))
+    except BadParameter:
+        raise fail("--since must be before --until") from None
     return {"since": since_at, "until": until_at}
 
 

@@ -3,7 +3,8 @@
 -- $by_service), its outcome, the four figures a budget bounds and its stored cost (NULL: none priced).
 -- outcome: 'ok' (vocabulary RUN_OK: completed, not failed), else 'looped' (a detected loop or
 -- stopped by the loop guard), else 'budget' (stopped by a step, tool-call, time or token budget),
--- else 'failed' (status Error, or ended by an error), else 'other' (cancelled, ...).
+-- else 'other' when cancelled (the user left; the decorators give such a run status Error), else
+-- 'failed' (status Error, or ended by an error), else 'other'.
 WITH looped AS (
     SELECT trace_id, run_id, min(first_step) AS loop_first_step FROM loop_rows GROUP BY trace_id, run_id
 )
@@ -13,6 +14,7 @@ SELECT f.trace_id, f.run_id, f.agent,
        CASE WHEN f.ok THEN 'ok'
             WHEN l.run_id IS NOT NULL OR f.termination_reason = 'loop_detected' THEN 'looped'
             WHEN f.termination_reason IN ('max_steps', 'max_tool_calls', 'timeout', 'token_budget') THEN 'budget'
+            WHEN f.termination_reason = 'cancelled' THEN 'other'
             WHEN f.status_code = 'Error' OR f.termination_reason IN ('error', 'fatal_error', 'repeated_error') THEN 'failed'
             ELSE 'other'
        END AS outcome,

@@ -167,6 +167,17 @@ def test_relative_times_and_bounds_are_accepted(client: TestClient) -> None:
         "total": 8,
     }
     assert client.get("/api/v1/overview", params={"since": "0001-01-01", "until": "9999-12-31"}).status_code == 200
+    # a window wholly before 1970 is in order (empty), not "since after until" once read as 1970
+    before = {"since": "1960-01-01T00:00:00Z", "until": "1965-01-01T00:00:01Z"}
+    assert client.get("/api/v1/runs", params=before).json() == {"runs": [], "total": 0}
+    reversed_ = {"since": "-1h", "until": "-2h"}
+    for path, extra in (("/api/v1/runs", {}), ("/api/v1/overview", {}), ("/api/v1/alerts/series", {"rule": "r"})):
+        answer = client.get(path, params={**reversed_, **extra})
+        assert answer.status_code == 400 and "since must be before until" in answer.json()["error"], path
+    # a start without an end ends now: its buckets are chosen, and counted, up to now
+    assert client.get("/api/v1/terminations", params={"since": "-2h"}).json()["bucket_seconds"] == 300
+    too_many = client.get("/api/v1/terminations", params={"since": "-36500d", "bucket": "1"})
+    assert too_many.status_code == 400 and "10000 buckets" in too_many.json()["error"]
 
 
 def test_runs_answer_their_total_and_a_search(world: World, client: TestClient) -> None:

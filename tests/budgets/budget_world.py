@@ -12,7 +12,7 @@ step's start is 15 ms after the previous one's when that one called a tool.
 | 2    | planner | svc-a   | 8     | 8 (search, same arguments: exact loop)  | 3680   | 121 | loop_detected         | looped  |
 | 1    | planner | svc-a   | 6     | 6 (different arguments)                 | 2160   | 91  | max_steps             | budget  |
 | 1    | planner | svc-a   | 4     | 4                                       | 1040   | 61  | error (status Error)  | failed  |
-| 1    | planner | svc-a   | 1     | 1                                       | 110    | 16  | cancelled             | other   |
+| 1    | planner | svc-a   | 1     | 1                                       | 110    | 16  | cancelled (Error)     | other   |
 | 3    | tiny    | svc-a   | 2     | 1                                       | 320    | 21  | completed             | ok      |
 
 planner: 25 runs, 20 ok, 4 bad (2 looped, 1 budget, 1 failed), 1 other; bad tokens
@@ -59,7 +59,8 @@ def record(recorder: Recorder) -> dict[str, list[RunInfo]]:
         add("looped", steps=steps(8, calls_in_last=True, same=True), termination="loop_detected")
     add("budget", steps=steps(6, calls_in_last=True), termination="max_steps")
     add("failed", steps=steps(4, calls_in_last=True), termination="error", error=True)
-    add("other", steps=steps(1, calls_in_last=True), termination="cancelled")
+    # status Error, as the decorators send a cancelled run: still "other", not "failed"
+    add("other", steps=steps(1, calls_in_last=True), termination="cancelled", error=True)
     for _ in range(3):
         add("tiny", agent="tiny", steps=steps(2))
     return runs

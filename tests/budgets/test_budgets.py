@@ -234,3 +234,26 @@ def test_runs_that_record_no_tokens_say_so_instead_of_a_cut(tmp_path: Any) -> No
         [],
     )
     assert kind(entry, "steps")["recommended"] == 2
+
+
+def test_a_figure_no_run_records_says_so_before_counting_runs(tmp_path: Any) -> None:
+    """With fewer than 20 good runs the reason was "fewer than 20 successful runs" even for a
+    figure no run records (its curve empty): more runs would not give it one."""
+    from analytics_fixture import T0, Recorder, Step
+
+    from loopsight.stores.duckdb_store import Store
+
+    store = Store.open(str(tmp_path / "few.duckdb"))
+    recorder = Recorder()
+    for i in range(3):
+        recorder.run(agent="few", start=T0 + timedelta(minutes=i), steps=[Step(None, None), Step(None, None)])
+    recorder.ingest(store)
+    con = store.reader()
+    try:
+        (entry,) = budgets(con)["agents"]
+    finally:
+        con.close()
+        store.close()
+    tokens, steps = kind(entry, "tokens"), kind(entry, "steps")
+    assert (tokens["reason"], tokens["curve"]) == ("no run in the window records this figure", [])
+    assert steps["curve"] and steps["reason"] == "fewer than 20 successful runs in the window (3)"

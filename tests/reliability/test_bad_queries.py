@@ -180,11 +180,15 @@ def test_a_time_before_1970_reads_as_1970_on_both_engines(tmp_path) -> None:
 
     pytest.importorskip("chdb")
     from loopsight import analytics
-    from loopsight.collector.api import parse_time
+    from loopsight.collector.api import BadParameter, parse_time, time_window
     from loopsight.stores import open_reader, open_writer
 
-    since = parse_time("since", "0001-01-01T00:00:00Z")
-    assert since == datetime(1970, 1, 1) == parse_time("until", "1000-01-01")
+    since, until = time_window(parse_time("since", "0001-01-01T00:00:00Z"), parse_time("until", "1000-01-01"))
+    assert since == datetime(1970, 1, 1) == until
+    # in order before they are read as 1970: a window wholly before it is empty, not reversed
+    assert time_window(datetime(1960, 1, 1), datetime(1965, 1, 1)) == (since, since)
+    with pytest.raises(BadParameter, match="since must be before until"):
+        time_window(datetime(1965, 1, 1), datetime(1960, 1, 1))
     from loopsight.stores.clickhouse import chdb_open_path
 
     url = f"chdb://{chdb_open_path() or tmp_path / 'ch'}?database=before1970"  # one chdb folder a process
