@@ -10,7 +10,7 @@ import logging
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -344,7 +344,7 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         since, until = parse_time("since", params.get("since"), now), parse_time("until", params.get("until"), now)
         if metric is None or since is None or until is None or since >= until:
             raise BadParameter("metric, since and until are required, with since before until")
-        since, until = time_window(since, until)
+        since, until = cast(tuple[datetime, datetime], time_window(since, until))  # both given
         takes = alerts.rules.METRIC_KEYS[metric]
         for key in ("tool", "error_class", "reason", "stat", "stuck_after"):
             if params.get(key) is not None and key not in takes:
