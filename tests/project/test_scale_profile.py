@@ -114,3 +114,22 @@ def test_collector_clickhouse_and_dashboard_agree_on_where_spans_are() -> None:
         clickhouse_env["CLICKHOUSE_USER"],
     )
     assert url.table == exporter["traces_table_name"]
+
+
+def test_the_image_installs_what_its_services_open() -> None:
+    """The image installed ``[all]``, which lacks clickhouse-connect: the scale profile's services
+    on ``clickhouse://`` stores stopped at start with "needs clickhouse-connect"."""
+    import tomllib
+
+    (install,) = re.findall(r"loopsight-\*\.whl\)\[([a-z,]+)\]", (ROOT / "Dockerfile").read_text())
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = set(install.split(","))
+    for name in list(names):  # the extras an installed extra pulls in (``all = ["loopsight[...]"]``)
+        for requirement in extras[name]:
+            if requirement.startswith("loopsight["):
+                names |= set(requirement[len("loopsight[") : requirement.index("]")].split(","))
+    installed = {r.split(">")[0].split("=")[0].split("<")[0].split(";")[0].strip() for n in names for r in extras[n]}
+    for name, service in _compose()["services"].items():
+        store = service.get("environment", {}).get("LOOPSIGHT_STORE", "")
+        if store.startswith("clickhouse://"):
+            assert "clickhouse-connect" in installed, name
