@@ -113,6 +113,9 @@ def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:
         return Store.open(parsed.path, **kwargs)
     from loopsight.stores.clickhouse_store import ClickHouseStore
 
+    # chdb would answer a file in the folder's place with a native stack trace
+    if parsed.scheme == "chdb" and Path(parsed.path).exists() and not Path(parsed.path).is_dir():
+        raise StoreError(f"cannot make a chdb store at {parsed.path}: it is not a directory")
     return ClickHouseStore.open(parsed, **kwargs)
 
 

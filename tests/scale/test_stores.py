@@ -61,6 +61,16 @@ def test_a_reader_never_makes_a_chdb_store(tmp_path: Any) -> None:
     assert [p.name for p in plain.iterdir()] == ["notes.txt"]
 
 
+def test_a_writer_on_a_file_says_so(tmp_path: Any) -> None:
+    """``collector``/``ingest --store chdb://FILE`` printed chdb's 38-line native stack trace."""
+    from loopsight.stores import StoreError, open_writer
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(StoreError, match=r"cannot make a chdb store at .*a-file: it is not a directory"):
+        open_writer(f"chdb://{tmp_path / 'a-file'}")
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
 def test_a_reader_never_makes_a_database_in_a_chdb_store(chdb_dir: Any, clickhouse: Any) -> None:
     from loopsight.stores import StoreError
 
