@@ -31,6 +31,7 @@ from opentelemetry import trace
 
 import loopsight
 from loopsight import attributes as A
+from loopsight import checks
 from loopsight.react import fallback
 from loopsight.react.config import ReactConfig
 from loopsight.react.context import dumps, estimate_tokens, truncate
@@ -92,15 +93,19 @@ class ReactAgent:
         if not callable(getattr(llm, "complete", None)) and not callable(getattr(llm, "acomplete", None)):
             raise TypeError("llm needs a complete(messages, tools) or acomplete(messages, tools) method")
         self.llm = llm
+        if isinstance(tools, Tool):
+            raise TypeError(f"tools must be a list of Tool, got the single tool {tools.name!r}: pass [{tools.name}]")
         self.tools: dict[str, Tool] = {}
-        for t in tools:
-            if not isinstance(t, Tool):
-                raise TypeError(f"expected a Tool (use react.tool_def), got {t!r}")
+        for t in checks.each("tools", tools, _tool):
             if t.name in self.tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self.tools[t.name] = t
-        self.config = config or ReactConfig()
-        self.name = name
+        self.config = (
+            ReactConfig()
+            if config is None
+            else checks.instance("config", config, ReactConfig, hint=" (react.ReactConfig(max_steps=...))")
+        )
+        self.name = checks.text("name", name, empty=False)
         self._specs = [t.openai_spec() for t in self.tools.values()]
         self._spec_tokens = estimate_tokens(json.dumps(self._specs)) if self._specs else 0
 
@@ -110,7 +115,9 @@ class ReactAgent:
 
         ``conversation_id``: the conversation this run answers in (``gen_ai.conversation.id`` on
         its span): the runs of one conversation are a session, whose loops across runs loopsight finds.
+        ``task`` must be a non-empty str.
         """
+        _check_run(task, conversation_id)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -120,7 +127,8 @@ class ReactAgent:
             return pool.submit(ctx.run, asyncio.run, self.arun(task, conversation_id=conversation_id)).result()
 
     async def arun(self, task: str, *, conversation_id: str | None = None) -> RunResult:
-        """Run the loop in the current event loop (``conversation_id`` as :meth:`run`)."""
+        """Run the loop in the current event loop (``task`` and ``conversation_id`` as :meth:`run`)."""
+        _check_run(task, conversation_id)
         cfg = self.config
         st = _Run(
             task=task,
@@ -513,6 +521,15 @@ class ReactAgent:
             messages=st.messages,
             error=st.error,
         )
+
+
+def _tool(name: str, value: Any) -> Tool:
+    return checks.instance(name, value, Tool, hint=" (declare it with react.tool_def)")  # type: ignore[no-any-return]
+
+
+def _check_run(task: Any, conversation_id: Any) -> None:
+    checks.text("task", task, empty=False)
+    checks.text("conversation_id", conversation_id, optional=True)
 
 
 def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
