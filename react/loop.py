@@ -263,6 +263,7 @@ class ReactAgent:
                     continue
                 if eclass == "transient":
                     st.facts.transient_exhausted.append(f"the model service ({self.llm.model})")
+                st.facts.model_failure = fallback.model_failure(self.llm.model, etype, eclass)
                 st.error = f"model call failed: {etype} ({eclass}): {_safe_str(exc)}"
                 return "error"
             # a count the provider did not send (None) is unknown: only what is known counts
@@ -336,13 +337,24 @@ class ReactAgent:
             st.end("loop_detected")
 
     def _invalid(
-        self, st: _Run, t: Any, tool: str, error_type: str, problems: list[str], schema: dict[str, Any] | None
+        self,
+        st: _Run,
+        t: Any,
+        tool: str,
+        error_type: str,
+        problems: list[str],
+        schema: dict[str, Any] | None,
+        span_error_type: str | None = None,
     ) -> str:
-        """Feed an invalid call back with the schema; end the run once corrections run out."""
+        """Feed an invalid call back with the schema; end the run once corrections run out.
+
+        ``error_type`` is the model's code (``INVALID_ARGUMENT``); the span's ``error.type`` is
+        ``span_error_type``, else that code in lower case (``invalid_argument``)."""
         used = st.corrections.get(tool, 0) + 1
         st.corrections[tool] = used
         left = self.config.max_corrections - used + 1
-        t.fail(loopsight.InvalidArgumentError("; ".join(problems), error_type=error_type.lower()))
+        span_type = span_error_type or error_type.lower()
+        t.fail(loopsight.InvalidArgumentError("; ".join(problems), error_type=span_type))
         st.summary.count("error_classes", "invalid_argument")
         body: dict[str, Any] = {"error_type": error_type, "tool": tool, "errors": problems}
         if schema is not None:
@@ -414,11 +426,11 @@ class ReactAgent:
                         etype,
                     )
                 if eclass == "invalid_argument":
-                    return (
-                        self._invalid(st, t, tool.name, etype.upper(), [_safe_str(exc) or etype], tool.parameters),
-                        "error",
-                        etype.lower(),
-                    )
+                    # the span's error.type is the exception's, as @loopsight.tool records it; the model
+                    # gets it as an upper-case code, as every tool error
+                    problems = [_safe_str(exc) or etype]
+                    observation = self._invalid(st, t, tool.name, _upper(etype), problems, tool.parameters, etype)
+                    return observation, "error", etype
                 t.fail(exc)
                 if eclass == "fatal":
                     st.facts.fatal = f"{tool.name}: {etype}"
