@@ -536,7 +536,7 @@ class ReactAgent:
 
 
 def _tool(name: str, value: Any) -> Tool:
-    return checks.instance(name, value, Tool, hint=" (declare it with react.tool_def)")  # type: ignore[no-any-return]
+    return checks.instance(name, value, Tool, hint=" (declare it with react.tool_def)")
 
 
 def _check_run(task: Any, conversation_id: Any) -> None:
