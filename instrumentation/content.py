@@ -19,9 +19,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from loopsight import checks
 from loopsight.config import env_bool, env_int
 from loopsight.hashing import canonical_json
-from loopsight.redaction import add_patterns, redact_head
+from loopsight.redaction import add_patterns, compile_patterns, redact_head
 from loopsight.redaction import redact as redact  # used from here by handles and loopsight.instrumentation
 
 DEFAULT_MAX_LENGTH = 4096
@@ -59,13 +60,14 @@ def set_capture(
         'see [REDACTED]'
         >>> from loopsight.redaction import USER_PATTERNS; USER_PATTERNS.clear()
     """
+    enabled = checks.flag("capture_content", enabled, optional=True)
+    max_length = checks.non_negative_int("content_max_length", max_length, optional=True)
+    patterns = compile_patterns(redact_patterns) if redact_patterns is not None else []
     if enabled is not None:
-        SETTINGS.enabled = bool(enabled)
+        SETTINGS.enabled = enabled
     if max_length is not None:
-        if max_length < 0:
-            raise ValueError(f"max_length must be >= 0, got {max_length}")
         SETTINGS.max_length = max_length
-    add_patterns(redact_patterns or ())
+    add_patterns(patterns)
 
 
 def capture_enabled() -> bool:

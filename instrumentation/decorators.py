@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from opentelemetry.trace import SpanKind
 
 from loopsight import attributes as A
+from loopsight import checks
 from loopsight.hashing import args_hash
 
 from .content import SETTINGS as CONTENT
@@ -430,17 +431,17 @@ class AgentSpec(_Spec[RunHandle]):
         max_seconds: float | None = None,
         conversation_id: str | None = None,
     ) -> None:
-        self.name = name
-        self.conversation_id = conversation_id
+        self.name = checks.text("name", name, optional=True)
+        self.conversation_id = checks.text("conversation_id", conversation_id, optional=True)
         self.budget: dict[str, Any] = {}
-        for key, value, kind in (
-            (A.BUDGET_MAX_STEPS, max_steps, int),
-            (A.BUDGET_MAX_TOOL_CALLS, max_tool_calls, int),
-            (A.BUDGET_MAX_TOKENS, max_tokens, int),
-            (A.BUDGET_MAX_SECONDS, max_seconds, float),
+        for key, value in (
+            (A.BUDGET_MAX_STEPS, checks.positive_int("max_steps", max_steps, optional=True)),
+            (A.BUDGET_MAX_TOOL_CALLS, checks.positive_int("max_tool_calls", max_tool_calls, optional=True)),
+            (A.BUDGET_MAX_TOKENS, checks.positive_int("max_tokens", max_tokens, optional=True)),
+            (A.BUDGET_MAX_SECONDS, checks.positive_number("max_seconds", max_seconds, optional=True)),
         ):
             if value is not None:
-                self.budget[key] = kind(value)
+                self.budget[key] = value
         self._stack: list[RunHandle] = []
 
     def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> RunHandle:
@@ -476,10 +477,10 @@ class LlmSpec(_Spec[LlmHandle]):
         extract: Callable[[Any], Any] | None = None,
         step: int | None = None,
     ) -> None:
-        self.model = model
-        self.provider = provider
-        self.extract = extract
-        self.step = step
+        self.model = checks.text("model", model, optional=True)
+        self.provider = checks.text("provider", provider, optional=True)
+        self.extract = checks.function("extract", extract, optional=True)
+        self.step = checks.non_negative_int("step", step, optional=True)
         self._stack: list[LlmHandle] = []
 
     def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> LlmHandle:
@@ -526,13 +527,13 @@ class ToolSpec(_Spec[ToolHandle]):
         call_id: str | None = None,
         check: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self.name = name
+        self.name = checks.text("name", name, optional=True)
         self.args = args
-        self.idempotent = idempotent
-        self.step = step
-        self.attempts = attempts
-        self.call_id = call_id
-        self.check = check
+        self.idempotent = checks.flag("idempotent", idempotent, optional=True)
+        self.step = checks.non_negative_int("step", step, optional=True)
+        self.attempts = checks.positive_int("attempts", attempts, optional=True)
+        self.call_id = checks.text("call_id", call_id, optional=True)
+        self.check = checks.function("check", check, optional=True)
         self._stack: list[ToolHandle] = []
 
     def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> ToolHandle:

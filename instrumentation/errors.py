@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from loopsight import checks
 from loopsight.attributes import ERROR_CLASSES
 from loopsight.errors import LoopsightError
 from loopsight.vocabulary import class_for_exception_name, class_for_status, error_class_for
@@ -41,6 +42,8 @@ class ToolError(LoopsightError):
     error_class: str = "permanent"
 
     def __init__(self, message: str = "", *, error_type: str | None = None, retry_after: float | None = None) -> None:
+        checks.text("error_type", error_type, optional=True)
+        checks.non_negative_number("retry_after", retry_after, optional=True)
         super().__init__(message)
         self.message = message
         self.error_type = error_type or type(self).__name__

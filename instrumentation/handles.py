@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from loopsight import attributes as A
-from loopsight import config
+from loopsight import checks, config
 from loopsight.hashing import canonical_json
 from loopsight.results import result_hash
 
@@ -49,6 +49,7 @@ def _is_cancel(exc: BaseException) -> bool:
 
 
 _INVALID = trace.INVALID_SPAN
+SILENT_KINDS = ("empty_result", "garbage")
 
 
 class SpanHandle:
@@ -200,13 +201,12 @@ class RunHandle(SpanHandle):
 
         ``reason`` is one of ``completed max_steps max_tool_calls timeout token_budget
         loop_detected repeated_error fatal_error cancelled error``; ``fallback`` one of
-        ``clarify retry_later permission partial_result``. The last call wins.
+        ``clarify retry_later permission partial_result``. The last call wins. Another value is a
+        ``ValueError`` listing the allowed ones.
         """
+        checks.one_of("reason", reason, A.TERMINATION_REASONS)
+        checks.one_of("fallback", fallback, A.FALLBACKS, optional=True)
         try:
-            if reason not in A.TERMINATION_REASONS:
-                internal_error(f"terminate: unknown reason {reason!r}", ValueError(reason))
-            if fallback is not None and fallback not in A.FALLBACKS:
-                internal_error(f"terminate: unknown fallback {fallback!r}", ValueError(fallback))
             self.reason = str(reason)
             if fallback is not None:
                 self.fallback = str(fallback)
@@ -317,18 +317,20 @@ class LlmHandle(SpanHandle):
         """Set token counts (and finish reasons) directly; ``None`` leaves a value as is.
 
         ``input_tokens`` includes ``cache_read_tokens`` (served from the provider's prompt cache)
-        and ``cache_write_tokens`` (written to it), as OpenTelemetry GenAI counts them.
+        and ``cache_write_tokens`` (written to it), as OpenTelemetry GenAI counts them. A count
+        that is not an int >= 0, or finish reasons that are not a list of str, are a
+        ``TypeError`` / ``ValueError``.
         """
+        reasons = () if finish_reasons is None else tuple(checks.each("finish_reasons", finish_reasons, checks.text))
+        usage = Usage(
+            input_tokens,
+            output_tokens,
+            reasons,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+        )
         try:
-            self._merge(
-                Usage(
-                    input_tokens,
-                    output_tokens,
-                    tuple(finish_reasons or ()),
-                    cache_read_tokens=cache_read_tokens,
-                    cache_write_tokens=cache_write_tokens,
-                )
-            )
+            self._merge(usage)
         except Exception as exc:
             internal_error("llm.set_usage", exc)
 
@@ -412,6 +414,8 @@ class ToolHandle(SpanHandle):
         ``transient`` unless given). Without ``backoff_ms``, a ``retry_after`` (seconds) on
         loopsight's own errors is used.
         """
+        checks.non_negative_number("backoff_ms", backoff_ms, optional=True)
+        checks.one_of("error_class", error_class, A.ERROR_CLASSES, optional=True)
         try:
             if self._ended:
                 return
@@ -434,11 +438,10 @@ class ToolHandle(SpanHandle):
         """Mark this call as where a loop guard fired (``exact`` ``oscillation``
         ``repeated_error`` ``semantic``): sets ``loopsight.loop.kind`` and adds a
         ``loop_detected`` event."""
+        checks.one_of("kind", kind, A.LOOP_KINDS)
         try:
             if self._ended:
                 return
-            if kind not in A.LOOP_KINDS:
-                internal_error(f"loop_detected: unknown kind {kind!r}", ValueError(kind))
             attrs: dict[str, Any] = {A.LOOP_KIND: str(kind)}
             if similarity is not None:
                 attrs[A.LOOP_SIMILARITY] = float(similarity)
@@ -449,6 +452,7 @@ class ToolHandle(SpanHandle):
 
     def fail(self, error: BaseException | str, error_class: str | None = None) -> None:
         """Mark the call failed without raising: status ERROR, ``error.type``, class."""
+        checks.one_of("error_class", error_class, A.ERROR_CLASSES, optional=True)
         try:
             if not self._ended:
                 self._fail(*error_of(error, error_class))
@@ -456,12 +460,12 @@ class ToolHandle(SpanHandle):
             internal_error("tool.fail", exc)
 
     def mark(self, kind: str) -> None:
-        """Mark a silent failure: ``empty_result`` or ``garbage`` (status ERROR)."""
+        """Mark a silent failure: ``empty_result`` or ``garbage`` (status ERROR); another kind is a
+        ``ValueError``."""
+        checks.one_of("kind", kind, SILENT_KINDS)
         try:
             if self._ended:
                 return
-            if kind not in ("empty_result", "garbage"):
-                internal_error(f"mark: unknown kind {kind!r}", ValueError(kind))
             self._fail(str(kind), str(kind) if kind in A.ERROR_CLASSES else None)
         except Exception as exc:
             internal_error("tool.mark", exc)

@@ -16,6 +16,8 @@ from typing import Any
 
 from opentelemetry import trace
 
+from loopsight import checks
+
 from . import nesting
 from .content import set_capture
 from .state import STATE, internal_error, refresh_from_env
@@ -70,6 +72,36 @@ def otlp_exporter(protocol: str, endpoint: str | None, headers: Mapping[str, str
     )
 
 
+def check_endpoint(endpoint: Any, protocol: str) -> None:
+    """Refuse an endpoint the exporter would accept and then lose every span to: not a str, or
+    without an ``http://`` / ``https://`` scheme (gRPC also takes a bare ``host:port``)."""
+    checks.text("endpoint", endpoint, optional=True, empty=False)
+    if endpoint is None or endpoint.startswith(("http://", "https://")):
+        return
+    if protocol == "grpc" and "://" not in endpoint:
+        return
+    raise ValueError(
+        f"endpoint must be a URL starting with http:// or https:// (e.g. http://127.0.0.1:4318), got {endpoint!r}"
+    )
+
+
+def _check_arguments(
+    endpoint: Any, protocol: str, service_name: Any, headers: Any, tracer_provider: Any, exporter: Any, batch: Any
+) -> None:
+    """Everything :func:`configure` is given, checked before anything is changed."""
+    check_endpoint(endpoint, protocol)
+    checks.text("service_name", service_name, optional=True)
+    if headers is not None:
+        if not isinstance(headers, Mapping):
+            raise TypeError(f"headers must be a mapping of str to str, got {headers!r}")
+        for key, value in headers.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError(f"headers must map str to str, got {key!r}: {value!r}")
+    checks.has_methods("tracer_provider", tracer_provider, ("get_tracer",), "a TracerProvider", optional=True)
+    checks.has_methods("exporter", exporter, ("export", "shutdown"), "a SpanExporter", optional=True)
+    checks.flag("batch", batch)
+
+
 def configure(
     endpoint: str | None = None,
     service_name: str | None = None,
@@ -111,6 +143,7 @@ def configure(
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     protocol = otlp_protocol(protocol)
+    _check_arguments(endpoint, protocol, service_name, headers, tracer_provider, exporter, batch)
     set_capture(capture_content, max_length=content_max_length, redact_patterns=redact_patterns)
     refresh_from_env()
     with _LOCK:

@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from loopsight import checks
+
 
 @dataclasses.dataclass(frozen=True)
 class Usage:
@@ -44,6 +46,14 @@ class Usage:
     response_model: str | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            checks.non_negative_int(name, getattr(self, name), optional=True)
+        if not isinstance(self.finish_reasons, tuple):
+            raise TypeError(f"finish_reasons must be a tuple of str, got {self.finish_reasons!r}")
+        checks.each("finish_reasons", self.finish_reasons, checks.text)
+        checks.text("response_model", self.response_model, optional=True)
 
     @property
     def total_tokens(self) -> int:
@@ -77,8 +87,8 @@ def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     return None
 

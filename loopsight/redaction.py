@@ -23,6 +23,9 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable
+from typing import Any
+
+from loopsight import checks
 
 # Tokens that start at a word boundary, found in one pass (a named group each):
 # - a whole sk-/pk-/rk- token (letters, digits, "_" and "-" to the first other character), always
@@ -174,6 +177,32 @@ USER_PATTERNS: list[re.Pattern[str]] = []
 """Patterns added with :func:`add_patterns`, replaced by ``[REDACTED]``."""
 
 
+def compile_patterns(patterns: Any) -> list[re.Pattern[str]]:
+    """``patterns`` (a list of regular expressions, as text or compiled) compiled; a lone
+    pattern, a non-str item or an invalid expression is refused, naming it.
+
+    Example:
+        >>> compile_patterns(["("])
+        Traceback (most recent call last):
+        ...
+        ValueError: redact_patterns[0] is not a valid regular expression ('('): missing ), unterminated subpattern at position 0
+    """
+    if isinstance(patterns, (str, bytes, re.Pattern)):
+        raise TypeError(f"redact_patterns must be a list of patterns, got the single {patterns!r}: pass [{patterns!r}]")
+    return checks.each("redact_patterns", patterns, _compiled)
+
+
+def _compiled(name: str, pattern: Any) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str):
+        raise TypeError(f"{name} must be a str or a compiled re.Pattern, got {pattern!r}")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{name} is not a valid regular expression ({pattern!r}): {exc}") from None
+
+
 def add_patterns(patterns: Iterable[str | re.Pattern[str]]) -> None:
     """Also redact what these patterns match.
 
@@ -183,8 +212,7 @@ def add_patterns(patterns: Iterable[str | re.Pattern[str]]) -> None:
         'see [REDACTED]'
         >>> USER_PATTERNS.clear()
     """
-    for pattern in patterns:
-        USER_PATTERNS.append(pattern if isinstance(pattern, re.Pattern) else re.compile(pattern))
+    USER_PATTERNS.extend(compile_patterns(patterns))
 
 
 def _luhn_ok(digits: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from loopsight import checks
 from loopsight.react.context import ContextPolicy
 from loopsight.react.guard import GuardConfig
 from loopsight.react.retry import RetryPolicy
@@ -58,18 +59,26 @@ class ReactConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_steps", "max_tool_calls", "max_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.max_seconds <= 0 or self.default_tool_timeout <= 0:
-            raise ValueError("max_seconds and default_tool_timeout must be > 0")
-        if not 0 < self.deadline_share <= 1:
-            raise ValueError("deadline_share must be in (0, 1]")
-        if self.max_corrections < 0 or self.loop_hits_to_stop < 1 or self.llm_max_retries < 0:
-            raise ValueError("max_corrections >= 0, loop_hits_to_stop >= 1 and llm_max_retries >= 0 required")
-        for tool, cap in self.max_calls_per_tool.items():
-            if cap < 0:
-                raise ValueError(f"max_calls_per_tool[{tool!r}] must be >= 0")
+        for name in ("max_steps", "max_tool_calls", "max_tokens", "loop_hits_to_stop"):
+            checks.positive_int(name, getattr(self, name))
+        for name in ("max_corrections", "llm_max_retries"):
+            checks.non_negative_int(name, getattr(self, name))
+        checks.non_negative_int("default_max_calls_per_tool", self.default_max_calls_per_tool, optional=True)
+        for name in ("max_seconds", "default_tool_timeout"):
+            checks.positive_number(name, getattr(self, name))
+        if checks.positive_number("deadline_share", self.deadline_share) > 1:
+            raise ValueError(f"deadline_share must be in (0, 1], got {self.deadline_share!r}")
+        caps = self.max_calls_per_tool
+        if not isinstance(caps, Mapping):
+            raise TypeError(f"max_calls_per_tool must be a mapping of tool name to cap, got {caps!r}")
+        for tool, cap in caps.items():
+            checks.text("max_calls_per_tool's tool name", tool)
+            checks.non_negative_int(f"max_calls_per_tool[{tool!r}]", cap)
+        checks.instance("retry", self.retry, RetryPolicy)
+        checks.instance("guard", self.guard, GuardConfig)
+        checks.instance("context", self.context, ContextPolicy)
+        checks.each("silent_checks", self.silent_checks, checks.function)
+        checks.text("system_prompt", self.system_prompt)
 
     def tool_cap(self, tool: str) -> int | None:
         """The per-tool call cap for ``tool`` (None: only the total applies)."""

@@ -50,6 +50,25 @@ class Facts:
     missing_arguments: list[str] = field(default_factory=list)
     corrections_exhausted: str | None = None
     transient_exhausted: list[str] = field(default_factory=list)
+    model_failure: str | None = None
+    """What the model service did when a model call ended the run (see :func:`model_failure`)."""
+
+
+def model_failure(model: str | None, error_type: str, error_class: str) -> str:
+    """The class of a model call's failure in the user's words, by its ``error.type`` and class.
+
+    Example:
+        >>> model_failure("gpt-4o", "429", "transient"), model_failure("gpt-4o", "404", "permanent")
+        ('the model service (gpt-4o) is rate limiting requests', 'the model service (gpt-4o) rejected the request')
+    """
+    service = f"the model service ({model})" if model else "the model service"
+    if error_type == "429":
+        return f"{service} is rate limiting requests"
+    if error_class == "transient":
+        return f"{service} is not responding"
+    if error_type.isdigit() and error_type.startswith("4"):
+        return f"{service} rejected the request"
+    return f"the call to {service} failed ({error_type})"
 
 
 def choose(facts: Facts) -> str | None:
@@ -69,7 +88,7 @@ def choose(facts: Facts) -> str | None:
 
 def message(fallback: str, facts: Facts) -> str:
     """A user-facing message for ``fallback`` built from the facts."""
-    why = REASON_TEXT.get(facts.reason, facts.reason)
+    why = facts.model_failure or REASON_TEXT.get(facts.reason, facts.reason)
     if fallback == "permission":
         return (
             f"I don't have permission to complete this request ({facts.fatal or 'access denied'}). "
@@ -85,6 +104,8 @@ def message(fallback: str, facts: Facts) -> str:
             )
         return f"I could not finish this request ({why}). Could you rephrase it or narrow it down?"
     if fallback == "retry_later":
+        if facts.model_failure:
+            return f"I could not finish this request: {facts.model_failure}. Please try again in a few minutes."
         services = ", ".join(sorted(set(facts.transient_exhausted))) or "a service I depend on"
         return f"{services} is not responding right now ({why}). Please try again in a few minutes."
     lines = [f"I could not finish this request ({why}). What I could confirm:"]

@@ -31,6 +31,7 @@ from opentelemetry import trace
 
 import loopsight
 from loopsight import attributes as A
+from loopsight import checks
 from loopsight.react import fallback
 from loopsight.react.config import ReactConfig
 from loopsight.react.context import dumps, estimate_tokens, truncate
@@ -92,15 +93,19 @@ class ReactAgent:
         if not callable(getattr(llm, "complete", None)) and not callable(getattr(llm, "acomplete", None)):
             raise TypeError("llm needs a complete(messages, tools) or acomplete(messages, tools) method")
         self.llm = llm
+        if isinstance(tools, Tool):
+            raise TypeError(f"tools must be a list of Tool, got the single tool {tools.name!r}: pass [{tools.name}]")
         self.tools: dict[str, Tool] = {}
-        for t in tools:
-            if not isinstance(t, Tool):
-                raise TypeError(f"expected a Tool (use react.tool_def), got {t!r}")
+        for t in checks.each("tools", tools, _tool):
             if t.name in self.tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self.tools[t.name] = t
-        self.config = config or ReactConfig()
-        self.name = name
+        self.config = (
+            ReactConfig()
+            if config is None
+            else checks.instance("config", config, ReactConfig, hint=" (react.ReactConfig(max_steps=...))")
+        )
+        self.name = checks.text("name", name, empty=False)
         self._specs = [t.openai_spec() for t in self.tools.values()]
         self._spec_tokens = estimate_tokens(json.dumps(self._specs)) if self._specs else 0
 
@@ -110,7 +115,9 @@ class ReactAgent:
 
         ``conversation_id``: the conversation this run answers in (``gen_ai.conversation.id`` on
         its span): the runs of one conversation are a session, whose loops across runs loopsight finds.
+        ``task`` must be a non-empty str.
         """
+        _check_run(task, conversation_id)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -120,7 +127,8 @@ class ReactAgent:
             return pool.submit(ctx.run, asyncio.run, self.arun(task, conversation_id=conversation_id)).result()
 
     async def arun(self, task: str, *, conversation_id: str | None = None) -> RunResult:
-        """Run the loop in the current event loop (``conversation_id`` as :meth:`run`)."""
+        """Run the loop in the current event loop (``task`` and ``conversation_id`` as :meth:`run`)."""
+        _check_run(task, conversation_id)
         cfg = self.config
         st = _Run(
             task=task,
@@ -255,6 +263,7 @@ class ReactAgent:
                     continue
                 if eclass == "transient":
                     st.facts.transient_exhausted.append(f"the model service ({self.llm.model})")
+                st.facts.model_failure = fallback.model_failure(self.llm.model, etype, eclass)
                 st.error = f"model call failed: {etype} ({eclass}): {_safe_str(exc)}"
                 return "error"
             # a count the provider did not send (None) is unknown: only what is known counts
@@ -328,13 +337,24 @@ class ReactAgent:
             st.end("loop_detected")
 
     def _invalid(
-        self, st: _Run, t: Any, tool: str, error_type: str, problems: list[str], schema: dict[str, Any] | None
+        self,
+        st: _Run,
+        t: Any,
+        tool: str,
+        error_type: str,
+        problems: list[str],
+        schema: dict[str, Any] | None,
+        span_error_type: str | None = None,
     ) -> str:
-        """Feed an invalid call back with the schema; end the run once corrections run out."""
+        """Feed an invalid call back with the schema; end the run once corrections run out.
+
+        ``error_type`` is the model's code (``INVALID_ARGUMENT``); the span's ``error.type`` is
+        ``span_error_type``, else that code in lower case (``invalid_argument``)."""
         used = st.corrections.get(tool, 0) + 1
         st.corrections[tool] = used
         left = self.config.max_corrections - used + 1
-        t.fail(loopsight.InvalidArgumentError("; ".join(problems), error_type=error_type.lower()))
+        span_type = span_error_type or error_type.lower()
+        t.fail(loopsight.InvalidArgumentError("; ".join(problems), error_type=span_type))
         st.summary.count("error_classes", "invalid_argument")
         body: dict[str, Any] = {"error_type": error_type, "tool": tool, "errors": problems}
         if schema is not None:
@@ -406,11 +426,11 @@ class ReactAgent:
                         etype,
                     )
                 if eclass == "invalid_argument":
-                    return (
-                        self._invalid(st, t, tool.name, etype.upper(), [_safe_str(exc) or etype], tool.parameters),
-                        "error",
-                        etype.lower(),
-                    )
+                    # the span's error.type is the exception's, as @loopsight.tool records it; the model
+                    # gets it as an upper-case code, as every tool error
+                    problems = [_safe_str(exc) or etype]
+                    observation = self._invalid(st, t, tool.name, _upper(etype), problems, tool.parameters, etype)
+                    return observation, "error", etype
                 t.fail(exc)
                 if eclass == "fatal":
                     st.facts.fatal = f"{tool.name}: {etype}"
@@ -513,6 +533,15 @@ class ReactAgent:
             messages=st.messages,
             error=st.error,
         )
+
+
+def _tool(name: str, value: Any) -> Tool:
+    return checks.instance(name, value, Tool, hint=" (declare it with react.tool_def)")
+
+
+def _check_run(task: Any, conversation_id: Any) -> None:
+    checks.text("task", task, empty=False)
+    checks.text("conversation_id", conversation_id, optional=True)
 
 
 def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:

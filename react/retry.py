@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from loopsight import checks
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -30,8 +32,8 @@ class RetryPolicy:
     retry_after_cap: float = 30.0
 
     def __post_init__(self) -> None:
-        if self.base < 0 or self.cap < 0 or self.retry_after_cap < 0:
-            raise ValueError("backoff settings must be >= 0 seconds")
+        for name in ("base", "cap", "retry_after_cap"):
+            checks.non_negative_number(name, getattr(self, name))
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt + 1`` (``attempt`` is 0-based)."""

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from loopsight import checks
+
 IDEMPOTENCY_KEY_PARAM = "idempotency_key"
 
 
@@ -46,14 +48,13 @@ class Tool:
     timeout: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.name or not isinstance(self.name, str):
-            raise ValueError("a tool needs a non-empty name")
-        if self.max_retries < 0:
-            raise ValueError(f"tool {self.name!r}: max_retries must be >= 0")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"tool {self.name!r}: timeout must be > 0 seconds")
-        if not callable(self.fn):
-            raise TypeError(f"tool {self.name!r}: fn is not callable")
+        checks.text("a tool's name", self.name, empty=False)
+        checks.function(f"tool {self.name!r}: fn", self.fn)
+        checks.text(f"tool {self.name!r}: description", self.description)
+        checks.instance(f"tool {self.name!r}: parameters", self.parameters, dict, hint=" (a JSON schema)")
+        checks.flag(f"tool {self.name!r}: idempotent", self.idempotent)
+        checks.non_negative_int(f"tool {self.name!r}: max_retries", self.max_retries)
+        checks.positive_number(f"tool {self.name!r}: timeout", self.timeout, optional=True)
 
     @property
     def is_async(self) -> bool:
@@ -114,12 +115,15 @@ def tool_def(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a :class:`Tool` (bare or parameterised).
 
-    The name defaults to the function's name and the description to its docstring.
+    The name defaults to the function's name and the description to its docstring. What is not
+    a function, or a setting of the wrong type, is refused here.
     """
+    checks.function("tool_def's fn", fn, optional=True)
 
     def wrap(f: Callable[..., Any]) -> Tool:
+        checks.function("tool_def's fn", f)
         return Tool(
-            name=name or f.__name__,
+            name=name or getattr(f, "__name__", None) or type(f).__name__,
             fn=f,
             description=description if description is not None else inspect.cleandoc(f.__doc__ or ""),
             parameters=parameters or {"type": "object", "properties": {}},

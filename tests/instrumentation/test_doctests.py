@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "loopsight.hashing",
+    "loopsight.checks",
     "loopsight.redaction",
     "loopsight.errors",
     "loopsight.vocabulary",

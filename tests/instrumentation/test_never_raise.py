@@ -97,7 +97,7 @@ def _with_processor(provider, processor):
     return provider
 
 
-def test_failing_check_and_bad_vocabulary_are_swallowed(loopsight_spans, caplog):
+def test_failing_check_is_swallowed_and_bad_vocabulary_refused(loopsight_spans, caplog):
     STATE._logged.clear()
 
     @loopsight.tool(check=lambda r: r["missing"])
@@ -105,12 +105,13 @@ def test_failing_check_and_bad_vocabulary_are_swallowed(loopsight_spans, caplog)
         return {}
 
     with caplog.at_level(logging.WARNING, logger="loopsight"):
-        assert f() == {}
-        with loopsight.agent("a") as run:
-            run.terminate("because")  # not in the vocabulary: logged, still recorded
+        assert f() == {}  # the user's check failed at call time: logged, the call goes on
+    assert any("KeyError" in r.getMessage() for r in caplog.records)
+    # a wrong argument to a loopsight method is the caller's error: refused, listing the values
+    with pytest.raises(ValueError, match="reason must be one of completed, max_steps"), loopsight.agent("a") as run:
+        run.terminate("because")
     _tool_span, agent_span = loopsight_spans.spans
-    assert agent_span.attributes["loopsight.termination.reason"] == "because"
-    assert any("unknown reason" in r.getMessage() for r in caplog.records)
+    assert agent_span.attributes["loopsight.termination.reason"] == "error"
     STATE._logged.clear()
 
 

@@ -13,7 +13,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Each module's layer: it may import its own package and anything of a lower layer.
-CORE = {"attributes", "config", "errors", "format", "hashing", "redaction", "results", "vocabulary", "model", "prices"}
+CORE = {
+    "attributes",
+    "checks",
+    "config",
+    "errors",
+    "format",
+    "hashing",
+    "redaction",
+    "results",
+    "vocabulary",
+    "model",
+    "prices",
+}
 LAYERS = {
     "core": 0,
     "instrumentation": 1,

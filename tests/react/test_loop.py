@@ -726,24 +726,77 @@ def test_model_failures_that_persist_end_with_error_not_an_exception(loopsight_s
 
 
 @pytest.mark.parametrize(
-    ("error", "eclass", "grade"),
+    ("error", "eclass", "grade", "told"),
     [
-        (loopsight.PermanentToolError("model 'gpt-5o' does not exist", error_type="404"), "permanent", "clarify"),
+        (
+            loopsight.PermanentToolError("model 'gpt-5o' does not exist", error_type="404"),
+            "permanent",
+            "clarify",
+            "I could not finish this request (the model service (scripted-model) rejected the request). Could you",
+        ),
         (
             loopsight.InvalidArgumentError("maximum context length exceeded", error_type="400"),
             "invalid_argument",
             "clarify",
+            "I could not finish this request (the model service (scripted-model) rejected the request). Could you",
         ),
-        (loopsight.TransientToolError("overloaded", error_type="529"), "transient", "retry_later"),
+        (
+            loopsight.TransientToolError("overloaded", error_type="503"),
+            "transient",
+            "retry_later",
+            "I could not finish this request: the model service (scripted-model) is not responding. Please try again",
+        ),
+        (
+            loopsight.TransientToolError("rate limit reached", error_type="429"),
+            "transient",
+            "retry_later",
+            "I could not finish this request: the model service (scripted-model) is rate limiting requests. Please",
+        ),
     ],
 )
-def test_a_model_error_falls_back_by_its_class_retry_later_only_when_transient(loopsight_spans, error, eclass, grade):
+def test_a_model_error_falls_back_by_its_class_retry_later_only_when_transient(
+    loopsight_spans, error, eclass, grade, told
+):
     llm = ScriptedLLM([error] * 3)
     result = react.ReactAgent(llm, [], cfg(llm_max_retries=2)).run("Where is my order?")
     assert (result.status, result.termination_reason, result.fallback) == ("error", "error", grade)
     assert result.summary.error_classes == {eclass: 1 if eclass != "transient" else 3}
     assert run_span(loopsight_spans).attributes["loopsight.fallback"] == grade
-    assert ("not responding right now" in result.message) is (grade == "retry_later")
+    # the message names the class of failure, not "an internal error occurred"
+    assert result.message.startswith(told) and "internal error" not in result.message
+
+
+def test_an_internal_error_still_says_so(loopsight_spans):
+    def broken_check(tool, result):
+        raise RuntimeError("check broke")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "done"])
+    result = react.ReactAgent(llm, [order_tool()], cfg(silent_checks=[broken_check])).run("Where is order 100234?")
+    assert result.termination_reason == "error" and "an internal error occurred" in result.message
+
+
+def test_a_tool_raising_value_error_is_spelled_as_the_decorators_spell_it(loopsight_spans):
+    def query_order(order_id: str) -> dict:
+        raise ValueError("order ids are six digits")
+
+    llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "sorry"])
+    result = react.ReactAgent(llm, [order_tool(query_order)], cfg()).run("Where is order 100234?")
+    (span,) = tool_spans(loopsight_spans, "query_order")
+    assert span.attributes["error.type"] == "ValueError"
+    assert span.attributes["loopsight.error.class"] == "invalid_argument"
+    (observation,) = tool_messages(result)
+    assert observation["error_type"] == "VALUEERROR"  # the model's code: the error.type in upper case
+
+    loopsight_spans.clear()
+
+    @loopsight.tool
+    def decorated():
+        raise ValueError("x")
+
+    with pytest.raises(ValueError):
+        decorated()
+    (span,) = loopsight_spans.spans
+    assert span.attributes["error.type"] == "ValueError"
 
 
 def test_a_model_response_without_usage_continues_and_counts_only_known_tokens(loopsight_spans):
