@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ T = TypeVar("T")
 
 
 def _int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy's ints too
         raise TypeError(f"{name} must be an integer, got {value!r}")
     return int(value)
 
@@ -53,7 +54,7 @@ def non_negative_int(name: str, value: Any, *, optional: bool = False) -> Any:
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
     return float(value)
 
