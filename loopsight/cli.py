@@ -139,8 +139,8 @@ _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``message`` in red on stderr and return the Exit to raise."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True)
+    """Print ``message`` in red on stderr, on one line (a driver's text may hold line breaks), and return the Exit to raise."""
+    err.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -335,3 +335,9 @@ def test_up_children_stop_when_up_is_killed(tmp_path: Path) -> None:
                 pass
         time.sleep(0.3)
     assert not alive, "the collector and dashboard stop with `loopsight up`"
+
+
+def test_an_unreachable_clickhouse_server_is_one_error_line() -> None:
+    done = cli("runs", "--store", f"clickhouse://u:p@127.0.0.1:{free_port()}/db", timeout=120)
+    one_error(done, "cannot open the store")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # no driver log line, no wrapped message
