@@ -21,22 +21,23 @@ Example:
 
 from __future__ import annotations
 
-import gzip
 import json
 import struct
 import time
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from loopsight.errors import LoopsightError
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
 from loopsight.ingest.otlp import JSON, BadRequest, decode_request, parse_protobuf
@@ -115,14 +116,37 @@ class IngestSummary:
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
-def _read(path: Path) -> bytes:
+_GZIP_CHUNK = 1 << 16
+
+
+def _read(path: Path) -> tuple[bytes, str | None]:
+    """The file's bytes (decompressed when gzipped) and, for a gzip stream cut short or broken
+    part way, what stopped it: what came before still loads, as a plain file cut short keeps
+    its whole lines. A file of several gzip members is read whole."""
     data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
+    if data[:2] != b"\x1f\x8b":
+        return data, None
+    parts: list[bytes] = []
+    offset, why = 0, None
+    while offset < len(data) and why is None:
+        inflater = zlib.decompressobj(wbits=31)
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise BadRequest(f"{path}: not a valid gzip file: {exc}") from None
-    return data
+            while not inflater.eof and offset < len(data):
+                chunk = data[offset : offset + _GZIP_CHUNK]
+                parts.append(inflater.decompress(chunk))
+                offset += len(chunk)
+        except zlib.error as exc:
+            why = f"not a valid gzip file: {exc}"
+            break
+        if not inflater.eof:
+            why = "the gzip file is cut short (it ends before its end-of-stream marker)"
+        offset -= len(inflater.unused_data)
+        if not data[offset:].strip(b"\0"):  # zero padding after the last member, as gzip(1) allows
+            break
+    decompressed = b"".join(parts)
+    if why is not None and not decompressed.strip():
+        raise BadRequest(f"{path}: {why}")
+    return decompressed, why
 
 
 def _is_json(path: Path, data: bytes) -> bool:
@@ -179,9 +203,18 @@ def iter_requests(path: str | Path) -> Iterator[ExportTraceServiceRequest | BadR
     at all raises ``BadRequest`` naming it.
     """
     path = Path(path)
-    data = _read(path)
+    data, cut = _read(path)
     if not data.strip():
         raise BadRequest(f"{path}: empty file")
+    try:
+        yield from _requests(path, data)
+    except BadRequest as exc:
+        raise BadRequest(f"{exc}; {cut}" if cut else str(exc)) from None
+    if cut:
+        yield BadRequest(f"{path}: {cut}; what came before it was read")
+
+
+def _requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest | BadRequest]:
     if _is_json(path, data):
         yield from _json_requests(path, data)
         return
@@ -296,16 +329,91 @@ def _settle(pending: list[tuple[Future[int], int]], summary: IngestSummary, keep
 
 RETRY_STATUSES = frozenset((429, 502, 503, 504))
 
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Largest request :func:`send_files` sends: a quarter of the collector's default body limit
+(``--max-body-bytes``, 16 MiB). A bigger one is split by its spans; a collector with a lower
+limit answers 413 and the request is halved until it fits."""
+
+
+class SendStopped(LoopsightError):
+    """Sending stopped part way (Ctrl-C, the collector gone): the message says how many spans the
+    collector acknowledged before; :attr:`summary` holds them."""
+
+    def __init__(self, message: str, summary: IngestSummary, interrupted: bool = False) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.interrupted = interrupted
+
+
+def _span_count(request: ExportTraceServiceRequest) -> int:
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+def _half(request: ExportTraceServiceRequest, first: bool) -> ExportTraceServiceRequest:
+    """The first (or second) half of ``request``'s spans, each under its own resource and scope."""
+    middle = _span_count(request) // 2
+    out = ExportTraceServiceRequest()
+    number = 0
+    for rs in request.resource_spans:
+        kept_rs = None
+        for ss in rs.scope_spans:
+            spans = [span for i, span in enumerate(ss.spans, number) if (i < middle) == first]
+            number += len(ss.spans)
+            if not spans:
+                continue
+            if kept_rs is None:
+                kept_rs = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
+            kept_rs.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url).spans.extend(spans)
+    return out
+
+
+def _pieces(request: ExportTraceServiceRequest, limit: int) -> list[ExportTraceServiceRequest]:
+    """``request`` split by its spans into requests of at most ``limit`` bytes (a span bigger than that goes alone)."""
+    if request.ByteSize() <= limit or _span_count(request) < 2:
+        return [request]
+    return _pieces(_half(request, True), limit) + _pieces(_half(request, False), limit)
+
+
+def _refusal(answer: Any) -> str:
+    """A refused request's answer on one line: its status and the OTLP ``Status`` message the
+    collector sent (protobuf or JSON), else the first line of whatever body came."""
+    from google.rpc import status_pb2
+
+    message = ""
+    kind = answer.headers.get("content-type", "")
+    try:
+        if "protobuf" in kind:
+            message = status_pb2.Status.FromString(answer.content).message
+        elif "json" in kind:
+            body = answer.json()
+            message = str(body.get("message") or body.get("error") or "") if isinstance(body, dict) else ""
+    except (DecodeError, ValueError):
+        message = ""
+    if not message:
+        message = next((line.strip() for line in answer.text.splitlines() if line.strip()), "")
+    message = " ".join(message.split())
+    reason = answer.reason_phrase or ""
+    text = f"{answer.status_code} {reason}".strip()
+    return f"{text}: {message[:200]}" if message else text
+
 
 def send_files(
-    paths: list[str], url: str, token: str | None = None, progress: bool = True, timeout: float = 60.0
+    paths: list[str],
+    url: str,
+    token: str | None = None,
+    progress: bool = True,
+    timeout: float = 60.0,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> IngestSummary:
     """Send every file's export requests to a running collector's ``/v1/traces`` (OTLP/HTTP
     protobuf), as an SDK exporter would: the collector normalizes and stores them, so this
-    works while it holds its DuckDB file. Busy answers (429, 503, ...) are retried after their
-    ``Retry-After``; a request the collector refuses is reported with the file and the others go on.
+    works while it holds its DuckDB file. A request above ``max_request_bytes`` is sent in parts
+    (and one the collector answers 413, too large, in halves); busy answers (429, 503, ...) are
+    retried after their ``Retry-After``; a request the collector refuses is reported with the
+    file, on one line, and the others go on.
 
-    Raises :class:`~loopsight.errors.LoopsightError` when the collector cannot be reached.
+    Raises :class:`SendStopped` (a :class:`~loopsight.errors.LoopsightError`) when the collector
+    cannot be reached or on Ctrl-C, saying how many spans it had acknowledged.
 
     Example:
         >>> send_files(["traces.jsonl"], "http://127.0.0.1:4318").stored  # doctest: +SKIP
@@ -314,47 +422,59 @@ def send_files(
     import httpx
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-    from loopsight.errors import LoopsightError
-
     endpoint = url.rstrip("/") + "/v1/traces"
     headers = {"Content-Type": "application/x-protobuf"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     summary = IngestSummary(collector=url)
     started = time.perf_counter()
+
+    def acknowledged() -> str:
+        return f"{summary.stored} span(s) acknowledged by {url} before the stop"
+
     with httpx.Client(timeout=timeout, headers=headers) as client:
-        for path in paths:
-            summary.files += 1
-            try:
-                number = 0
-                for request in iter_requests(path):
-                    if isinstance(request, BadRequest):
-                        summary.skip(path, str(request))
-                        continue
-                    number += 1
-                    spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-                    summary.requests += 1
-                    summary.accepted += spans
-                    for attempt in range(20):
-                        try:
-                            answer = client.post(endpoint, content=request.SerializeToString())
-                        except httpx.HTTPError as exc:
-                            raise LoopsightError(f"cannot send to {endpoint}: {exc}") from None
-                        if answer.status_code not in RETRY_STATUSES:
-                            break
-                        time.sleep(min(float(answer.headers.get("Retry-After") or 0.2 * (attempt + 1)), 5.0))
-                    if answer.status_code != 200:
-                        detail = answer.text.strip()[:200]
-                        summary.skip(path, f"{path} (request {number}): {answer.status_code} {detail}")
-                        summary.rejected[f"http_{answer.status_code}"] += spans
-                        continue
-                    partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
-                    summary.stored += spans - partial.rejected_spans
-                    if partial.rejected_spans:
-                        summary.rejected["rejected by the collector"] += partial.rejected_spans
-            except BadRequest as exc:
-                summary.skip(path, str(exc))
-            except OSError as exc:
-                summary.skip(path, f"{path}: {exc.strerror or exc}")
+        try:
+            for path in paths:
+                summary.files += 1
+                try:
+                    number = 0
+                    for request in iter_requests(path):
+                        if isinstance(request, BadRequest):
+                            summary.skip(path, str(request))
+                            continue
+                        number += 1
+                        summary.accepted += _span_count(request)
+                        queue = deque(_pieces(request, max_request_bytes))
+                        while queue:
+                            piece = queue.popleft()
+                            spans = _span_count(piece)
+                            summary.requests += 1
+                            for attempt in range(20):
+                                try:
+                                    answer = client.post(endpoint, content=piece.SerializeToString())
+                                except httpx.HTTPError as exc:
+                                    raise SendStopped(
+                                        f"cannot send to {endpoint}: {exc}; {acknowledged()}", summary
+                                    ) from None
+                                if answer.status_code not in RETRY_STATUSES:
+                                    break
+                                time.sleep(min(float(answer.headers.get("Retry-After") or 0.2 * (attempt + 1)), 5.0))
+                            if answer.status_code == 413 and spans > 1:  # a lower --max-body-bytes: halve and resend
+                                queue.extendleft((_half(piece, False), _half(piece, True)))
+                                continue
+                            if answer.status_code != 200:
+                                summary.skip(path, f"{path} (request {number}): {_refusal(answer)}")
+                                summary.rejected[f"http_{answer.status_code}"] += spans
+                                continue
+                            partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+                            summary.stored += spans - partial.rejected_spans
+                            if partial.rejected_spans:
+                                summary.rejected["rejected by the collector"] += partial.rejected_spans
+                except BadRequest as exc:
+                    summary.skip(path, str(exc))
+                except OSError as exc:
+                    summary.skip(path, f"{path}: {exc.strerror or exc}")
+        except KeyboardInterrupt:
+            raise SendStopped(f"interrupted: {acknowledged()}", summary, interrupted=True) from None
     summary.seconds = time.perf_counter() - started
     return summary

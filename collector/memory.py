@@ -52,6 +52,9 @@ _UNITS = {
     "g": 2**30,
     "gb": 2**30,
     "gib": 2**30,
+    "t": 2**40,
+    "tb": 2**40,
+    "tib": 2**40,
 }
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
 
@@ -66,7 +69,7 @@ def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(text)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
-        raise ValueError(f"{text!r} is not a size (e.g. 384MB, 1GB)")
+        raise ValueError(f"{text!r} is not a size: a number and a unit of B, KB, MB, GB or TB (e.g. 384MB, 1GB)")
     return int(float(match.group(1)) * _UNITS[unit])
 
 

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,8 +29,8 @@ from loopsight.collector.grpc_receiver import start_grpc
 from loopsight.collector.logs import configure_logging
 from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
+from loopsight.collector.ports import StartupError, check_distinct_ports, check_port
 from loopsight.collector.retention import Retention, parse_retention
-from loopsight.errors import LoopsightError
 from loopsight.ingest.embedding import default_model
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
@@ -40,20 +39,6 @@ from loopsight.stores import StoreError
 from loopsight.stores.duckdb_store import Store
 
 log = logging.getLogger("loopsight.collector")
-
-
-class StartupError(LoopsightError):
-    """The collector cannot start (port taken, DB locked, ...); the message says why."""
-
-
-def check_port(host: str, port: int, what: str) -> None:
-    """Raise :class:`StartupError` naming ``what`` when ``host:port`` cannot be listened on."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise StartupError(f"cannot listen on {host}:{port} for {what}: {exc.strerror or exc}") from None
 
 
 class _Server(uvicorn.Server):
@@ -143,11 +128,10 @@ def serve(
         raise StartupError(str(exc)) from None
     if max_body_bytes <= 0:
         raise StartupError("--max-body-bytes must be positive")
+    check_distinct_ports({"--http-port": http_port, "--grpc-port": grpc_port})
     check_port(host, http_port, "OTLP/HTTP")
     use_system_allocator()
     if grpc_port:
-        if grpc_port == http_port:
-            raise StartupError(f"--http-port and --grpc-port are both {http_port}")
         check_port(host, grpc_port, "OTLP/gRPC")
     try:
         if store_url:

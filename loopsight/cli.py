@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 import typer.core
@@ -138,8 +139,8 @@ _ENVVARS = {"collector": "LOOPSIGHT_COLLECTOR_URL", "store": "LOOPSIGHT_STORE"}
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``message`` in red on stderr and return the Exit to raise."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True)
+    """Print ``message`` in red on stderr, on one line (a driver's text may hold line breaks), and return the Exit to raise."""
+    err.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -148,29 +149,87 @@ def _from_flag(ctx: typer.Context, name: str) -> bool:
     return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
 
 
+def _one_flag(ctx: typer.Context, given: dict[str, str | None]) -> dict[str, str]:
+    """The options of ``given`` set by a flag; two of them are an error naming both."""
+    flags = {name: value for name, value in given.items() if value is not None and _from_flag(ctx, name)}
+    if len(flags) > 1:
+        names = [f"--{name}" for name in given]
+        choice = f"{', '.join(names[:-1])} or {names[-1]}"
+        raise fail(f"give one of {choice}, not " + " and ".join(f"--{name}" for name in flags))
+    return flags
+
+
 def _read_source(
     ctx: typer.Context, collector: str | None, db: str | None, store: str | None
 ) -> tuple[str | None, str | None, str | None]:
     """Keep one of ``--collector``/``--db``/``--store``: a flag beats any ``LOOPSIGHT_*`` variable.
 
-    Two flags, or (without a flag) two variables, are an error.
+    Two flags, or (without a flag) two variables, are an error; so are an empty value and a
+    collector address that is not an http(s) URL.
     """
     given = {"collector": collector, "db": db, "store": store}
-    flags = {name: value for name, value in given.items() if value is not None and _from_flag(ctx, name)}
-    chosen = flags or {name: value for name, value in given.items() if value is not None}
+    chosen = _one_flag(ctx, given) or {name: value for name, value in given.items() if value is not None}
     if len(chosen) > 1:
-        if flags:
-            raise fail("give one of --collector, --db or --store, not " + " and ".join(f"--{name}" for name in chosen))
         envvars = " and ".join(_ENVVARS[name] for name in chosen)
         raise fail(f"{envvars} are both set: give one of --collector, --db or --store to choose")
-    return chosen.get("collector"), chosen.get("db"), chosen.get("store")
+    for name, value in chosen.items():
+        if not value.strip():
+            raise fail(f"--{name} is empty: give a {'URL' if name != 'db' else 'file path'}")
+    _quiet_drivers()
+    return _http_url("--collector", chosen.get("collector")), chosen.get("db"), chosen.get("store")
 
 
 def _write_store(ctx: typer.Context, store: str | None) -> str | None:
-    """``--store`` (which wins over ``--db``), unless it only came from ``LOOPSIGHT_STORE`` and ``--db`` was a flag."""
+    """``--store`` (which wins over the ``LOOPSIGHT_DB`` variable), unless it only came from
+    ``LOOPSIGHT_STORE`` and ``--db`` was a flag; both flags are an error."""
+    _one_flag(ctx, {"db": "", "store": store})
     if store is not None and not _from_flag(ctx, "store") and _from_flag(ctx, "db"):
         return None
+    _quiet_drivers()
     return store
+
+
+def _quiet_drivers() -> None:
+    """A store driver's own log lines (clickhouse_connect's "Unexpected Http Driver Exception")
+    stay out of a command's output: the command's ``error:`` line says what failed."""
+    import logging
+
+    logging.getLogger("clickhouse_connect").setLevel(logging.CRITICAL)
+
+
+def _http_url(option: str, value: str | None) -> str | None:
+    """``value`` when it is an http(s) URL with a host (None stays None); otherwise the command ends."""
+    if value is None:
+        return None
+    import httpx
+
+    try:
+        url = httpx.URL(value)
+        usable = url.scheme in ("http", "https") and bool(url.host)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        usable = False
+    if not usable:
+        raise fail(f"{option} {value!r} is not an http(s) URL (e.g. http://127.0.0.1:4318)")
+    return value
+
+
+def _number(minimum: float) -> Any:
+    """A parser for a float option: a finite number, at least ``minimum`` ("nan" is not a number)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise typer.BadParameter(f"{text!r} is not a number") from None
+        if math.isnan(value):
+            raise typer.BadParameter(f"{text!r} is not a number")
+        if math.isinf(value):
+            raise typer.BadParameter(f"{text!r} is not finite")
+        if value < minimum:
+            raise typer.BadParameter(f"{text} should be >= {minimum:g}")
+        return value
+
+    return parse
 
 
 @app.command()
@@ -194,7 +253,7 @@ def collector(
         float,
         typer.Option(
             envvar="LOOPSIGHT_ALERT_INTERVAL",
-            min=0.1,
+            parser=_number(0.1),
             help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.",
         ),
     ] = 30.0,
@@ -226,6 +285,8 @@ def collector(
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
 
+    store_url = _write_store(ctx, store)
+    _http_url("--dashboard-url", dashboard_url)
     try:
         serve(
             db=db,
@@ -239,7 +300,7 @@ def collector(
             alert_interval=alert_interval,
             limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
             max_body_bytes=max_body_bytes,
-            store_url=_write_store(ctx, store),
+            store_url=store_url,
             memory_budget=memory_budget,
             prices=prices,
             dashboard_url=dashboard_url,
@@ -262,6 +323,14 @@ def dashboard(
 ) -> None:
     """Serve the Streamlit dashboard (reads the collector's API, a DuckDB file, or a store URL)."""
     collector, db, store = _read_source(ctx, collector, db, store)
+    from loopsight.collector.ports import StartupError, check_port
+
+    if db or store:  # a file or store that cannot be read ends here, as `loopsight runs` says it, not in the browser
+        _open_checked(db=db, store=store)
+    try:
+        check_port(host, port, "the dashboard")
+    except StartupError as exc:
+        raise fail(f"{exc} (choose another with --host / --port)") from None
     from loopsight.dashboard import launch
 
     extra = {"store": store} if store else {}
@@ -277,12 +346,15 @@ def demo(
     runs: Annotated[int, typer.Option(min=1, max=100_000, help="How many agent runs.")] = 40,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same runs).")] = 7,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Runs in parallel.")] = 4,
-    speed: Annotated[float, typer.Option(min=0.1, help="Divide the scenarios' real delays by this.")] = 20.0,
+    speed: Annotated[
+        float, typer.Option(parser=_number(0.1), help="Divide the scenarios' real delays by this.")
+    ] = 20.0,
     token: TokenOpt = None,
 ) -> None:
     """Run the reference ReAct loop over the scenario pack and export its spans; exit 1 if they do not arrive."""
     from loopsight.react.demo import ExportFailed, run_demo
 
+    _http_url("--endpoint", endpoint)
     try:
         summary = run_demo(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency, speed=speed, token=token)
     except ExportFailed as exc:
@@ -312,7 +384,7 @@ def ingest(
 ) -> None:
     """Load OTLP files into the store (normalized as the collector does), or send them to a running
     collector with --collector; exit 1 if any file was skipped."""
-    from loopsight.collector.ingest import ingest_files, send_files
+    from loopsight.collector.ingest import SendStopped, ingest_files, send_files
     from loopsight.errors import LoopsightError
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
@@ -332,19 +404,23 @@ def ingest(
             raise fail(
                 f"--collector sends the files to the collector, which has its own store and limits: drop {', '.join(given)}"
             )
+        _http_url("--collector", collector)
         try:
             summary = send_files([str(f) for f in files], collector, token=token)
+        except SendStopped as exc:
+            raise fail(str(exc), 130 if exc.interrupted else 2) from None
         except LoopsightError as exc:
             raise fail(str(exc)) from None
         console.print(summary, soft_wrap=True)
         if summary.errors:
             raise fail(f"{len(summary.errors)} request(s) or file(s) not accepted", 1)
         return
+    store_url = _write_store(ctx, store)
     try:
         summary = ingest_files(
             [str(f) for f in files],
             db,
-            store_url=_write_store(ctx, store),
+            store_url=store_url,
             limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
             prices=book,
         )
@@ -353,6 +429,27 @@ def ingest(
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path
     if summary.errors:
         raise fail(f"{len(summary.failed_files)} of {len(files)} file(s) skipped or loaded only in part", 1)
+
+
+def _open_checked(collector: str | None = None, db: str | None = None, store: str | None = None) -> Any:
+    """The read source of the flags (:func:`loopsight.client.open_source`), opened once to check it
+    can be read; an unreadable one ends the command with its message. An embedded chdb store is
+    only parsed here: its engine takes its folder for the process that opens it first."""
+    from loopsight.client import SourceError, StoreSource, open_source
+    from loopsight.stores import StoreURLError, parse_store_url
+
+    source = open_source(collector=collector, db=db, store=store)
+    if isinstance(source, StoreSource):
+        try:
+            if parse_store_url(source.url).scheme == "chdb":
+                return source
+        except StoreURLError:
+            pass  # check() says it as `loopsight runs` does
+    try:
+        source.check()
+    except SourceError as exc:
+        raise fail(str(exc)) from None
+    return source
 
 
 def _price_book(path: str | None) -> PriceBook:
@@ -595,12 +692,23 @@ def alerts_check(
 
 
 @db_app.command("upgrade")
-def db_upgrade(db: DbOpt = config.DEFAULT_DB, prices: PricesOpt = None) -> None:
+def db_upgrade(
+    db: DbOpt = config.DEFAULT_DB,
+    prices: PricesOpt = None,
+    create: Annotated[
+        bool, typer.Option("--create", help="Make a new, empty store when there is no file at --db.")
+    ] = False,
+) -> None:
     """Apply pending migrations (keeps existing data) and derive what they queued."""
     from loopsight.migrations import current
     from loopsight.stores import StoreError
     from loopsight.stores.duckdb_store import Store
 
+    if not Path(db).is_file() and not (create and not Path(db).exists()):
+        why = "it is a directory" if Path(db).is_dir() else "not a regular file" if Path(db).exists() else ""
+        if why:
+            raise fail(f"no DuckDB file at {db}: {why}")
+        raise fail(f"no DuckDB file at {db} (a typo?): give --create to make a new, empty store there")
     book = _price_book(prices)
     try:
         Store.open(db, prices=book).close()  # opening migrates and reprices; closing derives what migrations queued
@@ -629,6 +737,22 @@ def db_current(db: DbOpt = config.DEFAULT_DB) -> None:
             why += " (a running collector applied every migration when it started)"
         raise fail(why) from None
     console.print(revision or "empty (no migrations applied)")
+
+
+def _die_with_parent() -> None:
+    """In a child of ``loopsight up``, before it runs: on Linux, the kernel sends it SIGTERM when
+    ``up`` dies, even by SIGKILL, so no collector or dashboard outlives it (elsewhere: nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl took hold
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
@@ -687,9 +811,10 @@ def up(
         _price_book(prices)
         env["LOOPSIGHT_PRICES"] = str(Path(prices).resolve())
     env.setdefault("LOOPSIGHT_DASHBOARD_URL", f"http://{config.DEFAULT_HOST}:{dashboard_port}/")  # the alerts' links
-    from loopsight.collector.server import StartupError, check_port
+    from loopsight.collector.ports import StartupError, check_distinct_ports, check_port
 
     try:  # a port another process holds would have its collector answer /healthz, and get the demo's runs
+        check_distinct_ports({"--http-port": http_port, "--grpc-port": grpc_port, "--dashboard-port": dashboard_port})
         for port, what in ((http_port, "OTLP/HTTP"), (grpc_port, "OTLP/gRPC"), (dashboard_port, "the dashboard")):
             if port:
                 check_port(config.DEFAULT_HOST, port, what)
@@ -714,12 +839,18 @@ def up(
     try:
         procs.append(
             subprocess.Popen(
-                [*me, "collector", "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port)], env=env
+                [*me, "collector", "--db", db, "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
+                env=env,
+                preexec_fn=_die_with_parent,
             )
         )
         _wait_healthy(collector_url, procs[0])
         procs.append(
-            subprocess.Popen([*me, "dashboard", "--collector", collector_url, "--port", str(dashboard_port)], env=env)
+            subprocess.Popen(
+                [*me, "dashboard", "--collector", collector_url, "--port", str(dashboard_port)],
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
         )
         console.print(
             f"[bold]collector[/bold]  {collector_url}  (OTLP/HTTP /v1/traces, query API /api/v1/runs; OTLP/gRPC :{grpc_port})"
@@ -794,8 +925,39 @@ def _extra_for(missing: str) -> str | None:
     )
 
 
+class _ReaderGone:
+    """``sys.stdout`` that, once its reader has gone (``loopsight runs --json | head -1``), sends
+    the rest to /dev/null: the command runs to its end and exits with its own code (``alerts
+    check`` still says 1 only when a rule fires), instead of a traceback or click's exit 1."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def _to_devnull(self) -> None:  # the Python docs' "Note on SIGPIPE"
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.stdout = cast(TextIO, _ReaderGone(sys.stdout))
     try:
         app()
     except ModuleNotFoundError as exc:

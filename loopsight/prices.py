@@ -406,7 +406,9 @@ def _load_yaml(text: str, origin: str) -> tuple[Any, Locate]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}" if mark is not None else origin
-        raise PricesError(f"{where}: not valid YAML: {exc}") from None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]  # the parser's text runs to six lines
+        column = f" (column {mark.column + 1})" if mark is not None else ""
+        raise PricesError(f"{where}: not valid YAML: {problem}{column}") from None
 
     def line_of(mapping: Any, name: str) -> tuple[int | None, Any]:
         if isinstance(mapping, yaml.MappingNode):

@@ -112,7 +112,7 @@ def test_runs_command_explains_an_unreachable_collector() -> None:
 
 def test_db_upgrade_then_current(tmp_path: Path) -> None:
     db = str(tmp_path / "fresh.duckdb")
-    upgraded = run_cli("db", "upgrade", "--db", db)
+    upgraded = run_cli("db", "upgrade", "--db", db, "--create")
     assert upgraded.returncode == 0, upgraded.stderr
     current = run_cli("db", "current", "--db", db)
     assert current.returncode == 0
