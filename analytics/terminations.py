@@ -67,13 +67,13 @@ def terminations(
         >>> terminations(con, bucket_seconds=86400)["totals"][0]["termination_reason"]  # doctest: +SKIP
         'completed'
     """
-    # a window with a start and no end ends now
-    end = until if until is not None or since is None else datetime.now(UTC).replace(tzinfo=None)
-    if bucket_seconds is None:
+    if bucket_seconds is None:  # a window with a start and no end ends now
+        end = until if until is not None or since is None else datetime.now(UTC).replace(tzinfo=None)
         bucket_seconds = auto_bucket_seconds(since, end)
     if not MIN_BUCKET_SECONDS <= bucket_seconds <= MAX_BUCKET_SECONDS:
         raise ValueError(f"bucket of {bucket_seconds} s is out of range [{MIN_BUCKET_SECONDS}, {MAX_BUCKET_SECONDS}]")
-    if since is not None and end is not None and (end - since).total_seconds() / bucket_seconds > MAX_BUCKETS:
+    # an open end is not bounded here: the buckets are those the stored runs fall in
+    if since is not None and until is not None and (until - since).total_seconds() / bucket_seconds > MAX_BUCKETS:
         raise ValueError(f"the window holds more than {MAX_BUCKETS} buckets of {bucket_seconds} s: use a larger bucket")
     filters = run_filters(
         con, agent, service, status, termination_reason, since, until, None, tool, min_tokens, None, session, q

@@ -160,8 +160,7 @@ def launch_collector(
         "-m",
         "loopsight",
         "collector",
-        "--db",
-        db,
+        *([] if "--store" in extra_args else ["--db", db]),  # one of them: both are refused
         "--http-port",
         str(http_port),
         "--grpc-port",

@@ -174,7 +174,7 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
         "longer than 100 years": ["--db", str(tmp_path / "c.duckdb"), "--retention", "99999999999d"],
         "has no DuckDB file header": ["--db", str(json_file)],
         "less than or equal to 65535": ["--db", str(tmp_path / "d.duckdb"), "--http-port", "99999"],
-        "greater than or equal to 0.1": ["--db", str(tmp_path / "e.duckdb"), "--alert-interval", "-1"],
+        "should be >= 0.1": ["--db", str(tmp_path / "e.duckdb"), "--alert-interval", "-1"],
         "own OTLP/HTTP address": ["--db", str(tmp_path / "f.duckdb"), "--forward-to", f"http://localhost:{free[1]}"],
     }
     running = {needle: start_cli("collector", *free, *args) for needle, args in cases.items()}

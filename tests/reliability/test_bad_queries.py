@@ -93,6 +93,9 @@ def api_paths() -> list[str]:
 
 
 def check(response: httpx.Response) -> None:
+    if response.status_code == 307:  # a trailing "/" (the value "/") is sent to the path without it
+        assert not response.headers["location"].endswith("/"), response.headers["location"]
+        return
     assert response.status_code in (200, 400, 404), (response.request.url, response.status_code, response.text[:300])
     if response.status_code == 404 and not response.headers.get("content-type", "").startswith("application/json"):
         return  # no route matched (e.g. a "/" inside the path parameter)
