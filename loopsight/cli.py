@@ -433,18 +433,20 @@ def ingest(
 
 def _open_checked(collector: str | None = None, db: str | None = None, store: str | None = None) -> Any:
     """The read source of the flags (:func:`loopsight.client.open_source`), opened once to check it
-    can be read; an unreadable one ends the command with its message. An embedded chdb store is
-    only parsed here: its engine takes its folder for the process that opens it first."""
+    can be read; an unreadable one ends the command with its message. An embedded chdb store's
+    folder is only looked at: its engine takes the folder for the process that opens it first."""
     from loopsight.client import SourceError, StoreSource, open_source
     from loopsight.stores import StoreURLError, parse_store_url
 
     source = open_source(collector=collector, db=db, store=store)
-    if isinstance(source, StoreSource):
-        try:
-            if parse_store_url(source.url).scheme == "chdb":
-                return source
-        except StoreURLError:
-            pass  # check() says it as `loopsight runs` does
+    try:
+        if isinstance(source, StoreSource) and parse_store_url(source.url).scheme == "chdb":
+            source.check_folder()
+            return source
+    except StoreURLError:
+        pass  # check() says it as `loopsight runs` does
+    except SourceError as exc:
+        raise fail(str(exc)) from None
     try:
         source.check()
     except SourceError as exc:

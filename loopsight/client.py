@@ -496,6 +496,16 @@ class StoreSource(_AnalyticsQuestions):
     def check(self) -> None:
         self._connect()
 
+    def check_folder(self) -> None:
+        """For an embedded chdb store, :meth:`check` without starting its engine (chdb gives its
+        folder to the first process that opens it: a launcher checks, the dashboard opens)."""
+        from loopsight.stores import StoreError, check_chdb_store
+
+        try:
+            check_chdb_store(self.url)
+        except StoreError as exc:
+            raise SourceUnreachable(f"cannot open the store {self.target}: {exc}") from None
+
 
 Source = ApiSource | DuckDBSource | StoreSource
 

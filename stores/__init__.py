@@ -38,6 +38,7 @@ __all__ = [
     "StoreURLError",
     "Writer",
     "WriterStats",
+    "check_chdb_store",
     "dialect",
     "ingest_request",
     "open_reader",
@@ -78,18 +79,8 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     from loopsight.stores.clickhouse import connect
     from loopsight.stores.clickhouse_schema import upgrade
 
-    # A reader never makes a store (a typo would), nor a database in one: chdb keeps one folder
-    # of metadata per database.
-    if parsed.scheme == "chdb" and not Path(parsed.path, "metadata", parsed.database).is_dir():
-        where = Path(parsed.path)
-        why = (
-            "it does not exist"
-            if not where.exists()
-            else ("it is not a directory" if not where.is_dir() else f"it holds no database {parsed.database!r}")
-        )
-        raise StoreError(
-            f"no chdb store at {parsed.path}: {why} (the collector makes it: loopsight collector --store chdb://PATH)"
-        )
+    if parsed.scheme == "chdb":
+        check_chdb_store(parsed)
     try:
         con = connect(parsed)
         if migrate:
@@ -97,6 +88,33 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     except ClickHouseError as exc:
         raise StoreError(str(exc)) from None
     return con
+
+
+def check_chdb_store(url: str | StoreURL) -> None:
+    """Raise :class:`StoreError` unless ``url``'s folder holds a chdb store with its database,
+    without starting the engine (it takes its folder for the process that opens it first).
+
+    A reader never makes a store (a typo would), nor a database in one: chdb keeps one folder of
+    metadata per database.
+
+    Example:
+        >>> check_chdb_store("chdb:///nonexistent/loopsight")
+        Traceback (most recent call last):
+        ...
+        loopsight.stores.protocol.StoreError: no chdb store at /nonexistent/loopsight: it does not exist (the collector makes it: loopsight collector --store chdb://PATH)
+    """
+    parsed = _parsed(url)
+    if Path(parsed.path, "metadata", parsed.database).is_dir():
+        return
+    where = Path(parsed.path)
+    why = (
+        "it does not exist"
+        if not where.exists()
+        else ("it is not a directory" if not where.is_dir() else f"it holds no database {parsed.database!r}")
+    )
+    raise StoreError(
+        f"no chdb store at {parsed.path}: {why} (the collector makes it: loopsight collector --store chdb://PATH)"
+    )
 
 
 def open_writer(url: str | StoreURL, **kwargs: Any) -> Any:

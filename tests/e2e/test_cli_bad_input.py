@@ -63,7 +63,7 @@ def test_up_refuses_one_port_twice_before_starting_anything(tmp_path: Path) -> N
     one_error(grpc, f"--grpc-port and --dashboard-port are both {port}")
 
 
-@pytest.mark.parametrize("kind", ["missing", "directory", "text", "bogus-store"])
+@pytest.mark.parametrize("kind", ["missing", "directory", "text", "bogus-store", "chdb-missing", "chdb-empty"])
 def test_dashboard_checks_its_source_before_serving(tmp_path: Path, kind: str) -> None:
     (tmp_path / "dir.duckdb").mkdir()
     (tmp_path / "text.duckdb").write_text("not a database\n")
@@ -72,9 +72,19 @@ def test_dashboard_checks_its_source_before_serving(tmp_path: Path, kind: str) -
         "directory": ["--db", str(tmp_path / "dir.duckdb")],
         "text": ["--db", str(tmp_path / "text.duckdb")],
         "bogus-store": ["--store", "bogus://x"],
+        # chdb's engine is only started by the dashboard's own process: the folder is checked first
+        "chdb-missing": ["--store", f"chdb://{tmp_path / 'no-store'}"],
+        "chdb-empty": ["--store", f"chdb://{tmp_path / 'dir.duckdb'}"],
     }[kind]
     done = cli("dashboard", *args, "--port", str(free_port()), timeout=60)
-    said = {"missing": "does not exist", "directory": "is a directory", "text": "cannot open", "bogus-store": "bogus"}
+    said = {
+        "missing": "does not exist",
+        "directory": "is a directory",
+        "text": "cannot open",
+        "bogus-store": "bogus",
+        "chdb-missing": "no chdb store at",
+        "chdb-empty": "holds no database 'default'",
+    }
     one_error(done, said[kind])
     runs = cli("runs", *args)  # the same message as `loopsight runs` for the same input
     assert runs.returncode == 2 and runs.stderr == done.stderr
