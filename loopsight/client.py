@@ -502,7 +502,7 @@ class StoreSource(_AnalyticsQuestions):
         from loopsight.stores import StoreError, check_chdb_store
 
         try:
-            check_chdb_store(self.url)
+            check_chdb_store(self.url, unlocked=True)
         except StoreError as exc:
             raise SourceUnreachable(f"cannot open the store {self.target}: {exc}") from None
 

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from loopsight.stores.clickhouse import ClickHouseError
+from loopsight.stores.files import check_unlocked
 from loopsight.stores.protocol import QueueFull, Reader, StoreError, Writer, WriterStats
 from loopsight.stores.url import StoreURL, StoreURLError, parse_store_url
 
@@ -90,9 +91,10 @@ def open_reader(url: str | StoreURL, *, migrate: bool = True) -> Any:
     return con
 
 
-def check_chdb_store(url: str | StoreURL) -> None:
-    """Raise :class:`StoreError` unless ``url``'s folder holds a chdb store with its database,
-    without starting the engine (it takes its folder for the process that opens it first).
+def check_chdb_store(url: str | StoreURL, *, unlocked: bool = False) -> None:
+    """Raise :class:`StoreError` unless ``url``'s folder holds a chdb store with its database
+    (and, with ``unlocked``, no other process has it open: ask only from a process that has not
+    opened it), without starting the engine (it takes its folder for the process that opens it first).
 
     A reader never makes a store (a typo would), nor a database in one: chdb keeps one folder of
     metadata per database.
@@ -105,6 +107,8 @@ def check_chdb_store(url: str | StoreURL) -> None:
     """
     parsed = _parsed(url)
     if Path(parsed.path, "metadata", parsed.database).is_dir():
+        if unlocked:
+            check_unlocked(parsed.path, f"{parsed.path}/status")
         return
     where = Path(parsed.path)
     why = (

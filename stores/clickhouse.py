@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from loopsight.errors import LoopsightError
+from loopsight.stores.files import check_unlocked
 from loopsight.stores.url import StoreURL
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
@@ -159,6 +160,7 @@ class _ChdbEngine(_Engine):
                     f"chdb already has {other!r} open in this process; one chdb data directory per process (asked for {path!r})"
                 )
             if path not in _CHDB:
+                check_unlocked(path, f"{path}/status")
                 with _failing(f"cannot open chdb directory {path!r}: "):
                     _CHDB[path] = chdb.connect(path)
         self.path = path

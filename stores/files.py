@@ -1,4 +1,4 @@
-"""Checks on a DuckDB file before it is opened, and readable reasons when opening fails.
+"""Checks on a store's file or folder before it is opened, and readable reasons when opening fails.
 
 Example:
     >>> check_path("/nonexistent-dir/x.duckdb")
@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -32,14 +33,38 @@ def check_path(path: str) -> None:
             raise StoreError(f"{path} is not a DuckDB database (or is damaged): it has no DuckDB file header")
 
 
+THROUGH_COLLECTOR = "read it through the collector: `loopsight runs --collector URL`, `loopsight ingest --collector URL`"
+
+
+def check_unlocked(path: str, lock_file: str) -> None:
+    """Raise :class:`StoreError` when another process holds ``lock_file``'s advisory lock (a chdb
+    engine holds its folder's ``status`` file): asked before the engine, which would print its
+    own error and say only that it failed.
+
+    Example:
+        >>> check_unlocked("/tmp", "/nonexistent/status")  # no lock file: nothing holds it
+    """
+    try:
+        fd = os.open(lock_file, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise StoreError(
+            f"{path} is in use by another process (only one process may open a chdb store; {THROUGH_COLLECTOR})"
+        ) from None
+    finally:
+        os.close(fd)  # closing releases a lock this test took
+
+
 def explain_io_error(path: str, exc: Exception) -> str:
     """Why ``path`` could not be opened, in a user's words (a lock, a damaged file, ...)."""
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     lowered = text.lower()
     if "lock" in lowered:
         return (
-            f"{path} is locked by another process (only one collector may own a DuckDB file; "
-            f"read it through the collector: `loopsight runs --collector URL`, `loopsight ingest --collector URL`): {text}"
+            f"{path} is locked by another process (only one collector may own a DuckDB file; {THROUGH_COLLECTOR}): {text}"
         )
     if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
         return f"{path} is not a DuckDB database (or is damaged): {text}"

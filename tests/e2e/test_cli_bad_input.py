@@ -351,3 +351,18 @@ def test_an_unreachable_clickhouse_server_is_one_error_line() -> None:
     done = cli("runs", "--store", f"clickhouse://u:p@127.0.0.1:{free_port()}/db", timeout=120)
     one_error(done, "cannot open the store")
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # no driver log line, no wrapped message
+
+
+def test_a_chdb_store_a_collector_holds_is_refused_in_one_line(tmp_path: Path, start_collector) -> None:
+    """chdb gives its folder to one process: the others say so, with the way to read it, instead
+    of chdb's own lock error and an "error initializing EmbeddedServer"."""
+    store = f"chdb://{tmp_path / 'ch'}"
+    server = start_collector("--store", store, startup_timeout=90)
+    for args in (["runs", "--store", store], ["dashboard", "--store", store, "--port", str(free_port())]):
+        done = cli(*args, timeout=90)
+        one_error(done, "is in use by another process", "--collector URL")
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # not chdb's own lock line too
+    second = cli("collector", "--store", store, "--http-port", str(free_port()), "--grpc-port", str(free_port()))
+    one_error(second, "is in use by another process", code=second.returncode)
+    assert second.returncode != 0
+    assert cli("runs", "--collector", server.url).returncode == 0  # the way it names works
