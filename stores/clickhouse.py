@@ -75,8 +75,7 @@ def used_params(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
     """Only the parameters the statement names (ClickHouse rejects unknown ones on some paths)."""
     params = params or {}
     names = set(_PLACEHOLDER.findall(sql))
-    missing = names - params.keys()
-    if missing:
+    if missing := names - params.keys():
         raise ClickHouseError(f"missing query parameter(s): {', '.join(sorted(missing))}")
     return {k: v for k, v in params.items() if k in names}
 

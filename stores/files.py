@@ -33,7 +33,9 @@ def check_path(path: str) -> None:
             raise StoreError(f"{path} is not a DuckDB database (or is damaged): it has no DuckDB file header")
 
 
-THROUGH_COLLECTOR = "read it through the collector: `loopsight runs --collector URL`, `loopsight ingest --collector URL`"
+THROUGH_COLLECTOR = (
+    "read it through the collector: `loopsight runs --collector URL`, `loopsight ingest --collector URL`"
+)
 
 
 def check_unlocked(path: str, lock_file: str) -> None:
@@ -63,9 +65,7 @@ def explain_io_error(path: str, exc: Exception) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     lowered = text.lower()
     if "lock" in lowered:
-        return (
-            f"{path} is locked by another process (only one collector may own a DuckDB file; {THROUGH_COLLECTOR}): {text}"
-        )
+        return f"{path} is locked by another process (only one collector may own a DuckDB file; {THROUGH_COLLECTOR}): {text}"
     if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
         return f"{path} is not a DuckDB database (or is damaged): {text}"
     return f"cannot open {path}: {text}"
