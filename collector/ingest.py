@@ -21,12 +21,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import struct
+import threading
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,12 +258,16 @@ def ingest_files(
     """
     summary = IngestSummary()
     started = time.perf_counter()
-    if store_url:
-        from loopsight.stores import open_writer
+    with _interrupt_deferred() as interrupted_early:  # a migration cut short prints its driver's traceback
+        if store_url:
+            from loopsight.stores import open_writer
 
-        store = open_writer(store_url, prices=prices)
-    else:
-        store = Store.open(db, prices=prices)
+            store = open_writer(store_url, prices=prices)
+        else:
+            store = Store.open(db, prices=prices)
+    if interrupted_early():
+        store.close()
+        raise SendStopped("interrupted while opening the store: nothing loaded", summary, interrupted=True)
     set_hash_key(store.secret_key())  # as the collector does: one key per store
     sizes = {p: Path(p).stat().st_size for p in paths}
     bar = Progress(
@@ -273,6 +280,7 @@ def ingest_files(
         transient=False,
     )
     pending: list[tuple[Future[int], int]] = []
+    interrupted, whole = False, 0
     try:
         with bar:
             task = bar.add_task("ingest", total=sum(sizes.values()) or 1, spans=0)
@@ -302,12 +310,37 @@ def ingest_files(
                 except OSError as exc:
                     summary.skip(path, f"{path}: {exc.strerror or exc}")
                 bar.advance(task, sizes[path])
+                whole += 1
             _settle(pending, summary, 0)
+    except KeyboardInterrupt:
+        interrupted = True  # what was queued is committed by close(), then said
     finally:
         store.close()
     summary.stored = store.stats.rows_committed
     summary.seconds = time.perf_counter() - started
+    if interrupted:
+        again = "; loading a file again skips the spans already stored" if isinstance(store, Store) else ""
+        raise SendStopped(
+            f"interrupted: {summary.stored} span(s) committed to the store before the stop "
+            f"({whole} of {len(paths)} file(s) read whole{again})",
+            summary,
+            interrupted=True,
+        )
     return summary
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[Callable[[], bool]]:
+    """Hold Ctrl-C (SIGINT) back while the block runs; yields whether one came (main thread only)."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: came.append(1))
+    try:
+        yield lambda: bool(came)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _submit(store: Store, table: object, pending: list[tuple[Future[int], int]], summary: IngestSummary) -> Future[int]:
@@ -336,8 +369,8 @@ limit answers 413 and the request is halved until it fits."""
 
 
 class SendStopped(LoopsightError):
-    """Sending stopped part way (Ctrl-C, the collector gone): the message says how many spans the
-    collector acknowledged before; :attr:`summary` holds them."""
+    """Sending or loading stopped part way (Ctrl-C, the collector gone): the message says how many
+    spans the collector acknowledged, or the store committed, before; :attr:`summary` holds them."""
 
     def __init__(self, message: str, summary: IngestSummary, interrupted: bool = False) -> None:
         super().__init__(message)

@@ -424,6 +424,8 @@ def ingest(
             limits=Limits(max_attribute_length, max_attributes, max_events, capture_content),
             prices=book,
         )
+    except SendStopped as exc:
+        raise fail(str(exc), 130) from None
     except StoreError as exc:
         raise fail(str(exc)) from None
     console.print(summary, soft_wrap=True)  # one line per skipped file, however long its path

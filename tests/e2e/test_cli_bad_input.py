@@ -366,3 +366,46 @@ def test_a_chdb_store_a_collector_holds_is_refused_in_one_line(tmp_path: Path, s
     one_error(second, "is in use by another process", code=second.returncode)
     assert second.returncode != 0
     assert cli("runs", "--collector", server.url).returncode == 0  # the way it names works
+
+
+def test_ctrl_c_while_loading_says_what_was_committed(tmp_path: Path) -> None:
+    """Ctrl-C during a local `ingest`: what was queued is committed, and the message's count is
+    what the file holds (not a silent stop)."""
+    import struct
+
+    from spans import make_run, request_of, span_count
+
+    stream = tmp_path / "many.pb"
+    with open(stream, "wb") as out:
+        for _ in range(150):  # 150 requests of 100 runs (400 spans): several seconds to load
+            body = request_of(span for _ in range(100) for span in make_run(tools=2)).SerializeToString()
+            out.write(struct.pack(">I", len(body)) + body)
+    db = tmp_path / "x.duckdb"
+    wal = tmp_path / "x.duckdb.wal"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loopsight", "ingest", str(stream), "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not wal.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the store is being made
+        time.sleep(0.8)  # into the load (3 s here), or still opening: either is said, never a traceback
+        assert process.poll() is None, "the load ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        out, errors = process.communicate(timeout=60)
+    finally:
+        stop_process(process)
+    assert process.returncode == 130 and "Traceback" not in errors, (process.returncode, out, errors)
+    said = [line for line in errors.splitlines() if line.startswith("error: interrupted")]
+    assert len(said) == 1 and len(errors.strip().splitlines()) == 1, errors
+    if "while opening the store" in said[0]:
+        assert span_count(str(db)) == 0
+        return
+    committed = int(said[0].split("interrupted:")[1].split()[0])
+    assert committed < 60_000 and committed == span_count(str(db)), (said, span_count(str(db)))
+    assert "0 of 1 file(s) read whole" in said[0] and "skips the spans already stored" in said[0]
