@@ -10,11 +10,17 @@ not depend on, so run it in a scratch venv:
     /tmp/ort/bin/python bench/probe_sentence_model.py
 
 Prints the cosine of each pair and the milliseconds per text (one thread, batch 1 and 16).
+With ``--corpus`` it scores instead every pair of the v2 corpus's own groups (each paraphrase
+set's phrasings against each other; each different-questions set's texts against each other), on
+the development and the held-out part apart: the AUC (how often a paraphrase pair scores above a
+different-questions pair) and the share of each above a few thresholds.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import sys
 import time
 from pathlib import Path
 
@@ -69,6 +75,9 @@ def main() -> None:
         pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
+    if "--corpus" in sys.argv:
+        corpus(embed)
+        return
     for a, b, same in PAIRS:
         va, vb = embed([a, b])
         print(f"{float(va @ vb):.2f}  {'same' if same else 'different'}  {a!r} / {b!r}")
@@ -78,6 +87,27 @@ def main() -> None:
         for i in range(0, len(texts), batch):
             embed(texts[i : i + batch])
         print(f"batch {batch}: {(time.perf_counter() - started) / len(texts) * 1e3:.2f} ms a text")
+
+
+def corpus(embed) -> None:  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "detection"))
+    import corpus_v2 as c
+
+    def cos(a: str, b: str) -> float:
+        va, vb = embed([a, b])
+        return float(va @ vb)
+
+    parts = (
+        ("development", c.PARAPHRASES, c.DIFFERENT_QUESTIONS),
+        ("held out", c.HOLDOUT_PARAPHRASES, c.HOLDOUT_DIFFERENT_QUESTIONS),
+    )
+    for part, paraphrases, different in parts:
+        same = np.array([cos(a, b) for p in paraphrases for a, b in itertools.combinations(p.phrasings, 2)])
+        other = np.array([cos(a, b) for _, _, texts in different for a, b in itertools.combinations(texts, 2)])
+        auc = float((same[:, None] > other[None, :]).mean())
+        print(f"{part}: {len(same)} paraphrase pairs, {len(other)} different-question pairs, AUC {auc:.3f}")
+        for t in (0.5, 0.6, 0.7, 0.8):
+            print(f"  cosine >= {t}: paraphrases {np.mean(same >= t):.2f}, different questions {np.mean(other >= t):.2f}")
 
 
 if __name__ == "__main__":
