@@ -16,6 +16,7 @@ and the ratios this checkout / baseline.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -63,7 +64,7 @@ def one_round(load_tool: str, runs: int, threads: int) -> dict[str, float]:
     marks.append(_cpu())
     assert store.stats.rows_committed == total, (store.stats.rows_committed, total)
     store.close()
-    per = [(b - a) / total * 1e6 for a, b in zip(marks, marks[1:], strict=False)]
+    per = [(b - a) / total * 1e6 for a, b in itertools.pairwise(marks)]
     return dict(zip(STAGES, [*per, sum(per)], strict=True))
 
 
@@ -91,7 +92,9 @@ def main() -> None:
             out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
             sides[side].append(json.loads(out.strip().splitlines()[-1]))
             time.sleep(1)
-    medians = {side: {s: round(statistics.median(r[s] for r in rounds), 1) for s in STAGES} for side, rounds in sides.items()}
+    medians = {
+        side: {s: round(statistics.median(r[s] for r in rounds), 1) for s in STAGES} for side, rounds in sides.items()
+    }
     print(
         json.dumps(
             {
