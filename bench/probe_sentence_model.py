@@ -107,7 +107,9 @@ def corpus(embed) -> None:  # type: ignore[no-untyped-def]
         auc = float((same[:, None] > other[None, :]).mean())
         print(f"{part}: {len(same)} paraphrase pairs, {len(other)} different-question pairs, AUC {auc:.3f}")
         for t in (0.5, 0.6, 0.7, 0.8):
-            print(f"  cosine >= {t}: paraphrases {np.mean(same >= t):.2f}, different questions {np.mean(other >= t):.2f}")
+            print(
+                f"  cosine >= {t}: paraphrases {np.mean(same >= t):.2f}, different questions {np.mean(other >= t):.2f}"
+            )
 
 
 if __name__ == "__main__":
