@@ -53,13 +53,26 @@ class StoreURL:
         return self.scheme in ("clickhouse", "chdb")
 
     def redacted(self) -> str:
-        """The URL with the password hidden, for logs and error messages."""
+        """The URL with the password hidden, for logs and error messages (options not at their default kept).
+
+        Example:
+            >>> parse_store_url("chdb:///data/ch?database=prod&table=spans").redacted()
+            'chdb:///data/ch?database=prod&table=spans'
+            >>> parse_store_url("clickhouse://ann:pw@db:8123/otel?table=spans").redacted()
+            'clickhouse://ann:***@db:8123/otel?table=spans'
+        """
+        options = {"table": self.table} if self.is_clickhouse and self.table != "otel_traces" else {}
         if self.scheme == "clickhouse":
             scheme = "clickhouses" if self.secure else "clickhouse"
             auth = f"{self.user}:***@" if self.password else f"{self.user}@"
-            return f"{scheme}://{auth}{self.host}:{self.port}/{self.database}"
-        suffix = f"?database={self.database}" if self.scheme == "chdb" and self.database != "default" else ""
-        return f"{self.scheme}://{self.path}{suffix}"
+            return f"{scheme}://{auth}{self.host}:{self.port}/{self.database}{_query(options)}"
+        if self.scheme == "chdb" and self.database != "default":
+            options = {"database": self.database, **options}
+        return f"{self.scheme}://{self.path}{_query(options)}"
+
+
+def _query(options: dict[str, str]) -> str:
+    return "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
 
 
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:).*@", re.S)

@@ -21,6 +21,8 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
         "traces",
     )
     assert "p@ss" not in url.redacted()
+    assert url.redacted().endswith("/otel?table=traces")  # what the logs say names the table read
+    assert parse_store_url(url.redacted().replace("***", "x")).table == "traces"
     assert parse_store_url("chdb:///var/ch?database=x").database == "x"
     assert parse_store_url("duckdb:///tmp/a.duckdb").path == "/tmp/a.duckdb"
     for bad, why in [
