@@ -108,7 +108,7 @@ def check_chdb_store(url: str | StoreURL, *, unlocked: bool = False) -> None:
     parsed = _parsed(url)
     if Path(parsed.path, "metadata", parsed.database).is_dir():
         if unlocked:
-            check_unlocked(parsed.path, f"{parsed.path}/status")
+            check_unlocked(parsed.path)
         return
     where = Path(parsed.path)
     why = (

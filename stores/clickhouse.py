@@ -159,7 +159,7 @@ class _ChdbEngine(_Engine):
                     f"chdb already has {other!r} open in this process; one chdb data directory per process (asked for {path!r})"
                 )
             if path not in _CHDB:
-                check_unlocked(path, f"{path}/status")
+                check_unlocked(path)
                 with _failing(f"cannot open chdb directory {path!r}: "):
                     _CHDB[path] = chdb.connect(path)
         self.path = path

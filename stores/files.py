@@ -38,23 +38,23 @@ THROUGH_COLLECTOR = (
 )
 
 
-def check_unlocked(path: str, lock_file: str) -> None:
-    """Raise :class:`StoreError` when another process holds ``lock_file``'s advisory lock (a chdb
-    engine holds its folder's ``status`` file): asked before the engine, which would print its
-    own error and say only that it failed.
+def check_unlocked(folder: str) -> None:
+    """Raise :class:`StoreError` when another process has the chdb store in ``folder`` open (its
+    engine holds an advisory lock on the folder's ``status`` file): asked before the engine, which
+    would print its own error and say only that it failed.
 
     Example:
-        >>> check_unlocked("/tmp", "/nonexistent/status")  # no lock file: nothing holds it
+        >>> check_unlocked("/nonexistent")  # no lock file: nothing holds it
     """
     try:
-        fd = os.open(lock_file, os.O_RDONLY)
+        fd = os.open(os.path.join(folder, "status"), os.O_RDONLY)
     except OSError:
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise StoreError(
-            f"{path} is in use by another process (only one process may open a chdb store; {THROUGH_COLLECTOR})"
+            f"{folder} is in use by another process (only one process may open a chdb store; {THROUGH_COLLECTOR})"
         ) from None
     finally:
         os.close(fd)  # closing releases a lock this test took

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from loopsight.errors import LoopsightError
 
 SCHEMES = ("duckdb", "clickhouse", "clickhouses", "chdb")
+DEFAULT_TABLE = "otel_traces"  # the OTel Collector ClickHouse exporter's traces_table_name
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -45,7 +46,7 @@ class StoreURL:
     password: str = ""
     database: str = "default"
     secure: bool = False
-    table: str = "otel_traces"
+    table: str = DEFAULT_TABLE
 
     @property
     def is_clickhouse(self) -> bool:
@@ -61,7 +62,7 @@ class StoreURL:
             >>> parse_store_url("clickhouse://ann:pw@db:8123/otel?table=spans").redacted()
             'clickhouse://ann:***@db:8123/otel?table=spans'
         """
-        options = {"table": self.table} if self.is_clickhouse and self.table != "otel_traces" else {}
+        options = {"table": self.table} if self.is_clickhouse and self.table != DEFAULT_TABLE else {}
         if self.scheme == "clickhouse":
             scheme = "clickhouses" if self.secure else "clickhouse"
             auth = f"{self.user}:***@" if self.password else f"{self.user}@"
@@ -72,7 +73,7 @@ class StoreURL:
 
 
 def _query(options: dict[str, str]) -> str:
-    return "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
+    return f"?{urlencode(options)}" if options else ""
 
 
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:).*@", re.S)
@@ -113,7 +114,7 @@ def parse_store_url(url: str) -> StoreURL:
             f"unknown store scheme {scheme!r} in {shown(url)!r}: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir"
         )
     options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    table = options.get("table", "otel_traces")
+    table = options.get("table", DEFAULT_TABLE)
     if not _IDENT.match(table):
         raise StoreURLError(f"table name {table!r} is not a plain identifier")
     if scheme in ("duckdb", "chdb"):

@@ -363,8 +363,7 @@ def test_a_chdb_store_a_collector_holds_is_refused_in_one_line(tmp_path: Path, s
         one_error(done, "is in use by another process", "--collector URL")
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # not chdb's own lock line too
     second = cli("collector", "--store", store, "--http-port", str(free_port()), "--grpc-port", str(free_port()))
-    one_error(second, "is in use by another process", code=second.returncode)
-    assert second.returncode != 0
+    one_error(second, "is in use by another process")
     assert cli("runs", "--collector", server.url).returncode == 0  # the way it names works
 
 
