@@ -533,6 +533,23 @@ def _research_exact(rng: random.Random, speed: float) -> Built:
     )
 
 
+def _research_stale(rng: random.Random, speed: float) -> Built:
+    # different questions, one stale answer: the same result again and again (no_progress)
+    queries = ["incident 4411 status", "payments outage today", "checkout errors since 9am", "card declines eu region"]
+    stale = ["https://status.example/incidents/4411?updated=2024-03-02"]
+    script: list[Any] = [turn(call("web_search", query=q)) for q in queries]
+    script.append("The status page still says incident 4411 is under investigation.")
+    return Built(
+        ReactAgent(
+            _llm(rng, speed, script, "gpt-4o"),
+            _research_tools(rng, speed, results=dict.fromkeys(queries, stale)),
+            _config(speed),
+            name="research-agent",
+        ),
+        "Why are card payments failing?",
+    )
+
+
 # -- ops agent -----------------------------------------------------------------------------
 def _ops_tools(
     rng: random.Random, speed: float, *, stall_first: bool = False, report_seconds: float = 1.0
@@ -647,6 +664,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("research_deep", "research-agent", 0.5, _research_deep),
         Scenario("research_tokens", "research-agent", 0.5, _research_tokens),
         Scenario("research_exact_loop", "research-agent", 0.5, _research_exact),
+        Scenario("research_stale", "research-agent", 0.5, _research_stale),
         Scenario("ops_stall", "ops-agent", 2, _ops_stall),
         Scenario("ops_wallclock", "ops-agent", 0.3, _ops_wallclock),
         Scenario("ops_batch", "ops-agent", 0.3, _ops_batch),
@@ -678,6 +696,7 @@ REQUIRED = (
     "research_deep",
     "research_tokens",
     "research_exact_loop",
+    "research_stale",
     "ops_stall",
     "ops_wallclock",
     "ops_batch",

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
+from loopsight import analytics
 from loopsight import attributes as A
+from loopsight.ingest.pipeline import spans_to_request
 from loopsight.react.demo import DemoSummary, run_scenarios
 from loopsight.react.scenarios import REQUIRED, SCENARIOS, plan
+from loopsight.stores import ingest_request
+from loopsight.stores.duckdb_store import Store
 
 
 def test_plan_is_deterministic_and_contains_the_required_scenarios():
@@ -37,6 +42,21 @@ def test_default_demo_covers_every_reason_class_and_kind_in_spans(loopsight_span
     assert set(summary.error_classes) == set(A.ERROR_CLASSES)
     assert set(summary.loop_kinds) == set(A.LOOP_KINDS) - {"no_progress"}
     assert "termination:" in str(summary) and summary.as_dict()["runs"] == 40
+
+
+def test_the_demo_stores_a_loop_of_every_kind(tmp_path: Path, loopsight_spans) -> None:
+    """What ``make run`` shows: the collector finds every loop kind in a full pack, ``no_progress``
+    (one stale answer to different searches) included, which no guard marks."""
+    run_scenarios(runs=len(REQUIRED), seed=7, concurrency=4, speed=40.0)
+    store = Store.open(str(tmp_path / "demo.duckdb"))
+    try:
+        assert ingest_request(store, spans_to_request(loopsight_spans.spans)) == len(loopsight_spans.spans)
+        loops = analytics.loops(store.reader(), limit=1000)
+    finally:
+        store.close()
+    assert {loop["kind"] for loop in loops} == set(A.LOOP_KINDS)
+    (stale,) = [loop for loop in loops if loop["kind"] == "no_progress"]
+    assert (stale["agent"], stale["tool"], stale["count"]) == ("research-agent", "web_search", 4)
 
 
 def test_summary_prints_for_the_cli():
