@@ -76,10 +76,31 @@ app.add_typer(alerts_app, name="alerts")
 console = Console(width=None if sys.stdout.isatty() else 220)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 220)
 
-DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", help="DuckDB file.")]
+
+def _db_path(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("is empty: give a file path")
+    return value
+
+
+DbOpt = Annotated[str, typer.Option("--db", envvar="LOOPSIGHT_DB", callback=_db_path, help="DuckDB file.")]
+
+
+def _token(value: str | None) -> str | None:
+    """A bearer token an HTTP header can carry: printable ASCII, no spaces (RFC 6750)."""
+    if value is not None and not all("!" <= c <= "~" for c in value):
+        raise typer.BadParameter("a bearer token is printable ASCII without spaces (letters, digits, -._~+/=)")
+    return value
+
+
 TokenOpt = Annotated[
     str | None,
-    typer.Option("--token", envvar="LOOPSIGHT_TOKEN", help="Bearer token required/sent on every route but /healthz."),
+    typer.Option(
+        "--token",
+        envvar="LOOPSIGHT_TOKEN",
+        callback=_token,
+        help="Bearer token required/sent on every route but /healthz.",
+    ),
 ]
 CollectorOpt = Annotated[
     str | None,
@@ -213,8 +234,8 @@ def _http_url(option: str, value: str | None) -> str | None:
     return value
 
 
-def _number(minimum: float) -> Any:
-    """A parser for a float option: a finite number, at least ``minimum`` ("nan" is not a number)."""
+def _number(minimum: float, maximum: float = math.inf) -> Any:
+    """A parser for a float option: a finite number from ``minimum`` to ``maximum`` ("nan" is not a number)."""
 
     def parse(text: str) -> float:
         try:
@@ -227,6 +248,8 @@ def _number(minimum: float) -> Any:
             raise typer.BadParameter(f"{text!r} is not finite")
         if value < minimum:
             raise typer.BadParameter(f"{text} should be >= {minimum:g}")
+        if value > maximum:
+            raise typer.BadParameter(f"{text} should be <= {maximum:g}")
         return value
 
     return parse
@@ -253,7 +276,7 @@ def collector(
         float,
         typer.Option(
             envvar="LOOPSIGHT_ALERT_INTERVAL",
-            parser=_number(0.1),
+            parser=_number(0.1, 86_400.0),
             help="Seconds between alert evaluations; without --rules, how long /metrics reuses the agent gauges.",
         ),
     ] = 30.0,

@@ -28,7 +28,7 @@ import httpx
 from loopsight import analytics
 from loopsight.analytics.alert_state import alert_series, alerts_overview
 from loopsight.analytics.metrics import Measurement, MetricSpec, measure
-from loopsight.errors import LoopsightError
+from loopsight.errors import LoopsightError, is_lock_conflict
 
 DEFAULT_COLLECTOR_URL = "http://127.0.0.1:4318"
 # A separate variable from the collector's LOOPSIGHT_DB: a shell that sets LOOPSIGHT_DB for
@@ -362,7 +362,7 @@ class DuckDBSource(_AnalyticsQuestions):
             con = duckdb.connect(self.path, read_only=True)
         except duckdb.Error as exc:
             text = str(exc)
-            if "lock" in text.lower():
+            if is_lock_conflict(text):
                 raise SourceUnreachable(
                     f"{self.path} is held by a running collector; read it through the collector instead "
                     f"(loopsight dashboard --collector URL): {text}"

@@ -13,6 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from loopsight.errors import is_lock_conflict
 from loopsight.stores.protocol import StoreError
 
 
@@ -64,7 +65,7 @@ def explain_io_error(path: str, exc: Exception) -> str:
     """Why ``path`` could not be opened, in a user's words (a lock, a damaged file, ...)."""
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     lowered = text.lower()
-    if "lock" in lowered:
+    if is_lock_conflict(text):
         return f"{path} is locked by another process (only one collector may own a DuckDB file; {THROUGH_COLLECTOR}): {text}"
     if "not a valid duckdb database" in lowered or "corrupt" in lowered or "magic" in lowered:
         return f"{path} is not a DuckDB database (or is damaged): {text}"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import duckdb
 import httpx
 import pytest
 from spans import make_run, request_of, span_count
@@ -159,6 +160,12 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     not_a_db.write_text("hello, this is not a database\n" * 1000)
     json_file = tmp_path / "notes.json"  # DuckDB 2 opens a .json file as a table of its own
     json_file.write_text('{"note": "not a database"}\n')
+    damaged = tmp_path / "damaged.duckdb"  # a real DuckDB file whose blocks fail their checksums
+    with duckdb.connect(str(damaged)) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS i, range::VARCHAR AS s FROM range(200000)")
+    with damaged.open("r+b") as f:  # every block after the headers, the catalog's included
+        f.seek(12288)
+        f.write(b"\xff" * (damaged.stat().st_size - 12288))
     free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
     cases = {  # each fails before binding anything, so they can share the free ports
         "locked by another process": ["--db", collector_server.db_path],
@@ -170,6 +177,10 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
         ],
         "does not exist": ["--db", str(tmp_path / "nope" / "x.duckdb")],
         "not a DuckDB database": ["--db", str(not_a_db)],
+        "(or is damaged)": ["--db", str(damaged)],
+        "is empty": ["--db", ""],
+        "printable ASCII": ["--db", str(tmp_path / "h.duckdb"), "--token", "s\u00fcper-secret"],
+        "<= 86400": ["--db", str(tmp_path / "i.duckdb"), "--alert-interval", "1e10"],
         "not a duration": ["--db", str(tmp_path / "b.duckdb"), "--retention", "soon"],
         "longer than 100 years": ["--db", str(tmp_path / "c.duckdb"), "--retention", "99999999999d"],
         "has no DuckDB file header": ["--db", str(json_file)],
@@ -179,7 +190,10 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     }
     running = {needle: start_cli("collector", *free, *args) for needle, args in cases.items()}
     for needle, process in running.items():
-        assert_clean_failure(finish(process), needle)
+        result = finish(process)
+        assert_clean_failure(result, needle)
+        if needle != "locked by another process":  # a checksum error "in block at ..." is no lock
+            assert "locked" not in result.stderr, result.stderr
 
     if os.geteuid() != 0:  # root writes anywhere
         read_only = tmp_path / "ro"
