@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import logging
 import random
 import threading
 import time
@@ -42,6 +43,8 @@ from loopsight.react.result import RunResult, RunSummary
 from loopsight.react.schema import missing_required, validate
 from loopsight.react.silent import detect
 from loopsight.react.tools import IDEMPOTENCY_KEY_PARAM, Tool
+
+log = logging.getLogger("loopsight.react")
 
 T = TypeVar("T")
 UNREADABLE_RESULT = "unreadable_result"
@@ -242,13 +245,7 @@ class ReactAgent:
                     chat.set_attribute(A.CONTEXT_MODE, mode)
                     chat.set_attribute(A.CONTEXT_TOKENS, ctx_tokens)
                     response = await asyncio.wait_for(self._complete(st.messages), timeout=remaining)
-                    chat.set_usage(
-                        input_tokens=response.input_tokens,
-                        output_tokens=response.output_tokens,
-                        finish_reasons=[response.finish_reason],
-                        cache_read_tokens=response.cache_read_tokens,
-                        cache_write_tokens=response.cache_write_tokens,
-                    )
+                    _record_usage(chat, response)
             except Exception as exc:
                 if st.remaining() <= 0:
                     return "timeout"
@@ -267,8 +264,8 @@ class ReactAgent:
                 st.error = f"model call failed: {etype} ({eclass}): {_safe_str(exc)}"
                 return "error"
             # a count the provider did not send (None) is unknown: only what is known counts
-            st.summary.input_tokens += response.input_tokens or 0
-            st.summary.output_tokens += response.output_tokens or 0
+            st.summary.input_tokens += _count(response.input_tokens)
+            st.summary.output_tokens += _count(response.output_tokens)
             return response
         return "error"  # pragma: no cover - the loop always returns inside
 
@@ -554,6 +551,26 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+def _count(value: object) -> int:
+    """A token count the adapter gave, 0 when it is not a count (None: not sent)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _record_usage(chat: Any, response: LLMResponse) -> None:
+    """The turn's usage on its model span. A value an adapter got wrong (a float count, no finish
+    reason) is logged and left out: telemetry never fails a turn the model answered."""
+    try:
+        chat.set_usage(
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            finish_reasons=[response.finish_reason] if response.finish_reason is not None else None,
+            cache_read_tokens=response.cache_read_tokens,
+            cache_write_tokens=response.cache_write_tokens,
+        )
+    except (TypeError, ValueError) as exc:
+        log.warning("the model's usage is not recorded: %s", exc)
 
 
 def _safe_str(value: object) -> str:

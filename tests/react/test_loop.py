@@ -873,3 +873,29 @@ def test_a_model_error_whose_message_cannot_be_rendered_is_still_reported_as_the
     assert result.error is not None and result.error.startswith("model call failed: ")
     assert "unprintable _UnprintableError" in result.error
     assert run_span(loopsight_spans).attributes["loopsight.termination.reason"] == "error"
+
+
+class _SloppyAdapter:
+    """A hand-written adapter that fills the response loosely: no finish reason, float or negative counts."""
+
+    model = "sloppy-model"
+
+    def __init__(self, **usage: Any) -> None:
+        self.usage = usage
+
+    def complete(self, messages, tools) -> LLMResponse:
+        return LLMResponse(content="The answer.", **self.usage)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"finish_reason": None}, {"input_tokens": 12.0, "output_tokens": 3}, {"input_tokens": -1, "output_tokens": 3}],
+)
+def test_usage_an_adapter_got_wrong_never_fails_the_turn(loopsight_spans, usage, caplog):
+    result = react.ReactAgent(_SloppyAdapter(**usage), [order_tool()], cfg()).run("Anything?")
+    assert (result.status, result.termination_reason, result.answer) == ("ok", "completed", "The answer.")
+    assert result.summary.input_tokens >= 0 and result.summary.input_tokens != 12
+    (chat,) = loopsight_spans.by_name("chat sloppy-model")
+    assert "gen_ai.usage.input_tokens" not in chat.attributes or chat.attributes["gen_ai.usage.input_tokens"] >= 0
+    if "input_tokens" in usage:  # a count that is not one is said in the log; no finish reason is none
+        assert "usage is not recorded" in caplog.text
