@@ -32,7 +32,7 @@ from loopsight import vocabulary as V
 from loopsight.hashing import args_hash
 from loopsight.ingest.arguments import parsed_call_arguments
 from loopsight.ingest.features import NOT_JSON, CallFeatures, calls_features
-from loopsight.redaction import redact
+from loopsight.redaction import redact, redact_head
 from loopsight.results import result_hash as hash_result
 
 log = logging.getLogger("loopsight.collector")
@@ -644,8 +644,9 @@ def agent_row(
     cap = limits.max_attribute_length
     kind = span_type(attrs, name)
     if status_message:  # redacted before the cut (a secret cut at the limit would survive in part), on a bounded head
-        head = redact_message(status_message[: cap + 512])
-        status_message = truncated(head, cap) if len(status_message) <= cap + 512 else head[:cap] + TRUNCATION_MARKER
+        status_message, cut = redact_head(status_message, cap, redactor=redact_message)
+        if cut:
+            status_message += TRUNCATION_MARKER
 
     exception_type = None
     signals: list[str] = []  # what may say a framework's limit stopped the run (agent spans)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopsight import checks
@@ -257,21 +257,32 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_head(text: str, limit: int, margin: int = 512) -> tuple[str, int]:
+def redact_head(
+    text: str, limit: int, margin: int = 512, redactor: Callable[[str], str] | None = None
+) -> tuple[str, int]:
     """``text`` cut to ``limit`` characters and redacted, the cut made first (redaction costs
     time in proportion to what it reads, so a 10 MB value costs what its head costs), and the
     number of characters cut. The head redacted runs ``margin`` characters past the limit, so a
     secret that straddles the limit is redacted before the cut (kept in part it would leak).
+    ``redactor`` is :func:`redact` unless given (one that remembers repeats, say).
 
     Example:
         >>> redact_head("see sk-abcdefghijklmnop1234 " + "y" * 100, 10)
         ('see [REDAC', 113)
         >>> redact_head("short sk-abcdefghijklmnop1234", 100)
         ('short [REDACTED:api_key]', 0)
+        >>> jwt = "token=eyJhbGciOiJIUzI1NiJ9." + "a" * 3000 + ".sig "  # redacted, it shrinks the head
+        >>> text = jwt + "x" * (8192 + 512 - 10 - len(jwt)) + "john.smith@corp.example.com"  # cut at the head's end
+        >>> kept, cut = redact_head(text, 8192)
+        >>> "john" in kept, "eyJ" in kept, cut > 0
+        (False, False, True)
     """
-    head = text if len(text) <= limit + margin else text[: limit + margin]
-    done = redact(head)
-    rest = len(done) + len(text) - len(head) - limit  # exact unless a secret lies past the head
-    if rest <= 0:
-        return done, 0
-    return done[:limit], rest
+    redactor = redactor or redact
+    if len(text) <= limit + margin:
+        done = redactor(text)
+        return (done, 0) if len(done) <= limit else (done[:limit], len(done) - limit)
+    done = redactor(text[: limit + margin])
+    # The head's last ``margin`` characters were redacted without what follows them (a secret
+    # cut there is not recognised), so they are never kept, however much the redaction shrank.
+    kept = done[: max(0, min(limit, len(done) - margin))]
+    return kept, len(done) - len(kept) + len(text) - (limit + margin)

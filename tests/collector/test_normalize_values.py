@@ -217,3 +217,18 @@ def test_a_span_a_rule_fails_on_is_rejected_alone_and_leaves_no_call_in_the_batc
         batch, agent_row, *args, {"gen_ai.tool.call.arguments": '{"q": "x"}'}, {}, "", "", [], [], Limits()
     )
     assert not isinstance(row, str) and row.tool == "search"
+
+
+def test_a_long_status_message_never_keeps_part_of_a_secret_cut_at_its_head():
+    """A long secret redacted early shrinks the redacted head: what lay at the head's end (an
+    address cut in two, not recognisable as one) must still not be kept."""
+    limits = Limits()
+    cap = limits.max_attribute_length
+    jwt = "request failed, token=eyJhbGciOiJIUzI1NiJ9." + "a" * 3000 + ".sig "
+    message = jwt + "x" * (cap + 512 - 10 - len(jwt)) + "john.smith@corp.example.com and more" * 20
+    span = Span(
+        trace_id=b"\x01" * 16, span_id=b"\x05" * 8, name="execute_tool t", status=Status(code=2, message=message)
+    )
+    row = normalize_span(span, {}, "", "", limits)
+    assert "john" not in row.StatusMessage and "eyJ" not in row.StatusMessage
+    assert row.StatusMessage.endswith(TRUNCATION_MARKER) and "[REDACTED:" in row.StatusMessage
