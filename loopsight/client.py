@@ -113,7 +113,18 @@ class ApiSource:
     def describe(self) -> str:
         return f"{self.kind} {self.target}"
 
-    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+    def _get(self, path: str, params: dict[str, Any] | None = None, key: str | None = None) -> Any:
+        """The JSON object ``path`` answers (``key``: its member), a :class:`SourceError` when the
+        answer is not one loopsight's collector gives (a URL of another service, say)."""
+        body = self._body(path, params)
+        if not isinstance(body, dict) or (key is not None and key not in body):
+            wanted = f"an object with {key!r}" if key else "an object"
+            raise SourceError(
+                f"{self.url}{path} answered JSON that is not {wanted}: is {self.url} a loopsight collector?"
+            )
+        return body if key is None else body[key]
+
+    def _body(self, path: str, params: dict[str, Any] | None = None) -> Any:
         query = {k: _iso(v) if isinstance(v, datetime) else v for k, v in _clean(params or {}).items()}
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         target = f"{self.url}{path}"
@@ -145,14 +156,14 @@ class ApiSource:
         self._get("/api/v1/runs", {"limit": 1})
 
     def runs(self, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/runs", params)["runs"]
+        return self._get("/api/v1/runs", params, "runs")
 
     def runs_page(self, **params: Any) -> dict[str, Any]:
         """``{"runs": [...], "total": N}``: a page of runs and how many the filters keep."""
         return self._get("/api/v1/runs", params)
 
     def values(self, field: str, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/values", {"field": field, **params})["values"]
+        return self._get("/api/v1/values", {"field": field, **params}, "values")
 
     def run(self, trace_id: str) -> dict[str, Any]:
         """The trace's runs, spans and steps, and whether it is stuck; empty lists when the
@@ -169,13 +180,13 @@ class ApiSource:
         return self._get("/api/v1/terminations", {"bucket": bucket_seconds, **params})
 
     def tools(self, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/tools", params)["tools"]
+        return self._get("/api/v1/tools", params, "tools")
 
     def loops(self, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/loops", params)["loops"]
+        return self._get("/api/v1/loops", params, "loops")
 
     def loop_counts(self, **params: Any) -> dict[str, int]:
-        return self._get("/api/v1/loops", {**params, "limit": 0})["counts"]
+        return self._get("/api/v1/loops", {**params, "limit": 0}, "counts")
 
     def loops_page(self, **params: Any) -> dict[str, Any]:
         """``{"loops": [...], "counts": {kind: n}, "total": N, "wasted_tokens", "wasted_cost_usd", ...}``: the
@@ -183,24 +194,24 @@ class ApiSource:
         return self._get("/api/v1/loops", params)
 
     def loops_over_time(self, bucket_seconds: int = 3600, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params})["buckets"]
+        return self._get("/api/v1/loops/over_time", {"bucket": bucket_seconds, **params}, "buckets")
 
     def looping_tools(self, **params: Any) -> list[dict[str, Any]]:
         """The tools that loop most over the window, loops per kind (``/api/v1/loops/tools``)."""
-        return self._get("/api/v1/loops/tools", params)["tools"]
+        return self._get("/api/v1/loops/tools", params, "tools")
 
     def stalls(self, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/stalls", params)["stalls"]
+        return self._get("/api/v1/stalls", params, "stalls")
 
     def stall_counts(self, **params: Any) -> dict[str, int]:
-        return self._get("/api/v1/stalls", {**params, "limit": 0})["counts"]
+        return self._get("/api/v1/stalls", {**params, "limit": 0}, "counts")
 
     def stalls_page(self, **params: Any) -> dict[str, Any]:
         """``{"stalls": [...], "counts": {kind: n}}``: the stalls listed and how many of each kind the filters keep."""
         return self._get("/api/v1/stalls", params)
 
     def sessions(self, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/sessions", params)["sessions"]
+        return self._get("/api/v1/sessions", params, "sessions")
 
     def burn(self, **params: Any) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/burn", params)
@@ -209,20 +220,25 @@ class ApiSource:
         return self._get("/api/v1/burn/curve", params)
 
     def budgets(self, by_service: bool = False, **params: Any) -> dict[str, list[dict[str, Any]]]:
-        return self._get("/api/v1/budgets", {"group_by": "service" if by_service else None, **params})
+        answer = self._get("/api/v1/budgets", {"group_by": "service" if by_service else None, **params})
+        if not isinstance(answer.get("agents"), list):
+            raise SourceError(
+                f"{self.url}/api/v1/budgets answered without a list of agents: is it a loopsight collector?"
+            )
+        return answer
 
     def budget_runs(self, only_cut: bool = True, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/budgets/runs", {"only_cut": str(only_cut).lower(), **params})["runs"]
+        return self._get("/api/v1/budgets/runs", {"only_cut": str(only_cut).lower(), **params}, "runs")
 
     def models(self, **params: Any) -> list[dict[str, Any]]:
         """Per (provider, model): calls, tokens, cost and the prices applied (``/api/v1/models``)."""
-        return self._get("/api/v1/models", params)["models"]
+        return self._get("/api/v1/models", params, "models")
 
     def alerts(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("/api/v1/alerts")
 
     def alert_series(self, rule: str, **params: Any) -> list[dict[str, Any]]:
-        return self._get("/api/v1/alerts/series", {"rule": rule, **params})["series"]
+        return self._get("/api/v1/alerts/series", {"rule": rule, **params}, "series")
 
     def measure(self, spec: MetricSpec, since: datetime, until: datetime) -> Measurement:
         """An alert metric over ``[since, until)``, measured by the collector (``/api/v1/alerts/metric``)."""

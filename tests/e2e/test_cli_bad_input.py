@@ -312,6 +312,30 @@ def test_a_non_collector_answer_is_one_line(tmp_path: Path) -> None:
     assert not any(line.lstrip().startswith("<") for line in done.stdout.splitlines()), done.stdout
 
 
+def test_readers_refuse_json_that_is_not_a_collectors_in_one_line(tmp_path: Path) -> None:
+    """Another service's JSON at the --collector URL (200, but not loopsight's shapes)."""
+    (tmp_path / "api" / "v1").mkdir(parents=True)
+    for name, body in {"healthz": {"status": "ok"}, "api/v1/runs": {}, "api/v1/budgets": {"agents": "none"}}.items():
+        (tmp_path / name).write_text(json.dumps(body))
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}"
+        runs, budgets = cli("runs", "--collector", url), cli("budgets", "--collector", url)
+    finally:
+        stop_process(server)
+    for done in (runs, budgets):
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "a loopsight collector?" in done.stderr, done.stderr
+
+
 def test_up_children_stop_when_up_is_killed(tmp_path: Path) -> None:
     http_port, dashboard_port = free_port(), free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
