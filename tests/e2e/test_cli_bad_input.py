@@ -3,6 +3,7 @@ starts, and never in a traceback; what a collector acknowledged is said even whe
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -292,9 +293,11 @@ def test_ingest_splits_what_is_over_the_collectors_body_limit(start_collector, t
     assert "413 Request Entity Too Large: body of " in line and line.endswith("is over the 20000-byte limit"), line
 
 
-def test_a_non_collector_answer_is_one_line(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def static_site(folder: Path) -> Iterator[str]:
+    """Python's own file server on ``folder``: another service at the --collector URL."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path)
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=folder)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -303,9 +306,14 @@ def test_a_non_collector_answer_is_one_line(tmp_path: Path) -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        done = cli("ingest", str(FIXTURES[0]), "--collector", f"http://127.0.0.1:{port}")
+        yield f"http://127.0.0.1:{port}"
     finally:
         stop_process(server)
+
+
+def test_a_non_collector_answer_is_one_line(tmp_path: Path) -> None:
+    with static_site(tmp_path) as url:
+        done = cli("ingest", str(FIXTURES[0]), "--collector", url)
     assert done.returncode == 1
     skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped:")]
     assert len(skipped) == 1 and "501" in skipped[0], done.stdout
@@ -317,20 +325,8 @@ def test_readers_refuse_json_that_is_not_a_collectors_in_one_line(tmp_path: Path
     (tmp_path / "api" / "v1").mkdir(parents=True)
     for name, body in {"healthz": {"status": "ok"}, "api/v1/runs": {}, "api/v1/budgets": {"agents": "none"}}.items():
         (tmp_path / name).write_text(json.dumps(body))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}"
+    with static_site(tmp_path) as url:
         runs, budgets = cli("runs", "--collector", url), cli("budgets", "--collector", url)
-    finally:
-        stop_process(server)
     for done in (runs, budgets):
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "a loopsight collector?" in done.stderr, done.stderr
