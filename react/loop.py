@@ -72,6 +72,12 @@ class _Run:
     stop: str | None = None
     answer: str | None = None
     error: str | None = None
+    same_calls: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+    def one_at_a_time(self, tool: str, digest: str) -> asyncio.Lock:
+        """The lock of one (tool, arguments): identical calls of a turn run one after the other, so
+        each sees what the last left (the idempotency ledger's first result, the loop guard's count)."""
+        return self.same_calls.setdefault((tool, digest), asyncio.Lock())
 
     def remaining(self) -> float:
         return self.config.max_seconds - (time.monotonic() - self.started)
@@ -297,35 +303,42 @@ class ReactAgent:
                 return self._invalid(st, t, tool.name, "INVALID_ARGUMENT", problems, tool.parameters), False
             st.missing.pop(tool.name, None)
             digest = loopsight.args_hash(args)
-            hit = st.guard.check(tool.name, args, digest)
-            if hit is not None:
-                t.loop_detected(hit.kind, similarity=hit.similarity)
-                st.summary.count("loop_kinds", hit.kind)
-                self._guard_hit(st)
-                return dumps(
-                    {"error_type": "LOOP_DETECTED", "kind": hit.kind, "tool": tool.name, "instruction": hit.hint}
-                ), False
+            async with st.one_at_a_time(tool.name, digest):
+                return await self._guarded(st, t, tool, args, digest, mode)
+
+    async def _guarded(
+        self, st: _Run, t: Any, tool: Tool, args: dict[str, Any], digest: str, mode: str
+    ) -> tuple[str, bool]:
+        """Guard, replay or execute a valid call: (observation, useful)."""
+        hit = st.guard.check(tool.name, args, digest)
+        if hit is not None:
+            t.loop_detected(hit.kind, similarity=hit.similarity)
+            st.summary.count("loop_kinds", hit.kind)
+            self._guard_hit(st)
+            return dumps(
+                {"error_type": "LOOP_DETECTED", "kind": hit.kind, "tool": tool.name, "instruction": hit.hint}
+            ), False
+        if not tool.idempotent:
+            replay = st.ledger.replay(tool.name, digest)
+            if replay is not None:
+                t.set_attribute("loopsight.tool.replayed", True)
+                st.guard.record(tool.name, args, digest, "ok")
+                st.guard.record_failure(tool.name, None)
+                return replay, False
+        observation, outcome, error_type = await self._execute(st, t, tool, args, mode)
+        st.guard.record(tool.name, args, digest, outcome)
+        repeated = st.guard.record_failure(tool.name, error_type)
+        if outcome == "ok":
             if not tool.idempotent:
-                replay = st.ledger.replay(tool.name, digest)
-                if replay is not None:
-                    t.set_attribute("loopsight.tool.replayed", True)
-                    st.guard.record(tool.name, args, digest, "ok")
-                    st.guard.record_failure(tool.name, None)
-                    return replay, False
-            observation, outcome, error_type = await self._execute(st, t, tool, args, mode)
-            st.guard.record(tool.name, args, digest, outcome)
-            repeated = st.guard.record_failure(tool.name, error_type)
-            if outcome == "ok":
-                if not tool.idempotent:
-                    st.ledger.remember(tool.name, digest, observation)
-                return observation, True
-            st.summary.tool_failures += 1
-            if repeated:
-                t.loop_detected("repeated_error")
-                st.summary.count("loop_kinds", "repeated_error")
-                st.summary.loop_hits += 1
-                st.end("repeated_error")
-            return observation, False
+                st.ledger.remember(tool.name, digest, observation)
+            return observation, True
+        st.summary.tool_failures += 1
+        if repeated:
+            t.loop_detected("repeated_error")
+            st.summary.count("loop_kinds", "repeated_error")
+            st.summary.loop_hits += 1
+            st.end("repeated_error")
+        return observation, False
 
     def _guard_hit(self, st: _Run) -> None:
         st.summary.loop_hits += 1

@@ -899,3 +899,30 @@ def test_usage_an_adapter_got_wrong_never_fails_the_turn(loopsight_spans, usage,
     assert "gen_ai.usage.input_tokens" not in chat.attributes or chat.attributes["gen_ai.usage.input_tokens"] >= 0
     if "input_tokens" in usage:  # a count that is not one is said in the log; no finish reason is none
         assert "usage is not recorded" in caplog.text
+
+
+def test_identical_calls_of_one_turn_run_one_after_the_other(loopsight_spans):
+    """Calls a turn asks for at once start together; identical ones must still see each other:
+    a non-idempotent one is executed once (the rest replay it), and the loop guard counts them."""
+    charges: list[str] = []
+
+    async def charge(order_id: str) -> dict:
+        await asyncio.sleep(0.02)  # both calls are in flight together unless they wait for each other
+        charges.append(order_id)
+        return {"charge_id": f"C-{len(charges)}", "order_id": order_id}
+
+    pay = react.Tool("charge", charge, "Charge.", ORDER_SCHEMA, idempotent=False)
+    llm = ScriptedLLM([turn(call("charge", order_id="100234"), call("charge", order_id="100234")), "Charged."])
+    result = react.ReactAgent(llm, [pay], cfg()).run("charge it")
+    assert charges == ["100234"]
+    assert tool_messages(result)[0] == tool_messages(result)[1] == {"charge_id": "C-1", "order_id": "100234"}
+    assert [s.attributes.get("loopsight.tool.replayed") for s in tool_spans(loopsight_spans)].count(True) == 1
+
+    loopsight_spans.clear()
+    searched: list[str] = []
+    llm = ScriptedLLM([turn(*[call("query_order", order_id="100234") for _ in range(6)]), "Shipped."])
+    result = react.ReactAgent(llm, [order_tool(lambda order_id: searched.append(order_id) or {"ok": 1})], cfg()).run(
+        "?"
+    )
+    blocked = [m for m in tool_messages(result) if isinstance(m, dict) and m.get("error_type") == "LOOP_DETECTED"]
+    assert len(searched) == GuardConfig().exact_threshold and len(blocked) == 6 - len(searched)
