@@ -31,13 +31,13 @@ log = logging.getLogger("loopsight.collector.forwarder")
 RETRYABLE = frozenset({429, 502, 503, 504})
 
 
-def traces_url(url: str) -> str:
+def forward_url(url: str) -> str:
     """``http://host:4318`` -> ``http://host:4318/v1/traces``; a URL with a path is kept.
 
     Example:
-        >>> traces_url("http://127.0.0.1:4318")
+        >>> forward_url("http://127.0.0.1:4318")
         'http://127.0.0.1:4318/v1/traces'
-        >>> traces_url("https://cloud.langfuse.com/api/public/otel/v1/traces")
+        >>> forward_url("https://cloud.langfuse.com/api/public/otel/v1/traces")
         'https://cloud.langfuse.com/api/public/otel/v1/traces'
     """
     parts = urlsplit(url.strip())
@@ -72,7 +72,7 @@ class Forwarder:
         initial_backoff: float = 0.5,
         max_backoff: float = 10.0,
     ) -> None:
-        self.url = traces_url(url)
+        self.url = forward_url(url)
         self.headers = {"Content-Type": "application/x-protobuf", **(headers or {})}
         self.max_queue = max_queue
         self.max_queue_bytes = max_queue_bytes

@@ -40,6 +40,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from loopsight.config import traces_url
 from loopsight.errors import LoopsightError
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
@@ -455,7 +456,7 @@ def send_files(
     import httpx
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-    endpoint = url.rstrip("/") + "/v1/traces"
+    endpoint = traces_url(url)
     headers = {"Content-Type": "application/x-protobuf"}
     if token:
         headers["Authorization"] = f"Bearer {token}"

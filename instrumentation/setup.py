@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import trace
 
 from loopsight import checks
+from loopsight.config import traces_url
 
 from . import nesting
 from .content import set_capture
@@ -34,12 +35,6 @@ def _env(*names: str) -> str | None:
         if value:
             return value
     return None
-
-
-def traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL of a collector's base URL (a URL already ending in ``/v1/traces`` is kept)."""
-    endpoint = endpoint.rstrip("/")
-    return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"
 
 
 def otlp_protocol(protocol: str | None = None) -> str:

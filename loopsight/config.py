@@ -91,3 +91,14 @@ def parse_duration(text: str, what: str = "") -> float:
     if seconds > LONGEST_DURATION:
         raise ValueError(f"{named} is longer than 100 years")
     return seconds
+
+
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of a collector's base URL; a URL already ending in ``/v1/traces`` is kept.
+
+    Example:
+        >>> traces_url("http://127.0.0.1:4318/"), traces_url("http://127.0.0.1:4318/v1/traces")
+        ('http://127.0.0.1:4318/v1/traces', 'http://127.0.0.1:4318/v1/traces')
+    """
+    endpoint = endpoint.strip().rstrip("/")
+    return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"

@@ -25,8 +25,9 @@ from opentelemetry.util.re import parse_env_headers
 
 import loopsight
 from loopsight import attributes as A
+from loopsight.config import traces_url
 from loopsight.errors import LoopsightError
-from loopsight.instrumentation.setup import otlp_exporter, otlp_protocol, traces_url
+from loopsight.instrumentation.setup import otlp_exporter, otlp_protocol
 from loopsight.instrumentation.state import STATE
 from loopsight.react.result import RunResult
 from loopsight.react.scenarios import FIRST, REQUIRED, SCENARIOS, Scenario, plan

@@ -137,6 +137,10 @@ def test_ingest_sends_files_to_a_running_collector(start_collector, tmp_path: Pa
             break
         time.sleep(0.2)
     assert runs, "the collector stored what ingest sent"
+    traces = cli("ingest", str(FIXTURES[0]), "--collector", f"{running.url}/v1/traces/", "--token", "s3cret")
+    assert traces.returncode == 0 and "acknowledged by" in traces.stdout, (
+        traces.stdout + traces.stderr
+    )  # as demo takes it
     refused = cli("ingest", *map(str, FIXTURES), "--collector", running.url)  # no token
     assert refused.returncode == 1 and "401" in refused.stderr + refused.stdout
     mixed = cli("ingest", str(FIXTURES[0]), "--collector", running.url, "--db", str(tmp_path / "x.duckdb"))
