@@ -56,6 +56,8 @@ log = logging.getLogger("loopsight.collector")
 _GRPC_CODES = {
     400: code_pb2.INVALID_ARGUMENT,
     401: code_pb2.UNAUTHENTICATED,
+    404: code_pb2.NOT_FOUND,
+    405: code_pb2.UNIMPLEMENTED,
     413: code_pb2.INVALID_ARGUMENT,
     415: code_pb2.INVALID_ARGUMENT,
     503: code_pb2.UNAVAILABLE,
@@ -86,6 +88,7 @@ def token_matches(given: str | bytes | None, token: str) -> bool:
 
 def is_api(path: str) -> bool:
     """Whether ``path`` belongs to the query API (errors as ``{"error": ...}``)."""
+    path = "/" + path.lstrip("/")  # //api/v1/runs is the API's too (no route), not a plain-text page
     return path == "/api" or path.startswith("/api/")
 
 
@@ -138,13 +141,12 @@ def _error(kind: str, status: int, message: str, headers: dict[str, str] | None 
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's 404/405 as ``{"error": ...}`` under ``/api/``, plain text elsewhere (as before)."""
+    """Starlette's 404/405 as ``{"error": ...}`` under ``/api/``, elsewhere as the OTLP error body
+    (``google.rpc.Status``, protobuf for a protobuf request) that ``/v1/traces`` and a 401 answer."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code in {204, 304}:
+        return Response(status_code=exc.status_code, headers=exc.headers)
     path = request.scope["path"]
-    if not is_api(path):
-        if exc.status_code in {204, 304}:
-            return Response(status_code=exc.status_code, headers=exc.headers)
-        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
     shown = path[:200]
     if exc.status_code == 404:
         message = f"no route {shown}"
@@ -153,6 +155,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         message = f"method {request.method[:16]} not allowed on {shown} (allowed: {allowed})"
     else:
         message = exc.detail
+    if not is_api(path):
+        kind = PROTOBUF if request.headers.get("content-type", "").lower().startswith(PROTOBUF) else JSON
+        return _error(kind, exc.status_code, message, exc.headers)
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 

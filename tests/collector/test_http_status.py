@@ -262,13 +262,13 @@ def test_token_is_required_everywhere_but_healthz(server):
 
 
 def test_query_api_errors_are_json_error_bodies(server):
-    """/api/* answers {"error": ...} (401, 404, 405); /v1/traces keeps the OTLP Status shape."""
+    """/api/* answers {"error": ...} (401, 404, 405); elsewhere errors have the OTLP Status shape."""
     for headers in ({}, {"Authorization": "Bearer wrong"}):
         refused = httpx.get(server.url + "/api/v1/runs", headers=headers)
         assert refused.status_code == 401
         assert refused.json() == {"error": "missing or wrong bearer token"}
         assert refused.headers["www-authenticate"] == "Bearer"
-    for path in ("/api/v1/nope", f"/api/v1/runs/{'ab' * 16}/extra", "/api/nope"):
+    for path in ("/api/v1/nope", f"/api/v1/runs/{'ab' * 16}/extra", "/api/nope", "//api/v1/runs"):
         missing = httpx.get(server.url + path, headers=server.headers)
         assert missing.status_code == 404, path
         assert missing.headers["content-type"] == "application/json"
@@ -284,6 +284,12 @@ def test_query_api_errors_are_json_error_bodies(server):
         code=16, message="missing or wrong bearer token"
     )
     assert httpx.get(server.url + "/metrics").json() == {"code": 16, "message": "missing or wrong bearer token"}
+    browsed = httpx.get(server.traces_url, headers=server.headers)  # outside /api/: the OTLP shape, never plain text
+    assert browsed.status_code == 405 and browsed.headers["allow"] == "POST"
+    assert browsed.json() == {"code": 12, "message": "method GET not allowed on /v1/traces (allowed: POST)"}
+    nowhere = httpx.post(server.url + "/v1/logs", content=b"", headers={**server.headers, **PB})
+    assert nowhere.status_code == 404
+    assert status_pb2.Status.FromString(nowhere.content) == status_pb2.Status(code=5, message="no route /v1/logs")
 
 
 def test_trace_detail_is_404_without_stored_spans(server):
