@@ -157,7 +157,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         message = exc.detail
     if not is_api(path):
         kind = PROTOBUF if request.headers.get("content-type", "").lower().startswith(PROTOBUF) else JSON
-        return _error(kind, exc.status_code, message, exc.headers)
+        return _error(kind, exc.status_code, message, dict(exc.headers or {}))
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
