@@ -25,11 +25,16 @@ from loopsight.config import parse_duration
 log = logging.getLogger("loopsight.collector.retention")
 
 
+SHORTEST_RETENTION = 3600.0
+"""Seconds: a shorter retention would delete the spans of runs still in flight, just acknowledged."""
+
+
 def parse_retention(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``2w`` or a combination like ``1d12h`` (:func:`loopsight.config.parse_duration`), longer than zero."""
+    """``30d``, ``12h``, ``90m``, ``2w`` or a combination like ``1d12h`` (:func:`loopsight.config.parse_duration`),
+    at least an hour (:data:`SHORTEST_RETENTION`)."""
     seconds = parse_duration(text, "retention")
-    if seconds <= 0:
-        raise ValueError(f"retention {text!r} must be longer than zero")
+    if seconds < SHORTEST_RETENTION:
+        raise ValueError(f"retention {text!r} must be at least 1h: a shorter one deletes runs still in flight")
     return timedelta(seconds=seconds)
 
 

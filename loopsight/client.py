@@ -395,7 +395,8 @@ class DuckDBSource(_AnalyticsQuestions):
         if not has_spans:
             con.close()
             raise SourceError(
-                f"{self.path} has no spans table: is it a loopsight database? (loopsight db upgrade --db PATH)"
+                f"{self.path} has no spans table: not a loopsight database "
+                "(`loopsight db upgrade --db PATH` makes a DuckDB file without tables one)"
             )
         outdated = _outdated(con)
         if outdated:

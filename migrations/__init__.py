@@ -4,6 +4,6 @@ Applied at collector start-up and by ``loopsight db upgrade``. Each revision is 
 ordered function in ``versions/`` and keeps existing data.
 """
 
-from loopsight.migrations.runner import current, upgrade
+from loopsight.migrations.runner import ForeignDatabase, current, upgrade
 
-__all__ = ["current", "upgrade"]
+__all__ = ["ForeignDatabase", "current", "upgrade"]

@@ -14,12 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from loopsight.errors import LoopsightError
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
     from alembic.config import Config
 
 HERE = Path(__file__).resolve().parent
 _REVISION = re.compile(r"""^(down_revision|revision)\s*=\s*(?:["']([^"']*)["']|None)""", re.M)
+
+
+class ForeignDatabase(LoopsightError, ValueError):
+    """The file holds tables but no loopsight schema: another program's database, left as it is."""
 
 
 def _register_impl() -> None:
@@ -75,6 +81,15 @@ def _quick_current(db_path: str) -> str | None:
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
         ).fetchone()
         if not found or not found[0]:
+            others = [
+                row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1 LIMIT 4").fetchall()
+            ]
+            if others:
+                shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+                raise ForeignDatabase(
+                    f"{db_path} holds another program's tables ({shown}) and no loopsight schema: "
+                    "loopsight keeps its spans in a file of its own, give it another --db"
+                )
             return None
         row = con.execute("SELECT version_num FROM alembic_version").fetchone()
         return row[0] if row else None
@@ -83,7 +98,8 @@ def _quick_current(db_path: str) -> str | None:
 
 
 def upgrade(db_path: str, revision: str = "head") -> str | None:
-    """Bring the database at ``db_path`` to ``revision``; returns the revision it is at.
+    """Bring the database at ``db_path`` to ``revision``; returns the revision it is at. Raises
+    :class:`ForeignDatabase` for a file holding tables but no loopsight schema (never added to).
 
     Example:
         >>> upgrade("/tmp/x.duckdb")  # doctest: +SKIP

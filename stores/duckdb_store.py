@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loopsight.ingest.batch import unique_spans
-from loopsight.migrations import upgrade
+from loopsight.migrations import ForeignDatabase, upgrade
 from loopsight.prices import PriceBook, default_book
 from loopsight.stores.derive import prune, reprice
 from loopsight.stores.duckdb_deriver import Deriver, rollback
@@ -220,7 +220,8 @@ class Store(Queued[_Pending]):
         """Check the directory, migrate the file to the newest schema and start the writer.
 
         Raises :class:`StoreError` with a readable message when the directory is missing or
-        read-only, the file is locked by another process or is not a DuckDB database.
+        read-only, the file is locked by another process, is not a DuckDB database or is another
+        program's (tables, no loopsight schema: left untouched).
         """
         check_path(path)
         # Query cursors share this instance: no SQL through them may read or write other files.
@@ -234,6 +235,8 @@ class Store(Queued[_Pending]):
         try:
             upgrade(path)
             con = duckdb.connect(path, config=config)
+        except ForeignDatabase as exc:
+            raise StoreError(str(exc)) from None
         except Exception as exc:  # duckdb and SQLAlchemy wrap the same few causes
             raise StoreError(explain_io_error(path, exc)) from None
         return cls(con, path, **kwargs)

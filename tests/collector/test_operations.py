@@ -7,11 +7,14 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import duckdb
 import httpx
 import pytest
 from spans import make_run, request_of, span_count
+
+OTLP_FILE = sorted((Path(__file__).resolve().parent / "fixtures").glob("*.json"))[0]
 
 PB = {"Content-Type": "application/x-protobuf"}
 
@@ -166,6 +169,9 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
     with damaged.open("r+b") as f:  # every block after the headers, the catalog's included
         f.seek(12288)
         f.write(b"\xff" * (damaged.stat().st_size - 12288))
+    foreign = tmp_path / "shop.duckdb"  # another program's database: refused, never added to
+    with duckdb.connect(str(foreign)) as con:
+        con.execute("CREATE TABLE orders AS SELECT 1 AS id")
     free = ["--http-port", str(free_tcp_port()), "--grpc-port", str(free_tcp_port())]
     cases = {  # each fails before binding anything, so they can share the free ports
         "locked by another process": ["--db", collector_server.db_path],
@@ -183,6 +189,8 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
         "<= 86400": ["--db", str(tmp_path / "i.duckdb"), "--alert-interval", "1e10"],
         "not a duration": ["--db", str(tmp_path / "b.duckdb"), "--retention", "soon"],
         "longer than 100 years": ["--db", str(tmp_path / "c.duckdb"), "--retention", "99999999999d"],
+        "must be at least 1h": ["--db", str(tmp_path / "g.duckdb"), "--retention", "1ms"],
+        "another program's tables (orders)": ["--db", str(foreign)],
         "has no DuckDB file header": ["--db", str(json_file)],
         "less than or equal to 65535": ["--db", str(tmp_path / "d.duckdb"), "--http-port", "99999"],
         "should be >= 0.1": ["--db", str(tmp_path / "e.duckdb"), "--alert-interval", "-1"],
@@ -194,6 +202,16 @@ def test_clear_messages_when_it_cannot_start(collector_server, tmp_path, free_tc
         assert_clean_failure(result, needle)
         if needle != "locked by another process":  # a checksum error "in block at ..." is no lock
             assert "locked" not in result.stderr, result.stderr
+    with duckdb.connect(str(foreign), read_only=True) as con:
+        assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == [("orders",)]
+    for command, needle in (
+        (["ingest", str(OTLP_FILE), "--db", str(foreign)], "no loopsight schema"),
+        (["db", "upgrade", "--db", str(foreign)], "no loopsight schema"),
+        (["runs", "--db", str(foreign)], "not a loopsight database"),
+    ):
+        assert_clean_failure(run_cli(*command), needle)
+    with duckdb.connect(str(foreign), read_only=True) as con:
+        assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == [("orders",)]
 
     if os.geteuid() != 0:  # root writes anywhere
         read_only = tmp_path / "ro"
