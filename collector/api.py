@@ -22,7 +22,7 @@ from loopsight.analytics.budgets import KINDS as BUDGET_KINDS
 from loopsight.analytics.sql import Connection
 from loopsight.analytics.stalls import STALL_KINDS, STUCK_MAX_AGE_SECONDS
 from loopsight.attributes import LOOP_KINDS
-from loopsight.config import parse_duration
+from loopsight.config import DurationTooLong, parse_duration
 from loopsight.errors import LoopsightError
 from loopsight.stores import STORE_ERRORS
 from loopsight.stores.protocol import Reader
@@ -61,6 +61,8 @@ def parse_time(name: str, value: str | None, now: datetime | None = None) -> dat
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    except DurationTooLong:
+        raise BadParameter(f"{name}={value!r} reaches back more than 100 years") from None
     except (ValueError, OverflowError):
         raise BadParameter(f"{name}={value!r} is not an ISO-8601 time or a relative time like -15m") from None
     return parsed

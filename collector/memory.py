@@ -24,7 +24,7 @@ Example:
     >>> MemoryBudget.parse("300MB")
     Traceback (most recent call last):
     ...
-    ValueError: 300MB is too small: the collector needs 272 MiB for itself and 96 MiB for DuckDB (at least 400MB in all)
+    ValueError: 300MB is too small: the collector needs 272 MiB for itself, 96 MiB for DuckDB and 32 MiB for requests in flight (at least 400MB in all)
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ class MemoryBudget:
         if duckdb_bytes < MIN_DUCKDB:
             least = PROCESS_RESERVE + int(MIN_DUCKDB / DUCKDB_SHARE)
             raise ValueError(
-                f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB for itself and "
-                f"{MIN_DUCKDB // MIB} MiB for DuckDB (at least {least // MIB}MB in all)"
+                f"{text} is too small: the collector needs {PROCESS_RESERVE // MIB} MiB for itself, "
+                f"{MIN_DUCKDB // MIB} MiB for DuckDB and {(least - PROCESS_RESERVE - MIN_DUCKDB) // MIB} MiB "
+                f"for requests in flight (at least {least // MIB}MB in all)"
             )
         return cls(total, duckdb_bytes, working - duckdb_bytes)
 

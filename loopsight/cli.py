@@ -193,11 +193,12 @@ def _read_source(
     if len(chosen) > 1:
         envvars = " and ".join(_ENVVARS[name] for name in chosen)
         raise fail(f"{envvars} are both set: give one of --collector, --db or --store to choose")
+    said = {name: f"--{name}" if _from_flag(ctx, name) else _ENVVARS.get(name, f"--{name}") for name in chosen}
     for name, value in chosen.items():
         if not value.strip():
-            raise fail(f"--{name} is empty: give a {'URL' if name != 'db' else 'file path'}")
+            raise fail(f"{said[name]} is empty: give a {'URL' if name != 'db' else 'file path'}")
     _quiet_drivers()
-    return _http_url("--collector", chosen.get("collector")), chosen.get("db"), chosen.get("store")
+    return _http_url(said.get("collector", ""), chosen.get("collector")), chosen.get("db"), chosen.get("store")
 
 
 def _write_store(ctx: typer.Context, store: str | None) -> str | None:

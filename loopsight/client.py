@@ -381,7 +381,7 @@ class DuckDBSource(_AnalyticsQuestions):
             if is_lock_conflict(text):
                 raise SourceUnreachable(
                     f"{self.path} is held by a running collector; read it through the collector instead "
-                    f"(loopsight dashboard --collector URL): {text}"
+                    f"(--collector URL): {text}"
                 ) from None
             raise SourceUnreachable(f"cannot open {self.path} read-only: {text}") from None
         try:

@@ -71,6 +71,10 @@ LONGEST_DURATION = 100 * 365 * 86400.0
 """Seconds in the longest duration anything takes (100 years: a window, a retention, a look-back)."""
 
 
+class DurationTooLong(ValueError):
+    """A well-formed duration over :data:`LONGEST_DURATION` (any other fault is a plain ``ValueError``)."""
+
+
 def parse_duration(text: str, what: str = "") -> float:
     """``"30s"``, ``"5m"``, ``"1h30m"``, ``"250ms"``, ``"2w"`` → seconds; ``what`` names the value in
     the error (a ``ValueError``) for anything else or for more than :data:`LONGEST_DURATION`.
@@ -81,7 +85,7 @@ def parse_duration(text: str, what: str = "") -> float:
         >>> parse_duration("1000000d", "window")
         Traceback (most recent call last):
         ...
-        ValueError: window '1000000d' is longer than 100 years
+        loopsight.config.DurationTooLong: window '1000000d' is longer than 100 years
     """
     cleaned = text.strip().lower() if isinstance(text, str) else ""
     named = f"{what} {text!r}" if what else repr(text)
@@ -89,7 +93,7 @@ def parse_duration(text: str, what: str = "") -> float:
         raise ValueError(f'{named} is not a duration like "30s", "5m", "1h" or "7d"')
     seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(cleaned))
     if seconds > LONGEST_DURATION:
-        raise ValueError(f"{named} is longer than 100 years")
+        raise DurationTooLong(f"{named} is longer than 100 years")
     return seconds
 
 

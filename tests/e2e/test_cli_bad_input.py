@@ -189,6 +189,15 @@ def test_sizes_runs_db_and_prices_errors_are_one_line(tmp_path: Path) -> None:
     one_error(tb, "B, KB, MB, GB or TB")
     empty = cli("runs", "--db", "", env={"LOOPSIGHT_COLLECTOR_URL": "http://127.0.0.1:9"})
     one_error(empty, "--db is empty")
+    for value, said in (
+        ("ftp://x", "LOOPSIGHT_COLLECTOR_URL 'ftp://x' is not an http(s) URL"),
+        (" ", "LOOPSIGHT_COLLECTOR_URL is empty"),
+    ):
+        from_env = cli("runs", env={"LOOPSIGHT_COLLECTOR_URL": value})
+        one_error(from_env, said)  # the variable is named, not a flag that was never given
+        assert "--collector" not in from_env.stderr, from_env.stderr
+    far = cli("runs", "--since", "-999999999d", "--collector", "http://127.0.0.1:9")
+    one_error(far, "--since '-999999999d' reaches back more than 100 years")
     prices = tmp_path / "bad.yaml"
     prices.write_text("a: [b\n")
     bad = cli("ingest", str(FIXTURES[0]), "--db", str(tmp_path / "x.duckdb"), "--prices", str(prices))

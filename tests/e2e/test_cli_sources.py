@@ -145,6 +145,9 @@ def test_ingest_sends_files_to_a_running_collector(start_collector, tmp_path: Pa
     assert refused.returncode == 1 and "401" in refused.stderr + refused.stdout
     mixed = cli("ingest", str(FIXTURES[0]), "--collector", running.url, "--db", str(tmp_path / "x.duckdb"))
     assert mixed.returncode == 2 and "--db" in mixed.stderr
+    held = cli("runs", "--db", running.db_path)  # the collector holds its file: runs points at --collector
+    assert held.returncode == 2 and "read it through the collector instead (--collector URL)" in held.stderr
+    assert "dashboard" not in held.stderr, held.stderr
     down = cli("ingest", str(FIXTURES[0]), "--collector", "http://127.0.0.1:9")
     assert down.returncode == 2 and "cannot send" in down.stderr
 
