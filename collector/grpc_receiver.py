@@ -26,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
+from loopsight.config import host_port
 from loopsight.ingest.otlp import parse_protobuf
 from loopsight.stores import QueueFull
 
@@ -135,7 +136,7 @@ def start_grpc(
         maximum_concurrent_rpcs=MAX_CONCURRENT_CALLS,
     )
     server.add_generic_rpc_handlers((TraceService(receiver, token, retry_after_seconds).handler(),))
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    address = host_port(host, port)
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError as exc:

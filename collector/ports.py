@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 
+from loopsight.config import host_port
 from loopsight.errors import LoopsightError
 
 
@@ -30,7 +31,7 @@ def check_port(host: str, port: int, what: str) -> None:
             sock.bind((host, port))
         except (OSError, UnicodeError) as exc:
             why = getattr(exc, "strerror", None) or exc
-            raise StartupError(f"cannot listen on {host}:{port} for {what}: {why}") from None
+            raise StartupError(f"cannot listen on {host_port(host, port)} for {what}: {why}") from None
 
 
 def check_distinct_ports(ports: dict[str, int]) -> None:

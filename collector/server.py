@@ -31,6 +31,7 @@ from loopsight.collector.memory import MemoryBudget, use_system_allocator
 from loopsight.collector.metrics import Metrics
 from loopsight.collector.ports import StartupError, check_distinct_ports, check_port
 from loopsight.collector.retention import Retention, parse_retention
+from loopsight.config import host_port
 from loopsight.ingest.embedding import default_model
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
@@ -211,8 +212,8 @@ def serve(
             "collector started",
             extra={
                 "event": "started",
-                "http": f"http://{host}:{http_port}",
-                "grpc": f"{host}:{grpc_port}" if grpc_port else None,
+                "http": f"http://{host_port(host, http_port)}",
+                "grpc": host_port(host, grpc_port) if grpc_port else None,
                 "store": _store_label(db, store_url),
                 "retention": retention,
                 "forward_to": forwarder.url if forwarder else None,
@@ -226,7 +227,7 @@ def serve(
             if grpc_server is not None:
                 grpc_server.stop(grace=10).wait(15)
         if not server.started:
-            raise StartupError(f"cannot listen on {host}:{http_port} for OTLP/HTTP")
+            raise StartupError(f"cannot listen on {host_port(host, http_port)} for OTLP/HTTP")
     finally:
         for component in reversed(started):
             if component is not forwarder:

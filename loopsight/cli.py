@@ -594,7 +594,11 @@ def runs_cmd(
         )
     console.print(table)
     if not runs:
-        err.print("no runs match", highlight=False)
+        from loopsight.attributes import TERMINATION_REASONS
+
+        unknown = termination is not None and termination not in TERMINATION_REASONS
+        hint = f" (--termination {termination!r} is none of {', '.join(TERMINATION_REASONS)})" if unknown else ""
+        err.print(f"no runs match{hint}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _share(part: int, rate: float | None) -> str:

@@ -277,3 +277,17 @@ def test_a_command_whose_extra_is_not_installed_says_which_to_install(tmp_path, 
     assert done.returncode == 1, output
     assert f"needs the {extra} extra (no module '{blocked}'): pip install 'loopsight[{extra}]'" in output, output
     assert "Traceback" not in output, output
+
+
+def test_an_ipv6_address_is_written_in_brackets(tmp_path, free_tcp_port):
+    try:
+        blocker = socket.socket(socket.AF_INET6)
+        blocker.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with blocker:
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        args = ["--db", str(tmp_path / "v6.duckdb"), "--host", "::1", "--grpc-port", str(free_tcp_port())]
+        result = run_cli("collector", *args, "--http-port", str(port))
+    assert_clean_failure(result, f"cannot listen on [::1]:{port} for OTLP/HTTP")

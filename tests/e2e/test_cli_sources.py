@@ -162,6 +162,11 @@ def test_runs_filters_and_columns(tmp_path: Path) -> None:
     failed = cli("runs", "--db", str(db), "--json", "--status", "error").stdout.splitlines()
     assert all(json.loads(line)["status"] == "error" for line in failed)
     assert cli("runs", "--db", str(db), "--json", "--since", "2999-01-01").stdout == ""
+    typo = cli("runs", "--db", str(db), "--termination", "max-steps")  # a producer's own reason is kept, so no refusal
+    assert (
+        typo.returncode == 0
+        and "no runs match (--termination 'max-steps' is none of completed, max_steps" in typo.stderr
+    )
     table = cli("runs", "--db", str(db)).stdout
     assert "retries" in table and "loops" in table and "started (UTC)" in table
     bad = cli("runs", "--db", str(db), "--since", "yesterday")
