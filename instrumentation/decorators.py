@@ -491,11 +491,13 @@ class LlmSpec(_Spec[LlmHandle]):
         if self.provider:
             attrs[A.PROVIDER_NAME] = self.provider
         run = _RUN.get()
-        step = None
-        if run is not None:
-            step = run._take_step(self.step)
-        elif self.step is not None:
-            step = self.step
+        step = self.step
+        enclosing = _CALL.get()
+        if step is None and isinstance(enclosing, (LlmHandle, ToolHandle)) and enclosing.run is run:
+            # inside a model call or a tool of the same run: part of that step, not a new one
+            step = enclosing.step
+        elif run is not None:
+            step = run._take_step(step)
         if step is not None:
             attrs[A.STEP] = step
         if CONTENT.enabled and binder is not None:
@@ -504,7 +506,7 @@ class LlmSpec(_Spec[LlmHandle]):
         span = tracer.start_span(
             f"{A.OP_CHAT} {model}" if model else A.OP_CHAT, kind=_CLIENT, attributes=attrs, start_time=STATE.clock()
         )
-        return LlmHandle(span, model, step, self.extract)
+        return LlmHandle(span, model, step, self.extract, run)
 
     def _noop(self) -> LlmHandle:
         return LlmHandle(_INVALID, self.model, self.step, self.extract)
@@ -543,10 +545,9 @@ class ToolSpec(_Spec[ToolHandle]):
         else:
             args = self.args if self.args is not None else {}
         step = self.step
-        if step is None:
-            run = _RUN.get()
-            if run is not None:
-                step = run.step
+        run = _RUN.get()
+        if step is None and run is not None:
+            step = run.step
         attempts = self.attempts or 1
         attrs: dict[str, Any] = {
             A.OPERATION_NAME: A.OP_EXECUTE_TOOL,
@@ -565,7 +566,7 @@ class ToolSpec(_Spec[ToolHandle]):
         span = tracer.start_span(
             f"{A.OP_EXECUTE_TOOL} {name}", kind=_INTERNAL, attributes=attrs, start_time=STATE.clock()
         )
-        return ToolHandle(span, name, step, attempts, self.check)
+        return ToolHandle(span, name, step, attempts, self.check, run)
 
     def _noop(self) -> ToolHandle:
         return ToolHandle(_INVALID, self.name or "tool", self.step, self.attempts or 1, self.check)
@@ -642,7 +643,9 @@ def llm(
 ) -> Any:
     """Trace a model call as a ``chat {model}`` CLIENT span (``chat`` if the model is unknown).
 
-    Inside a run each call takes the run's next step (0, 1, 2, ...; ``step=`` forces one).
+    Inside a run each call takes the run's next step (0, 1, 2, ...; ``step=`` forces one). A call
+    made inside another model call or inside a tool (a tool that summarises with a model) is part
+    of that step: it carries the enclosing call's ``loopsight.step`` and starts no step.
     Tokens and finish reasons are read from the return value (OpenAI, Anthropic, LiteLLM,
     ... objects or dicts) or by ``extract(result) -> Usage | dict``; generators, and a stream
     the function returns (``create(..., stream=True)``), are read chunk by chunk and the span

@@ -193,7 +193,8 @@ class RunHandle(SpanHandle):
 
     @property
     def steps(self) -> int:
-        """How many steps (model calls) the run has started so far."""
+        """How many steps the run has started so far: its model calls, less those made inside
+        another model call or a tool (they are part of that step)."""
         return self.root._next_step
 
     def terminate(self, reason: str, fallback: str | None = None) -> None:
@@ -266,14 +267,18 @@ class LlmHandle(SpanHandle):
         "model",
         "output_tokens",
         "response_model",
+        "run",
         "step",
         "usage_in_child",
     )
 
-    def __init__(self, span: Any, model: str | None, step: int | None, extract: Any = None) -> None:
+    def __init__(
+        self, span: Any, model: str | None, step: int | None, extract: Any = None, run: RunHandle | None = None
+    ) -> None:
         super().__init__(span)
         self.model = model
         self.step = step
+        self.run = run
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.cache_read_tokens: int | None = None
@@ -396,12 +401,21 @@ class ToolHandle(SpanHandle):
         ...         t.mark("empty_result")
     """
 
-    __slots__ = ("_check", "attempts", "name", "step")
+    __slots__ = ("_check", "attempts", "name", "run", "step")
 
-    def __init__(self, span: Any, name: str, step: int | None, attempts: int = 1, check: Any = None) -> None:
+    def __init__(
+        self,
+        span: Any,
+        name: str,
+        step: int | None,
+        attempts: int = 1,
+        check: Any = None,
+        run: RunHandle | None = None,
+    ) -> None:
         super().__init__(span)
         self.name = name
         self.step = step
+        self.run = run
         self.attempts = attempts
         self._check = check
 

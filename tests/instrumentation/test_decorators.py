@@ -182,6 +182,63 @@ def test_explicit_llm_step_moves_run_counter(loopsight_spans):
     assert loopsight_spans.by_name("execute_tool")[0].attributes[A.STEP] == 4
 
 
+def test_model_calls_inside_a_model_call_or_a_tool_start_no_step(loopsight_spans):
+    """A nested model call carries the enclosing step: the run's steps and later steps stay right."""
+
+    @loopsight.llm(model="inner")
+    def inner():
+        return {}
+
+    @loopsight.llm(model="outer")
+    def outer():
+        inner()
+        return {}
+
+    @loopsight.tool
+    def summarise(text):
+        inner()
+        return "short"
+
+    @loopsight.tool
+    def lookup():
+        return 1
+
+    with loopsight.agent("a") as run:
+        outer()
+        summarise("long text")
+        lookup()
+        outer()
+        assert run.steps == 2 and run.step == 1
+    steps = {}
+    for span in loopsight_spans.spans:
+        steps.setdefault(span.name, []).append(span.attributes.get(A.STEP))
+    assert steps["chat outer"] == [0, 1]
+    assert steps["chat inner"] == [0, 0, 1]
+    assert steps["execute_tool summarise"] == [0] and steps["execute_tool lookup"] == [0]
+
+
+def test_a_sub_agent_inside_a_tool_still_numbers_its_model_calls(loopsight_spans):
+    @loopsight.llm(model="m")
+    def model():
+        return {}
+
+    @loopsight.agent(name="sub")
+    def sub():
+        model()
+
+    @loopsight.tool
+    def delegate():
+        sub()
+
+    with loopsight.agent("main") as run:
+        model()
+        delegate()
+        model()
+    assert [c.attributes[A.STEP] for c in loopsight_spans.by_name("chat")] == [0, 1, 2]
+    assert loopsight_spans.by_name("execute_tool delegate")[0].attributes[A.STEP] == 0
+    assert run.steps == 3
+
+
 def test_exception_sets_error_and_propagates_unchanged(loopsight_spans):
     class Boom(Exception):
         pass
