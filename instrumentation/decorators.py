@@ -600,7 +600,8 @@ def agent(
     manager yielding a :class:`RunHandle`. ``name`` defaults to the function's name.
     Budgets go on the span as ``loopsight.budget.*``. The span always ends with
     ``loopsight.termination.reason``: what ``terminate()`` set, else ``completed``,
-    ``error`` (an exception escaped) or ``cancelled``.
+    ``error`` (an exception escaped) or ``cancelled``. A run that ends for any other reason than
+    ``completed`` has status ERROR and an ``error.type``: the exception's, else the reason.
 
     Example:
         >>> import loopsight

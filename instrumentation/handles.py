@@ -244,7 +244,7 @@ class RunHandle(SpanHandle):
         span.set_attribute(A.TERMINATION_REASON, reason)
         if reason != "completed" and not self._failed:
             # the loop gave up (a budget, a fatal tool error) without raising: the run failed all the same
-            span.set_status(Status(StatusCode.ERROR, reason))
+            self._fail(reason, None)
         if self.fallback is not None:
             span.set_attribute(A.FALLBACK, self.fallback)
 

@@ -276,6 +276,24 @@ def test_exception_keeps_terminate_reason(loopsight_spans):
     assert span.attributes[A.ERROR_CLASS] == "fatal"
 
 
+@pytest.mark.parametrize("reason", sorted(set(A.TERMINATION_REASONS) - {"completed"}))
+def test_a_run_ended_without_completing_has_error_type(loopsight_spans, reason):
+    """Status ERROR comes with ``error.type`` (OTel semantic conventions): the termination reason."""
+    with loopsight.agent("a") as run:
+        run.terminate(reason)
+    (span,) = loopsight_spans.spans
+    assert (span.status.status_code, span.status.description) == (StatusCode.ERROR, reason)
+    assert span.attributes[A.ERROR_TYPE] == reason and span.attributes[A.TERMINATION_REASON] == reason
+    assert A.ERROR_CLASS not in span.attributes
+
+
+def test_a_completed_run_has_no_error_type(loopsight_spans):
+    with loopsight.agent("a") as run:
+        run.terminate("completed")
+    (span,) = loopsight_spans.spans
+    assert span.status.status_code is StatusCode.UNSET and A.ERROR_TYPE not in span.attributes
+
+
 def test_keyboard_interrupt_is_cancelled(loopsight_spans):
     @loopsight.agent
     def run():
