@@ -128,31 +128,6 @@ def parse_choice(name: str, value: str | None, choices: tuple[str, ...], default
     return value
 
 
-class _ReadParams:
-    """A request whose query parameters remember which of them its parser read: any other is a
-    typo (``agnt=``) or does not apply, and answering as if it were absent would mislead."""
-
-    def __init__(self, request: Request) -> None:
-        self._request = request
-        self._params = request.query_params
-        self.read: set[str] = set()
-
-    @property
-    def query_params(self) -> _ReadParams:
-        return self
-
-    @property
-    def path_params(self) -> dict[str, Any]:
-        return self._request.path_params
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        self.read.add(key)
-        return self._params.get(key, default)
-
-    def unread(self) -> list[str]:
-        return sorted(set(self._params.keys()) - self.read)
-
-
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     now = _utcnow()
@@ -190,14 +165,8 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         """A handler that validates with ``parse`` (BadParameter -> 400) before touching the store."""
 
         async def handle(request: Request) -> JSONResponse:
-            reads = _ReadParams(request)
             try:
-                params = parse(cast(Request, reads))
-                unread = reads.unread()
-                if unread:
-                    takes = ", ".join(sorted(reads.read)) or "no parameters"
-                    shown = ", ".join(name[:64] for name in unread[:5])
-                    raise BadParameter(f"{request.url.path} does not take {shown} (it takes {takes})")
+                params = parse(request)
             except BadParameter as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
             return await answer(request, lambda con: work(con, params))

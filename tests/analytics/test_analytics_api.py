@@ -153,29 +153,9 @@ def test_injection_attempts_are_plain_values(
         assert answer.status_code == 200, answer.text
         body = answer.json()
         assert not any(value for value in body.values() if isinstance(value, list)), (path, body)
-    if set(params) <= {"agent", "service"}:  # what the overview filters by
-        overview = client.get("/api/v1/overview", params={**params, **CURRENT})
-        assert overview.status_code == 200, overview.text
+    overview = client.get("/api/v1/overview", params={**params, **CURRENT})
+    assert overview.status_code == 200
     assert len(client.get("/api/v1/runs").json()["runs"]) == len(world.runs)
-
-
-@pytest.mark.parametrize(
-    ("path", "params", "message"),
-    [
-        ("/api/v1/runs", {"agnt": "orders"}, "/api/v1/runs does not take agnt (it takes agent, limit, min_tokens, offset, q,"),
-        ("/api/v1/overview", {"tool": "search"}, "/api/v1/overview does not take tool (it takes agent, service,"),
-        ("/api/v1/runs", {"sort": "tokens", "status": "error"}, "does not take status"),
-        ("/api/v1/loops", {"kind": "exact", "kinds": "semantic"}, "does not take kinds"),
-        (f"/api/v1/runs/{'ab' * 16}", {"limit": "5"}, "does not take limit (it takes no parameters)"),
-    ],
-)
-def test_a_parameter_an_endpoint_does_not_take_is_400_not_ignored(
-    client: TestClient, path: str, params: dict, message: str
-) -> None:
-    """A typo or a filter that does not apply would otherwise answer as if it were absent: all runs."""
-    answer = client.get(path, params=params)
-    assert answer.status_code == 400, answer.text
-    assert message in answer.json()["error"]
 
 
 def test_relative_times_and_bounds_are_accepted(client: TestClient) -> None:
