@@ -2,7 +2,9 @@
 
 A handle owns one span. Every method is safe to call at any time: on a finished span or
 with tracing off it does nothing, and a failure inside loopsight is logged once and
-swallowed, never raised into the application.
+swallowed, never raised into the application. A wrong argument is the caller's error: every
+method checks its arguments first (:mod:`loopsight.checks`) and refuses one with a
+``TypeError`` / ``ValueError`` naming the parameter, whatever the span's state.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def _bounded(text: str) -> str:
     return head + config.TRUNCATION_MARKER if cut else head
 
 
+def _check_error(error: Any) -> None:
+    """``error`` of ``retry`` / ``fail``: an exception or a non-empty ``error.type`` string."""
+    checks.instance("error", error, (BaseException, str), hint=" (an exception or an error.type string)")
+    if isinstance(error, str):
+        checks.text("error", error, empty=False)
+
+
 def _is_cancel(exc: BaseException) -> bool:
     # asyncio is not imported just for this: without asyncio loaded no CancelledError exists.
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -69,12 +78,13 @@ class SpanHandle:
         return not self._ended and self.span is not _INVALID
 
     def set_attribute(self, key: str, value: Any) -> None:
-        """Set one span attribute (any OTel attribute value).
+        """Set one span attribute (any OTel attribute value); ``key`` is a non-empty str.
 
         Example:
             >>> with loopsight.llm(model="gpt-4o") as call:   # doctest: +SKIP
             ...     call.set_attribute("loopsight.context.mode", "compact")
         """
+        checks.text("key", key, empty=False)
         try:
             if not self._ended:
                 self.span.set_attribute(key, value)
@@ -426,8 +436,10 @@ class ToolHandle(SpanHandle):
 
         ``error`` is the exception (classified) or an ``error.type`` string (class
         ``transient`` unless given). Without ``backoff_ms``, a ``retry_after`` (seconds) on
-        loopsight's own errors is used.
+        loopsight's own errors is used. Another ``error`` (``None``, a number, ``""``) is a
+        ``TypeError`` / ``ValueError``, as is a negative ``backoff_ms`` or an unknown class.
         """
+        _check_error(error)
         checks.non_negative_number("backoff_ms", backoff_ms, optional=True)
         checks.one_of("error_class", error_class, A.ERROR_CLASSES, optional=True)
         try:
@@ -451,21 +463,27 @@ class ToolHandle(SpanHandle):
     def loop_detected(self, kind: str, similarity: float | None = None) -> None:
         """Mark this call as where a loop guard fired (``exact`` ``oscillation``
         ``repeated_error`` ``semantic``): sets ``loopsight.loop.kind`` and adds a
-        ``loop_detected`` event."""
+        ``loop_detected`` event. ``similarity`` (for ``semantic``) is a number >= 0; another
+        kind or similarity is a ``ValueError`` / ``TypeError``."""
         checks.one_of("kind", kind, A.LOOP_KINDS)
+        similarity = checks.non_negative_number("similarity", similarity, optional=True)
         try:
             if self._ended:
                 return
             attrs: dict[str, Any] = {A.LOOP_KIND: str(kind)}
             if similarity is not None:
-                attrs[A.LOOP_SIMILARITY] = float(similarity)
+                attrs[A.LOOP_SIMILARITY] = similarity
             self.span.set_attributes(attrs)
             self.span.add_event(A.EVENT_LOOP_DETECTED, attrs, timestamp=STATE.clock())
         except Exception as exc:
             internal_error("tool.loop_detected", exc)
 
     def fail(self, error: BaseException | str, error_class: str | None = None) -> None:
-        """Mark the call failed without raising: status ERROR, ``error.type``, class."""
+        """Mark the call failed without raising: status ERROR, ``error.type``, class.
+
+        ``error`` is the exception (classified) or an ``error.type`` string; anything else is a
+        ``TypeError`` / ``ValueError``, as is an unknown ``error_class``."""
+        _check_error(error)
         checks.one_of("error_class", error_class, A.ERROR_CLASSES, optional=True)
         try:
             if not self._ended:

@@ -252,6 +252,61 @@ def test_tool_handle_refuses_unknown_values(loopsight_spans, caplog):
     assert span.status.is_ok and not span.events and A.LOOP_KIND not in span.attributes
 
 
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda t: t.retry(None), TypeError, r"error must be a BaseException or str .*, got None"),
+        (lambda t: t.retry(""), ValueError, "error must be a non-empty str"),
+        (lambda t: t.fail(123), TypeError, r"error must be a BaseException or str .*, got 123"),
+        (lambda t: t.fail(None, error_class="fatal"), TypeError, "error must be a BaseException or str"),
+        (lambda t: t.loop_detected("semantic", similarity="high"), TypeError, "similarity must be a number"),
+        (lambda t: t.loop_detected("semantic", similarity=-0.5), ValueError, "similarity must be a finite number >= 0"),
+        (lambda t: t.loop_detected("semantic", similarity=float("nan")), ValueError, "similarity must be a finite"),
+        (lambda t: t.set_attribute(5, "v"), TypeError, "key must be a str"),
+        (lambda t: t.set_attribute("", "v"), ValueError, "key must be a non-empty str"),
+    ],
+    ids=[
+        "retry-None",
+        "retry-empty",
+        "fail-int",
+        "fail-None",
+        "similarity-str",
+        "similarity-negative",
+        "similarity-nan",
+        "key-int",
+        "key-empty",
+    ],
+)
+def test_tool_handle_checks_every_argument_the_same_way(loopsight_spans, caplog, call, error, message):
+    """retry(None), fail(123) and loop_detected(similarity="high") used to record a wrong span or
+    be swallowed as an internal error; like mark() and terminate(), they are refused."""
+    STATE._logged.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="loopsight"),
+        loopsight.tool("t") as t,
+        pytest.raises(error, match=message),
+    ):
+        call(t)
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    (span,) = loopsight_spans.spans
+    assert span.status.is_ok and not span.events
+    assert span.attributes[A.TOOL_ATTEMPTS] == 1 and A.ERROR_TYPE not in span.attributes
+    assert A.LOOP_KIND not in span.attributes
+    with pytest.raises(error, match=message):
+        call(t)  # on an ended handle too
+
+
+def test_valid_handle_arguments_are_recorded(loopsight_spans):
+    with loopsight.tool("t") as t:
+        t.retry("429")
+        t.loop_detected("semantic", similarity=0.93)
+        t.set_attribute("k", "v")
+        t.fail(TimeoutError("slow"))
+    (span,) = loopsight_spans.spans
+    assert span.attributes[A.TOOL_ATTEMPTS] == 2 and span.attributes[A.LOOP_SIMILARITY] == 0.93
+    assert span.attributes["k"] == "v" and span.attributes[A.ERROR_TYPE] == "TimeoutError"
+
+
 def test_check_verdicts_outside_the_vocabulary_never_break_the_call(loopsight_spans, caplog):
     """A user check answering nonsense at call time is logged: the decorated call still returns."""
     STATE._logged.clear()
