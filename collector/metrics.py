@@ -169,38 +169,38 @@ class Metrics:
                 [("", getattr(stats, "failed_commits", 0))],
             )
             pending = getattr(store, "derive_pending_commits", None)
-            if pending is not None:  # the DuckDB store derives runs in passes of its own
+            if pending is not None:  # the DuckDB store counts the commits its next pass derives
                 family(
                     "loopsight_derive_pending_commits",
                     "gauge",
                     "Commits whose traces the next derive pass will derive.",
                     [("", pending)],
                 )
-                family(
-                    "loopsight_derive_passes_total",
-                    "counter",
-                    "Derive passes completed (run ids, steps, per-run tables).",
-                    [("", stats.derive_passes)],
-                )
-                family(
-                    "loopsight_derive_failures_total",
-                    "counter",
-                    "Derive passes rolled back after an error; their traces stay pending for the next one "
-                    "(after an error in the data, they are derived in parts at once).",
-                    [("", stats.failed_derives)],
-                )
-                family(
-                    "loopsight_derive_set_aside_traces_total",
-                    "counter",
-                    "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",
-                    [("", stats.set_aside_traces)],
-                )
-                family(
-                    "loopsight_derive_seconds_total",
-                    "counter",
-                    "Time spent in completed derive passes.",
-                    [("", float(stats.derive_seconds_sum))],
-                )
+            family(
+                "loopsight_derive_passes_total",
+                "counter",
+                "Derive passes completed (run ids, steps, per-run tables).",
+                [("", stats.derive_passes)],
+            )
+            family(
+                "loopsight_derive_failures_total",
+                "counter",
+                "Derive passes rolled back after an error; their traces stay pending for the next one "
+                "(after an error in the data, they are derived in parts at once).",
+                [("", stats.failed_derives)],
+            )
+            family(
+                "loopsight_derive_set_aside_traces_total",
+                "counter",
+                "Traces whose derivation failed on their own: spans kept, runs left out of the per-run tables.",
+                [("", stats.set_aside_traces)],
+            )
+            family(
+                "loopsight_derive_seconds_total",
+                "counter",
+                "Time spent in completed derive passes.",
+                [("", float(stats.derive_seconds_sum))],
+            )
             size = getattr(store, "size_bytes", None)
             if size is not None:
                 family("loopsight_db_size_bytes", "gauge", "Database file plus write-ahead log.", [("", size())])

@@ -133,6 +133,10 @@ def test_retention_on_clickhouse_deletes_old_spans_and_runs(start_collector, tmp
     runs = httpx.get(server.url + "/api/v1/runs", params={"since": "-60d"}, timeout=30).json()["runs"]
     assert {r["agent"] for r in runs} == {"fresh"}
     assert "retention pass failed" not in server.log()
+    # the derive passes are counted on ClickHouse too (docs/api.md); only the commit gauge is DuckDB's
+    assert metric(server, "loopsight_derive_passes_total") >= 1
+    assert metric(server, "loopsight_derive_seconds_total") > 0
+    assert metric(server, "loopsight_derive_set_aside_traces_total") == 0
 
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
