@@ -26,6 +26,7 @@ from loopsight.redaction import add_patterns, compile_patterns, redact_head
 from loopsight.redaction import redact as redact  # used from here by handles and loopsight.instrumentation
 
 DEFAULT_MAX_LENGTH = 4096
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class _ContentSettings:
@@ -68,6 +69,29 @@ def set_capture(
     if max_length is not None:
         SETTINGS.max_length = max_length
     add_patterns(patterns)
+
+
+def clean_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a surrogate pair joined into its character, a lone surrogate
+    (bytes read with ``surrogateescape``, a cut pair) replaced by U+FFFD. An OTLP exporter drops an
+    attribute holding one, and a span name holding one loses the whole batch.
+
+    Example:
+        >>> clean_text("bad \\udc80 byte"), clean_text("\\ud83d\\ude00")
+        ('bad � byte', '😀')
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    """An attribute value with :func:`clean_text` applied to it, or to each string of a list or tuple."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, str) for v in value):
+        return type(value)(clean_text(v) if isinstance(v, str) else v for v in value)
+    return value
 
 
 def capture_enabled() -> bool:
@@ -131,11 +155,11 @@ def render(value: Any) -> str:
     """Text for a captured value: strings as they are, bytes decoded as UTF-8 (undecodable bytes
     as U+FFFD), anything else as canonical JSON (bytes inside decoded the same way), cut to the
     length limit and redacted, in that order: only the kept head and a margin past it are read
-    (a ``…[truncated N chars]`` suffix says how much was cut).
+    (a ``…[truncated N chars]`` suffix says how much was cut). Lone surrogates become U+FFFD.
 
     Example:
         >>> render({"body": b"Authorization: Bearer abc.def-123"})
         '{"body":"Authorization: [REDACTED:bearer]"}'
     """
     text, cut = redact_head(_text_of(value), SETTINGS.max_length)
-    return f"{text}…[truncated {cut} chars]" if cut else text
+    return clean_text(f"{text}…[truncated {cut} chars]" if cut else text)

@@ -20,7 +20,7 @@ from loopsight import checks
 from loopsight.hashing import args_hash
 
 from .content import SETTINGS as CONTENT
-from .content import render
+from .content import clean_text, render
 from .handles import _CALL, _INVALID, _RUN, LlmHandle, RunHandle, SpanHandle, ToolHandle
 from .state import STATE, internal_error
 
@@ -34,7 +34,13 @@ _CLIENT = SpanKind.CLIENT
 def _callable_name(fn: Any) -> str:
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return getattr(fn, "__name__", None) or type(fn).__name__
+    return clean_text(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+def _text(name: str, value: Any) -> str | None:
+    """An optional str argument, checked, as a span can carry it (:func:`clean_text`)."""
+    text = checks.text(name, value, optional=True)
+    return None if text is None else clean_text(text)
 
 
 Binder = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
@@ -431,8 +437,8 @@ class AgentSpec(_Spec[RunHandle]):
         max_seconds: float | None = None,
         conversation_id: str | None = None,
     ) -> None:
-        self.name = checks.text("name", name, optional=True)
-        self.conversation_id = checks.text("conversation_id", conversation_id, optional=True)
+        self.name = _text("name", name)
+        self.conversation_id = _text("conversation_id", conversation_id)
         self.budget: dict[str, Any] = {}
         for key, value in (
             (A.BUDGET_MAX_STEPS, checks.positive_int("max_steps", max_steps, optional=True)),
@@ -477,8 +483,8 @@ class LlmSpec(_Spec[LlmHandle]):
         extract: Callable[[Any], Any] | None = None,
         step: int | None = None,
     ) -> None:
-        self.model = checks.text("model", model, optional=True)
-        self.provider = checks.text("provider", provider, optional=True)
+        self.model = _text("model", model)
+        self.provider = _text("provider", provider)
         self.extract = checks.function("extract", extract, optional=True)
         self.step = checks.non_negative_int("step", step, optional=True)
         self._stack: list[LlmHandle] = []
@@ -529,12 +535,12 @@ class ToolSpec(_Spec[ToolHandle]):
         call_id: str | None = None,
         check: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self.name = checks.text("name", name, optional=True)
+        self.name = _text("name", name)
         self.args = args
         self.idempotent = checks.flag("idempotent", idempotent, optional=True)
         self.step = checks.non_negative_int("step", step, optional=True)
         self.attempts = checks.positive_int("attempts", attempts, optional=True)
-        self.call_id = checks.text("call_id", call_id, optional=True)
+        self.call_id = _text("call_id", call_id)
         self.check = checks.function("check", check, optional=True)
         self._stack: list[ToolHandle] = []
 

@@ -24,7 +24,7 @@ from loopsight.hashing import canonical_json
 from loopsight.results import result_hash
 
 from .content import SETTINGS as CONTENT
-from .content import redact_head, render
+from .content import clean_text, clean_value, redact_head, render
 from .errors import classify, error_of
 from .nesting import OPEN_LLM
 from .state import STATE, internal_error
@@ -36,10 +36,10 @@ _CALL: contextvars.ContextVar[SpanHandle | None] = contextvars.ContextVar("loops
 
 def _bounded(text: str) -> str:
     """Exception text as the collector keeps it by default (its first 8,192 characters), cut before
-    it is redacted: a 10 MB message costs the agent what its head costs."""
+    it is redacted: a 10 MB message costs the agent what its head costs; lone surrogates as U+FFFD."""
     limit = config.DEFAULT_MAX_ATTRIBUTE_LENGTH - len(config.TRUNCATION_MARKER)
     head, cut = redact_head(text, limit)
-    return head + config.TRUNCATION_MARKER if cut else head
+    return clean_text(head + config.TRUNCATION_MARKER if cut else head)
 
 
 def _check_error(error: Any) -> None:
@@ -87,12 +87,13 @@ class SpanHandle:
         checks.text("key", key, empty=False)
         try:
             if not self._ended:
-                self.span.set_attribute(key, value)
+                self.span.set_attribute(clean_text(key), clean_value(value))
         except Exception as exc:
             internal_error("set_attribute", exc)
 
     def _fail(self, error_type: str, error_class: str | None) -> None:
         self._failed = True
+        error_type = clean_text(error_type)
         span = self.span
         span.set_status(Status(StatusCode.ERROR, error_type))
         span.set_attribute(A.ERROR_TYPE, error_type)
@@ -390,11 +391,12 @@ class LlmHandle(SpanHandle):
             if self.cache_write_tokens is not None:
                 span.set_attribute(A.USAGE_CACHE_CREATION_INPUT_TOKENS, self.cache_write_tokens)
         if self.finish_reasons:
-            span.set_attribute(A.RESPONSE_FINISH_REASONS, tuple(self.finish_reasons))
+            span.set_attribute(A.RESPONSE_FINISH_REASONS, clean_value(tuple(self.finish_reasons)))
         if self.response_model is not None:
-            span.set_attribute(A.RESPONSE_MODEL, self.response_model)
+            model = clean_text(self.response_model)
+            span.set_attribute(A.RESPONSE_MODEL, model)
             if self.model is None:
-                span.update_name(f"{A.OP_CHAT} {self.response_model}")
+                span.update_name(f"{A.OP_CHAT} {model}")
 
 
 class ToolHandle(SpanHandle):
@@ -450,7 +452,7 @@ class ToolHandle(SpanHandle):
                 retry_after = getattr(error, "retry_after", None)
                 if isinstance(retry_after, (int, float)):
                     backoff_ms = retry_after * 1000.0
-            attrs: dict[str, Any] = {A.ERROR_TYPE: error_type, A.ERROR_CLASS: eclass}
+            attrs: dict[str, Any] = {A.ERROR_TYPE: clean_text(error_type), A.ERROR_CLASS: eclass}
             if backoff_ms is not None:
                 attrs[A.BACKOFF_MS] = float(backoff_ms)
             self.attempts += 1

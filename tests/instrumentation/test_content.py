@@ -304,3 +304,61 @@ def test_bytes_are_captured_as_text_and_redacted(loopsight_spans, capture):
     )
     assert span.attributes[A.TOOL_CALL_RESULT] == "echo: Authorization: [REDACTED:bearer]"
     assert body.hex() not in args and "abcdefghijklmnopqrstuvwx" not in args
+
+
+def _encoded(spans):
+    """The spans as the OTLP exporter sends them (its protobuf encoder), by span name; an attribute
+    the encoder could not write is missing from them."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    request = MessageToDict(encode_spans(spans))
+    out = {}
+    for scope in request["resourceSpans"][0]["scopeSpans"]:
+        for span in scope["spans"]:
+            out[span["name"]] = span
+    return out
+
+
+def _values(attributes):
+    return {kv["key"]: next(iter(kv["value"].values())) for kv in attributes}
+
+
+def test_a_lone_surrogate_in_an_exception_message_reaches_the_exporter(loopsight_spans):
+    """A message holding undecodable bytes read with surrogateescape lost exception.message and
+    exception.stacktrace at export (protobuf cannot encode a lone surrogate)."""
+    with pytest.raises(ValueError), loopsight.tool("t"):
+        raise ValueError("bad \udc80 byte")
+    (event,) = _encoded(loopsight_spans.spans)["execute_tool t"]["events"]
+    attributes = _values(event["attributes"])
+    assert attributes["exception.message"] == "bad \ufffd byte"
+    assert attributes["exception.stacktrace"].rstrip().endswith("ValueError: bad \ufffd byte")
+
+
+def test_user_strings_with_surrogates_reach_the_exporter(loopsight_spans, capture):
+    """Names, error types, attributes, finish reasons and captured content: a lone surrogate is
+    U+FFFD, a surrogate pair its character (a span name holding one lost the whole batch)."""
+    with loopsight.agent("agent\udc80", conversation_id="c\udcff") as run:
+        with loopsight.llm("m\ud800") as call:
+            call.set_usage(1, 1, ["stop\udc80"])
+        with loopsight.tool("read\udc80", args={"path": "/tmp/\udcff.txt"}) as t:
+            t.retry("429\ud800")
+            t.set_attribute("k", "v\udc80")
+            t.set_attribute("many", ["a\udc80", "\ud83d\ude00"])
+            t.fail(loopsight.PermanentToolError("gone", error_type="gone\udc80"))
+        run.terminate("completed")
+    spans = _encoded(loopsight_spans.spans)
+    assert set(spans) == {"invoke_agent agent\ufffd", "chat m\ufffd", "execute_tool read\ufffd"}
+    run_attrs = _values(spans["invoke_agent agent\ufffd"]["attributes"])
+    assert run_attrs[A.AGENT_NAME] == "agent\ufffd" and run_attrs[A.CONVERSATION_ID] == "c\ufffd"
+    chat = _values(spans["chat m\ufffd"]["attributes"])
+    assert chat[A.REQUEST_MODEL] == "m\ufffd"
+    assert chat[A.RESPONSE_FINISH_REASONS] == {"values": [{"stringValue": "stop\ufffd"}]}
+    tool_span = spans["execute_tool read\ufffd"]
+    tool_attrs = _values(tool_span["attributes"])
+    assert tool_attrs[A.TOOL_CALL_ARGUMENTS] == '{"path":"/tmp/\ufffd.txt"}'
+    assert tool_attrs["k"] == "v\ufffd"
+    assert tool_attrs["many"] == {"values": [{"stringValue": "a\ufffd"}, {"stringValue": "😀"}]}
+    assert tool_attrs[A.ERROR_TYPE] == "gone\ufffd" and tool_span["status"]["message"] == "gone\ufffd"
+    (retry,) = tool_span["events"]
+    assert _values(retry["attributes"])[A.ERROR_TYPE] == "429\ufffd"
