@@ -151,7 +151,9 @@ class GuardConfig:
     ``semantic_threshold`` / ``semantic_window``: cosine similarity of the query text to
     one of the last ``semantic_window`` calls of the same tool with the same :func:`frame`
     that blocks a call.
-    ``min_query_chars``: shorter query texts are not compared semantically.
+    ``min_query_chars`` / ``max_query_chars``: shorter query texts, and longer ones (a document
+    passed as an argument, not a query: embedding it would cost seconds), are not compared
+    semantically; exact repeats and oscillations are still blocked.
     """
 
     exact_threshold: int = 3
@@ -159,6 +161,7 @@ class GuardConfig:
     semantic_threshold: float = 0.88
     semantic_window: int = 5
     min_query_chars: int = 8
+    max_query_chars: int = 2000
     embedder: Embedder = field(default_factory=HashingEmbedder)
 
 
@@ -223,9 +226,12 @@ class LoopGuard:
                 )
         return self._semantic(tool, args, args_hash)
 
+    def _comparable(self, text: str) -> bool:
+        return self.config.min_query_chars <= len(text) <= self.config.max_query_chars
+
     def _semantic(self, tool: str, args: Any, args_hash: str) -> GuardHit | None:
         text = query_text(args)
-        if len(text) < self.config.min_query_chars:
+        if not self._comparable(text):
             return None
         vector = self.config.embedder(text)
         shape = frame(args)
@@ -249,7 +255,7 @@ class LoopGuard:
         key = (tool, args_hash)
         self._counts[key] = self._counts.get(key, 0) + 1
         text = query_text(args)
-        vector = self.config.embedder(text) if len(text) >= self.config.min_query_chars else None
+        vector = self.config.embedder(text) if self._comparable(text) else None
         self._calls.append(_Call(tool, args_hash, text, vector, outcome, frame(args)))
 
     def record_failure(self, tool: str, error_type: str | None) -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from loopsight.react import silent
 from loopsight.react.context import ContextPolicy, estimate_messages, estimate_tokens
-from loopsight.react.guard import HashingEmbedder, LoopGuard, cosine
+from loopsight.react.guard import GuardConfig, HashingEmbedder, LoopGuard, cosine
 from loopsight.react.retry import RetryPolicy
 from loopsight.react.schema import missing_required, validate
 from loopsight.react.silent import SilentConfig, default_checks, detect
@@ -69,6 +69,31 @@ def test_guard_semantic_window_is_bounded():
     for i in range(5):
         guard.record("search", {"q": f"unrelated topic number {i} about shipping"}, f"h{i + 1}", "ok")
     assert guard.check("search", {"q": "refund policy damaged items!"}, "hx") is None  # out of the last 5
+
+
+def test_guard_compares_queries_not_documents_passed_as_arguments():
+    """A 2 MB argument took 6 s to embed, twice a call; a text over max_query_chars is not embedded,
+    while exact repeats of it are still blocked."""
+    embedded: list[int] = []
+
+    def embedder(text: str) -> list[float]:
+        embedded.append(len(text))
+        return HashingEmbedder()(text)
+
+    guard = LoopGuard(GuardConfig(embedder=embedder))
+    document = "the quarterly report says revenue grew " * 60  # 2,340 characters
+    for hash_, text in (("h1", document), ("h2", document + " again")):
+        assert guard.check("summarize", {"text": text}, hash_) is None
+        guard.record("summarize", {"text": text}, hash_, "ok")
+    assert embedded == []
+    for _ in range(2):
+        guard.record("summarize", {"text": document}, "h1", "ok")
+    hit = guard.check("summarize", {"text": document}, "h1")
+    assert hit is not None and hit.kind == "exact"
+    short = {"q": "quarterly report revenue"}
+    guard.record("search", short, "h3", "ok")
+    assert guard.check("search", {"q": "quarterly report revenue?"}, "h4") is not None  # queries still are
+    assert embedded and max(embedded) <= GuardConfig().max_query_chars
 
 
 def test_guard_frame_numbers_named_as_ids_are_entities_other_numbers_knobs():
