@@ -478,7 +478,8 @@ RUN = Rule(
 )
 STEP = Rule(
     "A step is one model turn: a model call and the tool calls it asked for. A model call inside a "
-    "model call (another instrumentation's span for the same request) is the same step. Where a "
+    "model call (another instrumentation's span for the same request) or inside a tool (a tool that "
+    "summarises with a model) is the same step. Where a "
     "producer gives no step, a run's model calls are numbered by start time and a tool call takes "
     "the step of the last model call begun before it.",
     "span_type IN ('llm', 'tool')",

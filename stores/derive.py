@@ -96,8 +96,9 @@ WHERE spans."Timestamp" >= $since
 
 # Producers other than loopsight rarely number steps: number a run's llm spans by start
 # time, and give each tool span the step of the last llm span started before it. An llm
-# span under an llm span (an instrumentor's chat span inside our model call) is part of
-# that call: it takes the step of its top-most llm ancestor and is not numbered itself.
+# span under an llm span (an instrumentor's chat span inside our model call) or under a tool
+# span (a tool that summarises with a model) is part of that call: it takes the step of its
+# top-most llm or tool ancestor and is not numbered itself, as the decorators number it.
 # Only spans without a step are filled, so a producer's own numbering is never changed.
 DERIVE_STEPS_SQL = """
 WITH RECURSIVE open_traces AS (
@@ -113,7 +114,7 @@ calls AS (
 ),
 nested AS (
     SELECT c.tid, c.sid, p.sid AS parent FROM calls c JOIN calls p ON p.tid = c.tid AND p.sid = c.pid
-    WHERE c.span_type = 'llm' AND p.span_type = 'llm'
+    WHERE c.span_type = 'llm' AND p.span_type IN ('llm', 'tool')
 ),
 up(tid, sid, anc, depth) AS (
     SELECT tid, sid, parent, 1 FROM nested
@@ -129,14 +130,19 @@ llm AS (
     FROM calls c ANTI JOIN nested x ON x.tid = c.tid AND x.sid = c.sid
     WHERE c.span_type = 'llm'
 ),
+tools AS (
+    SELECT c.tid, c.sid, coalesce(c.step, l.n, 0) AS step FROM calls c
+    ASOF LEFT JOIN llm l ON c.tid = l.tid AND c.run_id = l.run_id AND c.ts >= l.ts
+    WHERE c.span_type = 'tool'
+),
 numbered AS (
     SELECT tid, sid, n AS new_step FROM llm
     UNION ALL
     SELECT t.tid, t.sid, coalesce(l.step, l.n) FROM top_llm t JOIN llm l ON l.tid = t.tid AND l.sid = t.anc
     UNION ALL
-    SELECT c.tid, c.sid, coalesce(l.n, 0) FROM calls c
-    ASOF LEFT JOIN llm l ON c.tid = l.tid AND c.run_id = l.run_id AND c.ts >= l.ts
-    WHERE c.span_type = 'tool'
+    SELECT t.tid, t.sid, o.step FROM top_llm t JOIN tools o ON o.tid = t.tid AND o.sid = t.anc
+    UNION ALL
+    SELECT tid, sid, step FROM tools
 )
 UPDATE spans SET step = numbered.new_step
 FROM numbered

@@ -61,3 +61,35 @@ def nested_model_spans(runs: Sequence[tuple[str, bool]] = (("helper", True),)) -
                         tool.end(end_time=tick())
                 run.end(end_time=tick())
         return list(exporter.get_finished_spans())
+
+
+def model_in_tool_spans(numbered: bool = False) -> list[ReadableSpan]:
+    """One run: chat, execute_tool summarize > chat (a tool that summarises with a model), chat,
+    execute_tool search. With ``numbered`` the producer gives the steps the decorators give (0, 0, 0, 1, 1)."""
+    with memory_tracer("model-in-tool-test") as (tracer, exporter):
+        now = [T0]
+
+        def tick() -> int:
+            now[0] += 10 * MS
+            return now[0]
+
+        def span(name: str, attrs: dict[str, Any], step: int) -> Any:
+            attrs = {**attrs, "loopsight.step": step} if numbered else attrs
+            return tracer.start_as_current_span(name, attributes=attrs, start_time=tick(), end_on_exit=False)
+
+        chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 50}
+        agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "summarizer"}
+        with tracer.start_as_current_span(
+            "invoke_agent summarizer", attributes=agent, start_time=tick(), end_on_exit=False
+        ) as run:
+            for step, tool in enumerate(("summarize", "search")):
+                with span("chat gpt-4o-mini", chat, step) as turn:
+                    turn.end(end_time=tick())
+                tool_attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
+                with span(f"execute_tool {tool}", tool_attrs, step) as called:
+                    if tool == "summarize":
+                        with span("chat gpt-4o-mini", chat, step) as inner:
+                            inner.end(end_time=tick())
+                    called.end(end_time=tick())
+            run.end(end_time=tick())
+        return list(exporter.get_finished_spans())

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nested_model_spans import TURNS, nested_model_spans
+from nested_model_spans import TURNS, model_in_tool_spans, nested_model_spans
 
 from loopsight import analytics
 from loopsight.ingest.pipeline import spans_to_request
@@ -40,3 +40,14 @@ def test_nested_model_calls_are_the_same_on_both_stores(both_stores: Callable[..
     assert sorted(map(repr, _same(analytics.stalls(clickhouse, **judged)))) == sorted(
         map(repr, _same(analytics.stalls(duck, **judged)))
     )
+
+
+def test_a_model_call_inside_a_tool_is_numbered_the_same_on_both_stores(
+    both_stores: Callable[..., tuple[Any, Any]],
+) -> None:
+    duck, clickhouse = both_stores(spans_to_request(model_in_tool_spans()))
+    runs = analytics.list_runs(duck)
+    assert [(r["steps"], r["llm_calls"]) for r in runs] == [(2, 3)]
+    assert _same(analytics.list_runs(clickhouse)) == _same(runs)
+    steps = "SELECT SpanId, step FROM spans WHERE span_type IN ('llm', 'tool') ORDER BY SpanId"
+    assert clickhouse.execute(steps).fetchall() == duck.execute(steps).fetchall()
