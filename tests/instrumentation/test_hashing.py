@@ -85,6 +85,16 @@ def test_exotic_values():
     assert args_hash(value) == args_hash(dict(reversed(list(value.items()))))
 
 
+def test_large_bytes_are_hashed_by_their_digest_not_written_as_hex():
+    big = bytes(range(256)) * 1024  # 256 KiB
+    text = canonical_json({"file": big})
+    assert text == f'{{"file":"<{len(big)} bytes, sha256 {hashlib.sha256(big).hexdigest()}>"}}'
+    assert args_hash({"file": big}) == args_hash({"file": bytearray(big)}) == args_hash({"file": memoryview(big)})
+    assert args_hash({"file": big}) != args_hash({"file": big[:-1] + b"x"})
+    small = b"\x00\xff" * 100
+    assert canonical_json({"file": small}) == '{"file":"' + small.hex() + '"}'  # as before
+
+
 def test_pydantic_models():
     pydantic = pytest.importorskip("pydantic")
 
