@@ -473,7 +473,7 @@ class AgentSpec(_Spec[RunHandle]):
 class LlmSpec(_Spec[LlmHandle]):
     """A model call: span ``chat {model}`` (CLIENT); see :func:`llm`."""
 
-    __slots__ = ("_stack", "extract", "model", "provider", "step")
+    __slots__ = ("_stack", "extract", "messages", "model", "provider", "step")
 
     def __init__(
         self,
@@ -482,11 +482,13 @@ class LlmSpec(_Spec[LlmHandle]):
         provider: str | None = None,
         extract: Callable[[Any], Any] | None = None,
         step: int | None = None,
+        messages: Any = None,
     ) -> None:
         self.model = _text("model", model)
         self.provider = _text("provider", provider)
         self.extract = checks.function("extract", extract, optional=True)
         self.step = checks.non_negative_int("step", step, optional=True)
+        self.messages = messages
         self._stack: list[LlmHandle] = []
 
     def _open(self, tracer: Any, args: Any, kwargs: Any, fn_name: str | None, binder: Binder | None) -> LlmHandle:
@@ -506,7 +508,9 @@ class LlmSpec(_Spec[LlmHandle]):
             step = run._take_step(step)
         if step is not None:
             attrs[A.STEP] = step
-        if CONTENT.enabled and binder is not None:
+        if CONTENT.enabled and self.messages is not None:
+            attrs[A.INPUT_MESSAGES] = render(self.messages)
+        elif CONTENT.enabled and binder is not None:
             bound = binder(args or (), kwargs or {})
             attrs[A.INPUT_MESSAGES] = render(bound.get("messages", bound))
         span = tracer.start_span(
@@ -640,6 +644,7 @@ def llm(
     provider: str | None = None,
     extract: Callable[[Any], Any] | None = None,
     step: int | None = None,
+    messages: Any = None,
 ) -> LlmSpec: ...
 def llm(
     model: Any = None,
@@ -647,6 +652,7 @@ def llm(
     provider: str | None = None,
     extract: Callable[[Any], Any] | None = None,
     step: int | None = None,
+    messages: Any = None,
 ) -> Any:
     """Trace a model call as a ``chat {model}`` CLIENT span (``chat`` if the model is unknown).
 
@@ -656,7 +662,9 @@ def llm(
     Tokens and finish reasons are read from the return value (OpenAI, Anthropic, LiteLLM,
     ... objects or dicts) or by ``extract(result) -> Usage | dict``; generators, and a stream
     the function returns (``create(..., stream=True)``), are read chunk by chunk and the span
-    ends when the stream does. As a context manager it yields an :class:`LlmHandle`.
+    ends when the stream does. As a context manager it yields an :class:`LlmHandle`; with content
+    capture on, ``messages=`` are its input messages (the decorator reads them from the call's
+    ``messages`` argument) and :meth:`LlmHandle.record` of the answer its output.
 
     Example:
         >>> import loopsight
@@ -666,12 +674,12 @@ def llm(
         ...             "choices": [{"finish_reason": "stop"}]}
         >>> call_model([{"role": "user", "content": "hi"}])["choices"][0]["finish_reason"]
         'stop'
-        >>> with loopsight.llm(model="gpt-4o") as call:
+        >>> with loopsight.llm(model="gpt-4o", messages=[{"role": "user", "content": "hi"}]) as call:
         ...     call.set_usage(input_tokens=120, output_tokens=30)
     """
     if _decorated(model):
         return LlmSpec()(model)
-    return LlmSpec(model, provider=provider, extract=extract, step=step)
+    return LlmSpec(model, provider=provider, extract=extract, step=step, messages=messages)
 
 
 @overload

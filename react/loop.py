@@ -247,11 +247,12 @@ class ReactAgent:
             if remaining <= 0:
                 return "timeout"
             try:
-                with loopsight.llm(model=self.llm.model, provider=provider, step=step) as chat:
+                with loopsight.llm(model=self.llm.model, provider=provider, step=step, messages=st.messages) as chat:
                     chat.set_attribute(A.CONTEXT_MODE, mode)
                     chat.set_attribute(A.CONTEXT_TOKENS, ctx_tokens)
                     response = await asyncio.wait_for(self._complete(st.messages), timeout=remaining)
                     _record_usage(chat, response)
+                    chat.record(response.assistant_message())  # the output messages, with content capture on
             except Exception as exc:
                 if st.remaining() <= 0:
                     return "timeout"

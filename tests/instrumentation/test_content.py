@@ -151,6 +151,20 @@ def test_configure_capture_flag(capture):
         STATE.provider = saved
 
 
+def test_the_context_manager_form_records_messages_given_to_it(loopsight_spans, capture):
+    history = [{"role": "user", "content": "where is order 7? my key is sk-abcdefghijklmnopqrstuvwx"}]
+    with loopsight.llm(model="m", messages=history) as call:
+        call.record({"role": "assistant", "content": "It shipped."})
+    content.set_capture(False)
+    with loopsight.llm(model="m", messages=history) as call:
+        call.record({"role": "assistant", "content": "It shipped."})
+    captured, off = loopsight_spans.spans
+    assert "where is order 7?" in captured.attributes[A.INPUT_MESSAGES]
+    assert "[REDACTED:api_key]" in captured.attributes[A.INPUT_MESSAGES]
+    assert captured.attributes[A.OUTPUT_MESSAGES] == '{"content":"It shipped.","role":"assistant"}'
+    assert not {A.INPUT_MESSAGES, A.OUTPUT_MESSAGES} & set(off.attributes)
+
+
 def test_exception_messages_and_stacktraces_are_redacted(loopsight_spans):
     with pytest.raises(RuntimeError), loopsight.tool("t"):
         raise RuntimeError("auth failed for key sk-abcdefghijklmnopqrstuvwx")

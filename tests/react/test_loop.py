@@ -926,3 +926,21 @@ def test_identical_calls_of_one_turn_run_one_after_the_other(loopsight_spans):
     )
     blocked = [m for m in tool_messages(result) if isinstance(m, dict) and m.get("error_type") == "LOOP_DETECTED"]
     assert len(searched) == GuardConfig().exact_threshold and len(blocked) == 6 - len(searched)
+
+
+def test_with_content_capture_each_model_turn_records_its_messages(loopsight_spans):
+    from loopsight.instrumentation import content
+
+    saved = content.SETTINGS.enabled
+    content.set_capture(True)
+    try:
+        llm = ScriptedLLM([turn(call("query_order", order_id="100234")), "It shipped yesterday."])
+        result = react.ReactAgent(llm, [order_tool()], cfg()).run("Where is order 100234?")
+    finally:
+        content.SETTINGS.enabled = saved
+    assert result.termination_reason == "completed"
+    first, second = sorted(loopsight_spans.by_name("chat scripted"), key=lambda s: s.start_time)
+    assert "Where is order 100234?" in first.attributes["gen_ai.input.messages"]
+    assert '"name":"query_order"' in first.attributes["gen_ai.output.messages"]
+    assert '"role":"tool"' in second.attributes["gen_ai.input.messages"]  # the history the model was sent
+    assert "It shipped yesterday." in second.attributes["gen_ai.output.messages"]
