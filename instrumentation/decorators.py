@@ -338,6 +338,11 @@ class _ObservedStream:
             raise AttributeError(name)
         return getattr(self._stream, name)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(stream, openai.Stream) stays true, as for a wrapt proxy
+        stream = self.__dict__.get("_stream")
+        return type(self) if stream is None else type(stream)
+
     def __iter__(self) -> _ObservedStream:
         return self
 

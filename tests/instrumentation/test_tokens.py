@@ -280,6 +280,8 @@ def _openai_streaming_client(asynchronous: bool = False):
 def test_a_returned_stream_is_read_through_and_its_span_lasts_the_generation(loopsight_spans):
     """The README's ``return client.chat.completions.create(..., stream=True)`` ended the span when
     the stream was returned: no tokens, no finish reason, and none of the generation's time."""
+    import openai
+
     client = _openai_streaming_client()
 
     @loopsight.llm(model="gpt-4o")
@@ -290,6 +292,7 @@ def test_a_returned_stream_is_read_through_and_its_span_lasts_the_generation(loo
 
     stream = call_model([{"role": "user", "content": "hi"}])
     assert loopsight_spans.spans == []  # not ended until the stream is read
+    assert isinstance(stream, openai.Stream)  # code that checks what create() returned still works
     chunks = list(stream)
     assert chunks[-1].usage.prompt_tokens == 120 and stream.response.status_code == 200  # the stream's own API
     (span,) = loopsight_spans.spans
@@ -304,6 +307,8 @@ def test_a_returned_stream_is_read_through_and_its_span_lasts_the_generation(loo
 def test_a_returned_async_stream_is_read_through(loopsight_spans):
     import asyncio
 
+    import openai
+
     client = _openai_streaming_client(asynchronous=True)
 
     @loopsight.llm(model="gpt-4o")
@@ -315,6 +320,7 @@ def test_a_returned_async_stream_is_read_through(loopsight_spans):
     async def main():
         stream = await call_model([{"role": "user", "content": "hi"}])
         assert loopsight_spans.spans == []
+        assert isinstance(stream, openai.AsyncStream)
         return [chunk async for chunk in stream]
 
     assert len(asyncio.run(main())) == 3
