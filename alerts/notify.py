@@ -3,7 +3,8 @@
 :class:`Notifier` owns a bounded queue and a few background threads, each delivering the
 notifications of its share of the rules in order (a rule's firing before its resolved), so a
 slow or hanging webhook holds up its own rules only. ``submit`` never blocks: when the queue is
-full the notification is dropped and counted. Each HTTP target gets a timeout and retries with
+full the notification is dropped and counted. Each HTTP target gets a timeout (each read; a whole
+attempt at most ``attempt_seconds``, twice the timeout) and retries with
 exponential backoff on network errors, 429 and 5xx; other answers, redirects included, are final
 (the answer's body is never read). Outcomes are counted for ``/metrics`` and reported to
 ``on_result``; a rule's ``log`` target is written before its webhooks are tried.
@@ -18,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -132,6 +134,13 @@ def _mrkdwn(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _cut_short(client: httpx.Client, cut: threading.Event) -> None:
+    """End an attempt that outlived its time: closing its client fails the read in progress."""
+    cut.set()
+    with contextlib.suppress(Exception):
+        client.close()
+
+
 class DeliveryError(LoopsightError):
     """A target did not accept the notification after every attempt."""
 
@@ -153,6 +162,7 @@ class Notifier:
         self,
         *,
         timeout: float = 5.0,
+        attempt_seconds: float | None = None,
         retries: int = 3,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
@@ -161,6 +171,7 @@ class Notifier:
         on_result: Callable[[Notification, str, str | None], None] | None = None,
     ) -> None:
         self.timeout = timeout
+        self.attempt_seconds = attempt_seconds if attempt_seconds is not None else 2 * timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -172,7 +183,6 @@ class Notifier:
         self._idle = threading.Condition()
         self._busy = 0  # submitted and not yet delivered or failed: at most max_queue
         self._threads: list[threading.Thread] = []
-        self._client = httpx.Client(timeout=timeout, follow_redirects=False)
 
     @property
     def queue_depth(self) -> int:
@@ -197,7 +207,6 @@ class Notifier:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        self._client.close()
 
     def submit(self, notification: Notification) -> bool:
         """Queue without blocking; ``False`` (and counted as dropped) when the queue is full."""
@@ -239,10 +248,11 @@ class Notifier:
             try:
                 self._send(target, n)
                 self.stats.sent[target.kind] += 1
-            except DeliveryError as exc:
+            except Exception as exc:  # one target's failure, whatever it is, never keeps the next from its turn
+                why = str(exc) if isinstance(exc, DeliveryError) else f"{type(exc).__name__}: {exc}"
                 self.stats.failed[target.kind] += 1
-                errors.append(f"{target.redacted}: {exc}")
-                log.error("alert %r: notification to %s failed: %s", n.rule.name, target.redacted, exc)
+                errors.append(f"{target.redacted}: {why}")
+                log.error("alert %r: notification to %s failed: %s", n.rule.name, target.redacted, why)
         if errors and self._stop.is_set():  # cut short by a shutdown, not refused: left for the next start
             self._report(n, "queued", "stopped before it was delivered: " + "; ".join(errors))
             return
@@ -268,15 +278,26 @@ class Notifier:
                 self.stats.retries[target.kind] += 1
                 if self._stop.wait(min(self.backoff * 2 ** (attempt - 1), self.max_backoff)):
                     raise DeliveryError(f"stopped while retrying (last: {last})")
+            client = httpx.Client(timeout=self.timeout, follow_redirects=False)
+            cut = threading.Event()
+            # the timeout bounds each read; a hook trickling its headers is cut when the attempt is over
+            timer = threading.Timer(self.attempt_seconds, _cut_short, (client, cut))
+            timer.daemon = True
+            timer.start()
             try:
-                with self._client.stream("POST", target.url, json=body) as response:
+                with client.stream("POST", target.url, json=body) as response:
                     status = response.status_code  # the body is never read: a hook's answer can be any size
             except httpx.TimeoutException:
                 last = f"timed out after {self.timeout:g}s"
                 continue
+            except httpx.InvalidURL as exc:
+                raise DeliveryError(f"invalid URL: {exc} (not retried)") from None
             except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                last = f"no answer within {self.attempt_seconds:g}s" if cut.is_set() else f"{type(exc).__name__}: {exc}"
                 continue
+            finally:
+                timer.cancel()
+                client.close()
             if status < 300:
                 return
             last = f"HTTP {status}"

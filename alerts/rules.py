@@ -85,8 +85,14 @@ class Target:
         """The target without secrets (webhook paths often carry tokens): ``slack:https://host/…``."""
         if self.url is None:
             return self.kind
-        parts = urlsplit(self.url)
-        return f"{self.kind}:{parts.scheme}://{parts.netloc}/…"
+        parts = urlsplit(self.url)  # hostname and port only: a user:password@ in the URL is a secret too
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:  # a port that is not one: nothing of it is shown
+            port = ""
+        return f"{self.kind}:{parts.scheme}://{host}{port}/…"
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,9 @@ class _RuleReader:
             return None
         value = self.raw[key]
         if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, f"must be a non-empty string, got {value!r}")
+            raise self.fail(key, f"must be a non-empty string, got {_shown(value)}")
+        if len(value) > MAX_TEXT:  # what the query API takes (alerts check --collector asks it)
+            raise self.fail(key, f"is longer than {MAX_TEXT} characters")
         if choices is not None and value not in choices:
             hint = difflib.get_close_matches(value, choices, 1)
             extra = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -205,8 +213,8 @@ class _RuleReader:
                 raise self.fail(None, f"missing required key {key!r}")
             return default
         value = self.raw[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(key, f"must be a finite number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
+            raise self.fail(key, f"must be a finite number, got {_shown(value)}")
         if positive and value <= 0:
             raise self.fail(key, f"must be greater than 0, got {value!r}")
         if minimum is not None and value < minimum:
@@ -255,11 +263,37 @@ class _RuleReader:
                 continue
             if kind not in ("webhook", "slack"):
                 raise self.fail("notify", f'{item!r}: a target is "webhook:URL", "slack:URL" or "log"')
-            parts = urlsplit(url.strip())
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise self.fail("notify", f'{item!r}: {kind} needs an http(s) URL, like "{kind}:https://host/path"')
+            try:
+                parts = urlsplit(url.strip())
+                usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+                parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
+            except ValueError as exc:
+                raise self.fail("notify", f"{_shown(item)}: not a URL ({exc})") from None
+            if not usable:
+                raise self.fail(
+                    "notify", f'{_shown(item)}: {kind} needs an http(s) URL, like "{kind}:https://host/path"'
+                )
             out.append(Target(kind, url.strip()))
         return tuple(out)
+
+
+MAX_TEXT = 512
+"""The longest agent, service or tool name a rule filters by (as ``/api/v1/alerts/metric`` takes)."""
+MAX_STUCK_AFTER = 366 * 86400.0
+"""The longest ``stuck_after`` (as ``/api/v1/alerts/metric`` takes)."""
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return False
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, its first 80 characters: the error line stays a line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
@@ -302,6 +336,10 @@ def _rule(raw: Any, index: int, text: str, origin: str) -> Rule:
         raise r.fail(None, f"metric {metric!r} needs {needed} (one of {', '.join(choices)})")
     stuck_after = r.duration("stuck_after", 300.0, positive=True)
     assert window is not None and stuck_after is not None and factor is not None
+    if window < 1:
+        raise r.fail("window", f"must be at least 1s (windows are measured in whole seconds), got {raw['window']!r}")
+    if stuck_after > MAX_STUCK_AFTER:
+        raise r.fail("stuck_after", f"must be at most 366d, got {raw['stuck_after']!r}")
     if metric == "stuck_runs" and window <= stuck_after:
         raise r.fail(
             "window",
@@ -375,7 +413,7 @@ def load_rules(path: str | Path) -> list[Rule]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows Notepad) is not TOML
     except FileNotFoundError:
         raise RulesError(f"{path}: rules file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -3,6 +3,10 @@ failures counted, and a slow webhook never stalls evaluation or ingest."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import socket
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,6 +17,7 @@ from loopsight.alerts import (
     Evaluator,
     Notification,
     Notifier,
+    Target,
     alerts_overview,
     parse_rules,
     slack_payload,
@@ -177,3 +182,58 @@ def test_a_slow_webhook_holds_up_its_own_rule_only(hook: Hook) -> None:
 
 def rule_text(name: str, url: str) -> str:
     return f'[[rules]]\nname = "{name}"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.3\nnotify = ["log", "webhook:{url}"]\n'
+
+
+def _trickling_hook() -> tuple[str, socket.socket]:
+    """A hook that answers its status line, then one header line every 0.3 s for 30 s: each read
+    is within any timeout, the answer never ends."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            for i in range(100):
+                time.sleep(0.3)
+                conn.sendall(f"X-Slow-{i}: yes\r\n".encode())
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{server.getsockname()[1]}/hook", server
+
+
+def test_a_hook_trickling_its_answer_is_cut_and_the_next_target_still_gets_its_turn(hook: Hook) -> None:
+    """A trickling hook held its thread for minutes; a target whose URL httpx refuses ended the
+    delivery before the rule's other targets and was not counted."""
+    trickle_url, server = _trickling_hook()
+    rule = dataclasses.replace(
+        rule_for(hook.url),
+        notify=(
+            Target("webhook", trickle_url),
+            Target("webhook", "http://127.0.0.1:abc/x"),
+            Target("webhook", hook.url),
+        ),
+    )
+    results = []
+    notifier = Notifier(timeout=1.0, attempt_seconds=1.5, retries=0, on_result=lambda n, s, e: results.append((s, e)))
+    notifier.start()
+    try:
+        started = time.monotonic()
+        notifier.submit(note(rule))
+        assert notifier.flush(20)
+        assert time.monotonic() - started < 10
+    finally:
+        notifier.stop()
+        server.close()
+    assert len(hook.received) == 1  # the last target was tried after both failures
+    ((status, error),) = results
+    assert status == "failed"
+    assert "/…: no answer within 1.5s after 1 attempts" in error and "invalid URL" in error, error
+    assert (notifier.stats.failed["webhook"], notifier.stats.sent["webhook"]) == (2, 1)

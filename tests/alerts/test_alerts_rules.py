@@ -140,6 +140,30 @@ window = "1h"
             '[[rules]]\nname = "x"\nmetric = "stuck_runs"\nwindow = "5m"\n',
             "r.toml:4: rule 'x', key 'window': must be longer than stuck_after (5m)",
         ),
+        (  # an integer of 400 digits: OverflowError and a traceback, exit 1 ("firing"), before
+            EXAMPLE.replace("factor = 3", "factor = 1" + "0" * 400),
+            "r.toml:17: rule 'fetch-failing', key 'factor': must be a finite number, got 1000000000",
+        ),
+        (
+            EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"webhook:http://[::1/hook"'),
+            "r.toml:9: rule 'loop-rate', key 'notify': 'webhook:http://[::1/hook': not a URL (Invalid IPv6 URL)",
+        ),
+        (  # passed, and skipped the rule's other targets at delivery
+            EXAMPLE.replace('"webhook:http://127.0.0.1:9000/hook"', '"webhook:http://127.0.0.1:abc/x"'),
+            "r.toml:9: rule 'loop-rate', key 'notify': 'webhook:http://127.0.0.1:abc/x': not a URL (Port could not",
+        ),
+        (  # what `alerts check --collector` would have been refused by the API
+            EXAMPLE.replace('tool = "fetch"', f'tool = "{"x" * 600}"'),
+            "r.toml:14: rule 'fetch-failing', key 'tool': is longer than 512 characters",
+        ),
+        (
+            '[[rules]]\nname = "x"\nmetric = "loop_rate"\nwindow = "500ms"\nthreshold = 0.5\n',
+            "r.toml:4: rule 'x', key 'window': must be at least 1s",
+        ),
+        (
+            '[[rules]]\nname = "x"\nmetric = "stuck_runs"\nwindow = "400d"\nstuck_after = "399d"\n',
+            "r.toml:5: rule 'x', key 'stuck_after': must be at most 366d",
+        ),
         (
             '[[rules]]\nname = "x"\nmetric = "tokens_per_run"\nwindow = "5m"\nthreshold = 9\ntool = "a"\n',
             "r.toml:6: rule 'x', key 'tool': does not apply to metric 'tokens_per_run'",
@@ -150,6 +174,20 @@ def test_invalid_rules_name_the_line(text: str, expected: str) -> None:
     with pytest.raises(RulesError) as info:
         parse_rules(text, "r.toml")
     assert str(info.value).startswith(expected), str(info.value)
+
+
+def test_a_rules_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    saved_by_notepad = tmp_path / "r.toml"
+    saved_by_notepad.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.encode())
+    assert [r.name for r in load_rules(saved_by_notepad)] == ["loop-rate", "fetch-failing"]
+
+
+def test_a_password_in_a_webhook_url_is_never_shown() -> None:
+    (rule,) = parse_rules(
+        '[[rules]]\nname = "x"\nmetric = "loop_rate"\nwindow = "5m"\nthreshold = 0.5\n'
+        'notify = ["webhook:http://alice:S3cr3t@127.0.0.1:9004/hook?token=abc", "webhook:https://[::1]/h"]\n'
+    )
+    assert rule.describe()["notify"] == ["webhook:http://127.0.0.1:9004/…", "webhook:https://[::1]/…"]
 
 
 def test_load_rules_missing_and_unreadable(tmp_path: Path) -> None:
