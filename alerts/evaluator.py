@@ -88,6 +88,7 @@ class Evaluator:
         self._states: dict[str, RuleState] = {}
         self._synced = False
         self._redelivered = False
+        self._returned: set[str] = set()  # rules added back since the last evaluation: their queued notifications
         self._removed: list[Rule] = []  # taken out of the rules file since the last sync: their alerts end
         self._gauges: list[Gauge] = []
         self._results: dict[str, RuleResult] = {}
@@ -117,6 +118,7 @@ class Evaluator:
             log.error("rules file changed but is invalid, keeping the previous rules: %s", exc)
             return
         names = {rule.name for rule in rules}
+        self._returned |= names - {rule.name for rule in self.rules}
         self._removed += [rule for rule in self.rules if rule.name not in names]
         if self.rules and not rules:
             log.warning("the rules file %s now holds no rules: every alert ends", self.rules_path)
@@ -159,6 +161,9 @@ class Evaluator:
             if not self._redelivered:
                 self._redeliver(now)
                 self._redelivered = True
+            elif self._returned:  # removed while stopped, its notification left queued, now back
+                self._redeliver(now, only=self._returned, note="sent when its rule came back")
+            self._returned = set()
             results = []
             con = self.reader_factory()
             try:
@@ -200,9 +205,9 @@ class Evaluator:
                     continue
                 self._announce(rule, transitions, event_ids, now)
 
-    def _redeliver(self, now: datetime) -> None:
+    def _redeliver(self, now: datetime, only: set[str] | None = None, note: str = "sent again after a restart") -> None:
         """Send the notifications a stopped process left queued (at least once: a target that had
-        them before the stop gets them again)."""
+        them before the stop gets them again), of the rules named ``only`` if given."""
         try:
             pending = self.state_store.undelivered(now - REDELIVER_WITHIN)
         except STORE_ERRORS as exc:
@@ -212,7 +217,7 @@ class Evaluator:
         rules = {rule.name: rule for rule in self.rules}
         for event in pending:
             rule = rules.get(event["rule"])
-            if rule is None:
+            if rule is None or (only is not None and rule.name not in only):
                 continue
             log.info("alert %r: sending the %s notification a stop left queued", rule.name, event["to_state"])
             self.notifier.submit(
@@ -226,7 +231,7 @@ class Evaluator:
                     list(event["examples"] or []),
                     int(event["id"]),
                     self.dashboard_url,
-                    "sent again after a restart",
+                    note,
                 )
             )
 

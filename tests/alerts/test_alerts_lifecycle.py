@@ -527,3 +527,54 @@ def test_a_notification_a_stop_cut_short_is_sent_at_the_next_start(
         evaluator.stop()
     finally:
         second.close()
+
+
+@BOTH_STORES
+def test_a_queued_notification_of_a_rule_removed_while_stopped_is_sent_when_the_rule_comes_back(
+    tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic, hook: Hook
+) -> None:
+    """Its state stayed "firing, notified" and the queued firing was never sent: redelivery ran at start only."""
+    import os
+
+    text = (
+        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
+        f'notify = ["webhook:{hook.url}"]\n'
+    )
+    rules = write_rules(tmp_path, text)
+    traffic.store.close()
+    first = open_store()
+    traffic.store = first
+    runs(traffic, T0 - 5 * MIN, 10, loops=5)
+    hook.script = [(503, 0.0)] * 3
+    evaluator = Evaluator(first.reader, rules, 30, notifier=Notifier(timeout=2.0, retries=20, backoff=0.5))
+    evaluator.notifier.start()
+    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing"]
+    deadline = time.monotonic() + 10
+    while hook.attempts < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    evaluator.stop()
+    [event] = overview(first)["events"]
+    assert event["notify_status"] == "queued"
+    first.close()
+
+    Path(rules).write_text("")  # taken out while the collector was stopped
+    os.utime(rules, ns=(10**9, 10**9))
+    second = open_store()
+    try:
+        evaluator = make_evaluator(second, rules)
+        assert evaluator.evaluate_once(T0 + MIN) == []
+        Path(rules).write_text(text)  # and put back while it runs
+        os.utime(rules, ns=(2 * 10**9, 2 * 10**9))
+        evaluator.evaluate_once(T0 + 2 * MIN)
+        assert evaluator.notifier.flush(10)
+        [body] = hook.wait_for(1)
+        assert (body["status"], body["event_id"], body["note"]) == (
+            "firing",
+            event["id"],
+            "sent when its rule came back",
+        )
+        evaluator.evaluate_once(T0 + 3 * MIN)  # sent once
+        assert evaluator.notifier.flush(10) and len(hook.received) == 1
+        evaluator.stop()
+    finally:
+        second.close()
