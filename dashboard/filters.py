@@ -146,7 +146,13 @@ def parse_utc(text: str | None) -> datetime | None:
 
 
 def _url_time(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%MZ")
+    """The link's form of a window end: minutes, or seconds when a link gave them (the same view again).
+
+    Example:
+        >>> _url_time(datetime(2026, 12, 6, 2, 12)), _url_time(datetime(2026, 12, 6, 2, 12, 40))
+        ('2026-12-06T02:12Z', '2026-12-06T02:12:40Z')
+    """
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ" if value.second else "%Y-%m-%dT%H:%MZ")
 
 
 def _custom_window(state: Any) -> tuple[datetime, datetime]:

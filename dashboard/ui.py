@@ -84,6 +84,23 @@ def from_url(key: str, param: str, options: Sequence[Any] | Callable[[str], Any]
     return found
 
 
+def whole_number(low: int, high: int) -> Callable[[str], int | None]:
+    """A :func:`from_url` reader of a whole number from ``low`` to ``high`` (None for anything else).
+
+    Example:
+        >>> whole_number(2, 100)("7"), whole_number(2, 100)("99999999999999999999"), whole_number(2, 100)("1")
+        (7, None, None)
+    """
+
+    def read(text: str) -> int | None:
+        if not (text.isascii() and text.isdigit() and len(text) <= 20):
+            return None
+        value = int(text)
+        return value if low <= value <= high else None
+
+    return read
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text)

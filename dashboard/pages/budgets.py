@@ -188,7 +188,9 @@ def cut_runs(agent_name: str, budgets: dict[str, dict[str, Any]], params: dict[s
         {
             "run": st.column_config.TextColumn("run", width=105, help="Click a row to open its timeline."),
             "outcome": st.column_config.TextColumn("outcome", width=80),
-            "total": st.column_config.TextColumn(UNITS[kind], width=90, help="the run's total of this budget"),
+            "total": st.column_config.TextColumn(
+                f"total {UNITS[kind]}", width=100, help="the run's total of this budget"
+            ),
             "kept": st.column_config.TextColumn("steps kept", width=90),
             "last_step": st.column_config.NumberColumn("stops at step", format="%,d", width=90),
             "tokens": st.column_config.NumberColumn("tokens", format="%,d", width=90),

@@ -134,7 +134,7 @@ def header(trace_id: str, detail: dict[str, Any]) -> None:
         if run.get("session_id"):
             st.page_link(
                 ui.page("sessions"),
-                label=f"Session {run['session_id']}"[:120],
+                label=f"Session {ui.literal(str(run['session_id'])[:110])}",  # a producer's value: never markdown
                 icon=":material/forum:",
                 query_params={"session": str(run["session_id"])},
             )
@@ -356,13 +356,17 @@ def body() -> None:
         st.caption("Pick a run (or open a link ending in ?run=<trace id>).")
         run_picker()
         return
-    with st.expander("Open another run"):
-        run_picker()
+    # filled after the run is read: an outage is then said on the page, not inside the folded picker
+    another = st.expander("Open another run")
     if not HEX.match(trace_id):
+        with another:
+            run_picker()
         st.error(f"{ui.literal(trace_id[:80])} is not a trace id (32 hex characters).", icon=":material/warning:")
         st.page_link(ui.page("runs"), label="Back to the runs")
         return
     detail = ui.load("run", trace_id, what="This run")
+    with another:
+        run_picker()
     if detail is None:
         return
     spans = detail.get("spans") or []

@@ -99,8 +99,9 @@ def body() -> None:
     }
     for key, (param, options) in linked.items():
         ui.from_url(key, param, options)
-    ui.from_url("runs_min_tokens", "min_tokens", lambda t: int(t) if t.isascii() and t.isdigit() else None)
-    ui.from_url("runs_offset", "page", lambda t: int(t) if t.isascii() and t.isdigit() and int(t) > 1 else None)
+    # numbers the API takes (min_tokens up to 10**15, offsets up to 10**9): a larger one in a link is left out
+    ui.from_url("runs_min_tokens", "min_tokens", ui.whole_number(0, 10**15))
+    ui.from_url("runs_offset", "page", ui.whole_number(2, 10**9 // LIMIT))
 
     def kept(key: str, then: bool = True) -> Any:
         param, options = linked[key]
@@ -143,9 +144,9 @@ def body() -> None:
         return
     runs = answer.get("runs") or []
     total = answer.get("total")
-    if not runs and page_number > 1:
+    if not runs and page_number > 1:  # past the last page (a stale link): the first one
         _first_page()
-        st.rerun(scope="fragment")
+        st.rerun()
     frame = frames.runs_frame(runs)
     in_effect = [  # this page's own filters, beside the shared ones
         f"{label} {ui.literal(value)}"

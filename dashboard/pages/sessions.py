@@ -38,10 +38,11 @@ def sessions_table(sessions: list[dict[str, Any]]) -> None:
             "loops": st.column_config.NumberColumn("loops", format="%,d", width=60),
         },
         on_select="rerun",
-        selection_mode="single-row",
+        selection_mode="single-cell",  # any cell opens the session, as a run table's cells open a run
         key="sessions_table",
     )
-    rows = list(getattr(getattr(event, "selection", None), "rows", None) or [])
+    selection = getattr(event, "selection", None)
+    rows = [cell[0] for cell in (selection.get("cells") or [])] if selection is not None else []
     if rows and 0 <= rows[0] < len(frame):
         chosen = str(frame.iloc[rows[0]]["session_id"])
         if st.query_params.get("session") != chosen:

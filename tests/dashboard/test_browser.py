@@ -480,6 +480,20 @@ def test_search_box_goes_into_the_url_and_a_session_shows_its_loop(live: Live, b
         ctx.close()
 
 
+def test_a_click_on_any_cell_of_a_session_opens_it(live: Live, browser) -> None:
+    """Only the row's small checkbox opened a session; the caption says to click the session."""
+    ctx, page = _open(browser, f"{live.url}/sessions?range=all", "Sessions", 0)
+    try:
+        grid = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
+        page.mouse.click(grid["x"] + 120, grid["y"] + 35 + 17)  # the session id cell of the first row
+        page.wait_for_url(re.compile(r"[?&]session=[^&]+"), timeout=20_000)
+        page.locator('[data-testid="stDataFrame"]').nth(1).wait_for(timeout=20_000)  # the session's runs
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert len(ctx.pages) == 1 and "range=all" in page.url
+    finally:
+        ctx.close()
+
+
 def test_no_figure_tile_is_cut_short_at_1280px(live: Live, browser) -> None:
     """The Overview's eight KPI tiles in one row showed '$0.…' and '76.…' at 1,280 px."""
     loop = live.emitted.first("loop")

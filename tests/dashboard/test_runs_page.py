@@ -11,6 +11,8 @@ from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import HOSTILE_AGENT, emit_to_collector
 from ports import free_port
 
+from loopsight.dashboard import ui
+
 
 def _traces(app) -> list[str]:
     """The trace ids the Runs table lists (a click on a row opens that run)."""
@@ -195,3 +197,34 @@ def test_runs_chart_of_a_few_runs_has_whole_run_ticks_and_narrow_bars(filled_db,
     domain = [pd.Timestamp(t) for t in x["scale"]["domain"]]
     widest = (pd.to_datetime(data["bucket_end"]) - pd.to_datetime(data["bucket"])).max()
     assert widest <= (domain[1] - domain[0]) / 20, "a bar is one bucket of the filtered window, not the whole width"
+
+
+def test_a_stale_page_link_or_a_huge_number_in_it_falls_back_instead_of_failing(filled_db, make_app) -> None:
+    """page=9 of fewer runs showed StreamlitInvalidLayoutContextError; min_tokens=10**23 the API's 400."""
+    app = make_app(db=filled_db.path, query={"page": "9"})
+    app.run()
+    page(app, "runs")
+    assert_clean(app)
+    assert len(_traces(app)) == filled_db.emitted.count and "page" not in app.query_params
+    huge = make_app(db=filled_db.path, query={"min_tokens": "99999999999999999999999", "page": "99999999999999999999"})
+    huge.run()
+    page(huge, "runs")
+    assert_clean(huge)
+    assert "failed" not in texts(huge) and len(_traces(huge)) == filled_db.emitted.count
+
+
+def test_the_run_page_says_the_collector_went_down_outside_its_folded_picker(start_collector, make_app) -> None:
+    """The page went blank: the picker inside the collapsed expander read first and stopped the page."""
+    collector = start_collector()
+    emitted = emit_to_collector(collector.url, rounds=1, scenarios=("success",))
+    app = make_app(collector=collector.url, query={"run": emitted.first("success")})
+    app.run()
+    assert_clean(app)
+    assert "termination=completed" in texts(app)
+    collector.stop()  # the source was read a moment ago: the next run asks no health check first
+    ui._cached.clear()  # the page's answers expire (10 s): the next run asks again
+    app.run()
+    assert not app.exception
+    assert "Cannot read collector" in texts(app)
+    folded = [str(e.value) for expander in app.expander for e in expander.error]
+    assert folded == [], "the outage is said on the page, not inside the collapsed expander"

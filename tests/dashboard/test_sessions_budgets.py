@@ -36,7 +36,7 @@ def test_session_loop_is_on_the_loops_page_and_the_run_links_its_session(extras_
     run.run()
     assert_clean(run)
     (link,) = [p for p in run.get("page_link") if "Session" in p.label]
-    assert link.label == f"Session {SESSION_ID}"
+    assert link.label == f"Session `{SESSION_ID}`", "a producer's value, shown verbatim: never markdown"
 
 
 def test_sessions_page_without_session_ids_says_where_they_come_from(filled_db, make_app) -> None:

@@ -184,3 +184,19 @@ def test_span_detail_shows_captured_messages_and_tool_input_output(ranking_db, m
     picker = app.selectbox(key=spans.key)
     picker.select_index(next(i for i, o in enumerate(picker.options) if "chat" in o)).run()
     assert any("Where is E-5?" in c for c in (c.value for c in app.code)), "the model call's messages"
+
+
+def test_a_custom_range_given_to_the_second_keeps_its_seconds_in_the_link(filled_db, make_app) -> None:
+    """The link was rewritten to whole minutes: opened again, it showed another set of runs."""
+    runs = tables(page(make_app(db=filled_db.path, query={"range": "all"}), "runs"))[0]
+    started = runs.sort_values("started_at")["started_at"]
+    start, end = started.iloc[2] - timedelta(seconds=1), started.iloc[2] + timedelta(seconds=1)
+    query = {"range": "custom", "from": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "to": end.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    first = page(make_app(db=filled_db.path, query=query), "runs")
+    assert_clean(first)
+    shown = set(tables(first)[0]["trace_id"])
+    link = {k: first.query_params[k] for k in ("range", "from", "to")}
+    link = {k: v[0] if isinstance(v, list) else v for k, v in link.items()}
+    assert link == query
+    again = page(make_app(db=filled_db.path, query=link), "runs")
+    assert set(tables(again)[0]["trace_id"]) == shown and 0 < len(shown) < len(runs)
