@@ -486,17 +486,16 @@ def test_a_rules_file_being_written_is_read_once_it_settles(
     assert [(b["status"], b["note"]) for b in hook.wait_for(2)] == [("firing", None), ("resolved", "rule removed")]
 
 
-@BOTH_STORES
-def test_a_notification_a_stop_cut_short_is_sent_at_the_next_start(
+def _stopped_with_a_firing_queued(
     tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic, hook: Hook
-) -> None:
-    """The firing was marked notified when queued: a collector stopped while the webhook was down
-    never sent it, and never would."""
-    rules = write_rules(
-        tmp_path,
+) -> tuple[str, str, dict[str, Any]]:
+    """A collector stopped while its webhook was down and a firing waited to be tried again:
+    the rules file's text and path, and the event left ``queued``."""
+    text = (
         '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
-        f'notify = ["webhook:{hook.url}"]\n',
+        f'notify = ["webhook:{hook.url}"]\n'
     )
+    rules = write_rules(tmp_path, text)
     traffic.store.close()
     first = open_store()
     traffic.store = first
@@ -510,9 +509,19 @@ def test_a_notification_a_stop_cut_short_is_sent_at_the_next_start(
         time.sleep(0.01)
     evaluator.stop()  # while it waits to try again
     [event] = overview(first)["events"]
+    first.close()
+    return text, rules, event
+
+
+@BOTH_STORES
+def test_a_notification_a_stop_cut_short_is_sent_at_the_next_start(
+    tmp_path: Path, open_store: Callable[[], Any], traffic: Traffic, hook: Hook
+) -> None:
+    """The firing was marked notified when queued: a collector stopped while the webhook was down
+    never sent it, and never would."""
+    _, rules, event = _stopped_with_a_firing_queued(tmp_path, open_store, traffic, hook)
     assert event["notify_status"] == "queued" and event["notify_error"].startswith("stopped before it was delivered")
     assert 0 < event["id"] < 2**53  # exact in a JavaScript receiver (ClickHouse's were ~4.6e17)
-    first.close()
 
     second = open_store()
     try:
@@ -536,27 +545,8 @@ def test_a_queued_notification_of_a_rule_removed_while_stopped_is_sent_when_the_
     """Its state stayed "firing, notified" and the queued firing was never sent: redelivery ran at start only."""
     import os
 
-    text = (
-        '[[rules]]\nname = "loops"\nmetric = "loop_rate"\nwindow = "10m"\nthreshold = 0.3\nmin_samples = 5\n'
-        f'notify = ["webhook:{hook.url}"]\n'
-    )
-    rules = write_rules(tmp_path, text)
-    traffic.store.close()
-    first = open_store()
-    traffic.store = first
-    runs(traffic, T0 - 5 * MIN, 10, loops=5)
-    hook.script = [(503, 0.0)] * 3
-    evaluator = Evaluator(first.reader, rules, 30, notifier=Notifier(timeout=2.0, retries=20, backoff=0.5))
-    evaluator.notifier.start()
-    assert [r.state.state for r in evaluator.evaluate_once(T0)] == ["firing"]
-    deadline = time.monotonic() + 10
-    while hook.attempts < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    evaluator.stop()
-    [event] = overview(first)["events"]
+    text, rules, event = _stopped_with_a_firing_queued(tmp_path, open_store, traffic, hook)
     assert event["notify_status"] == "queued"
-    first.close()
-
     Path(rules).write_text("")  # taken out while the collector was stopped
     os.utime(rules, ns=(10**9, 10**9))
     second = open_store()
