@@ -202,7 +202,7 @@ def loops_over_time(
     """
     if bucket_seconds < 1:
         raise ValueError("bucket_seconds must be at least 1")
-    params = _params(since, until, agent, service, bucket_seconds=bucket_seconds)
+    params = _params(since, until, agent, service, bucket_seconds=bucket_seconds, kind=None)
     return run(con, "loops_over_time", _with_loops("loops_over_time"), params)
 
 

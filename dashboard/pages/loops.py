@@ -61,8 +61,8 @@ def tiles(shared: filters.Filters, answer: dict[str, Any], total: int) -> None:
     cols[2].metric(
         "Tokens spent after a loop began",
         fmt.count(tokens),
-        help="Per run, the tokens spent from its earliest loop on (the Token burn page's figure): "
-        "a run with several loops counts once; every looping run of the window, counted on the server.",
+        help="The tokens of the model calls begun after a loop began, each call once (a call two loops "
+        "wasted counts once); every loop of the window, counted on the server.",
     )
     unpriced = int(answer.get("unpriced_runs") or 0)
     cols[3].metric(

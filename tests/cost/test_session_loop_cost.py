@@ -45,7 +45,7 @@ def session_world() -> World:
 
 
 @pytest.fixture(params=["duckdb", "chdb"])
-def reader(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "duckdb":
         url = f"duckdb://{tmp_path / 'c.duckdb'}"
     else:
@@ -53,15 +53,28 @@ def reader(request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pyt
         from loopsight.stores.clickhouse import chdb_open_path
 
         url = f"chdb://{chdb_open_path() or tmp_path_factory.mktemp('chdb')}?database=session_cost{next(_databases)}"
+    return url
+
+
+def _loaded(url: str, world: World) -> Iterator[tuple[Any, World]]:
     store = open_writer(url)
     try:
-        world = session_world()
         ingest_request(store, decode_request(world.body(), "application/json", None, 10**9))
         if hasattr(store, "drain"):
             store.drain(60)
         yield store.reader(), world
     finally:
         store.close()
+
+
+@pytest.fixture
+def reader(store_url: str) -> Iterator[tuple[Any, World]]:
+    yield from _loaded(store_url, session_world())
+
+
+@pytest.fixture
+def overlapping(store_url: str) -> Iterator[tuple[Any, World]]:
+    yield from _loaded(store_url, overlapping_world())
 
 
 def test_a_session_loop_costs_what_its_wasted_tokens_are(reader: tuple[Any, World]) -> None:
@@ -75,3 +88,34 @@ def test_a_session_loop_costs_what_its_wasted_tokens_are(reader: tuple[Any, Worl
     assert burn[world.trace_id("b")]["wasted_tokens"] == WASTED_TOKENS
     assert burn[world.trace_id("b")]["wasted_cost_usd"] == pytest.approx(WASTED_COST, abs=1e-9)
     assert burn[world.trace_id("a")]["wasted_cost_usd"] == 0
+
+
+def overlapping_world() -> World:
+    """Run A: a chat (100 / 10), fetch(x), search(q) three times (A's own exact loop), a chat (200 / 10),
+    fetch(x); run B: a chat (100 / 10), fetch(x) (the session's loop on fetch(x)), a chat (200 / 10)."""
+    base = time.time_ns() - 600 * 10**9
+    traces = {}
+    for name, offset in (("a", 0), ("b", 10**9)):
+        t = traces[name] = Trace(base + offset)
+        run = os.urandom(8).hex()
+        t.chat(run, 0, "openai", "gpt-4o", (100, 0, 0, 10))
+        t.tool(run, 0, "fetch", '{"url": "https://example.com/x"}')
+        if name == "a":
+            for _ in range(3):
+                t.tool(run, 0, "search", '{"q": "refund policy"}')
+        t.chat(run, 1, "openai", "gpt-4o", (200, 0, 0, 10))
+        if name == "a":
+            t.tool(run, 1, "fetch", '{"url": "https://example.com/x"}')
+        t.run_span(run, "session-agent", "completed", session="S")
+    return World(traces, base)
+
+
+def test_a_call_wasted_by_a_runs_own_loop_and_its_sessions_loop_is_counted_once(overlapping: tuple[Any, World]) -> None:
+    """The Loops page's total summed each looping run's largest waste: A's second chat (210 tokens),
+    wasted by A's own loop and by the session's loop listed on B, was counted twice (740, not 530)."""
+    con, _ = overlapping
+    by_scope = {loop["scope"]: loop for loop in analytics.loops(con)}
+    assert (by_scope["run"]["wasted_tokens"], by_scope["session"]["wasted_tokens"]) == (210, 530)
+    page = analytics.loops_page(con)
+    assert (page["looping_runs"], page["wasted_tokens"]) == (2, 530)
+    assert page["wasted_cost_usd"] == pytest.approx((500 * 2.50 + 30 * 10.00) / MTOK, abs=1e-9)
