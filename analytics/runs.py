@@ -172,15 +172,16 @@ def top_runs_by_tokens(
 
 
 def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
-    """The runs of one trace, all its spans, and a per-step summary.
+    """The runs of one trace, all its spans, a per-step summary and the loops found in it.
 
-    ``{"runs": [Run...], "spans": [Span...], "steps": [Step...]}``: each Span has the design's
+    ``{"runs": [Run...], "spans": [Span...], "steps": [Step...], "loops": [Loop...]}``: each Span has the design's
     keys plus ``events`` (``[{"time", "name", "attributes"}]``: ``retry`` and
     ``loop_detected`` among them), ``cost_usd``, ``cache_read_input_tokens`` and
     ``cache_write_input_tokens`` (model calls with tokens; else ``None``); each Step is
     ``{"run_id", "step", "started_at", "duration_ms", "llm_calls", "tool_calls", "tool_errors",
-    "retries", "retry_events", "loop_hits", "input_tokens", "output_tokens", "cost_usd"}``;
-    ``stuck``: whether the trace is stuck (its run span has not arrived and it has been silent past
+    "retries", "retry_events", "loop_hits", "input_tokens", "output_tokens", "cost_usd"}``; each
+    Loop (the loops detected in its runs, as ``/api/v1/loops`` lists them) is ``{"run_id", "kind",
+    "tool", "count", "first_step", "wasted_tokens", "scope", "no_progress"}``; ``stuck``: whether the trace is stuck (its run span has not arrived and it has been silent past
     the stuck threshold). A run whose tool calls carry no arguments
     (``arguments_captured`` false) has ``arguments_hint``: the setting of its instrumentation
     that turns capture on, or None when loopsight does not know it.
@@ -199,7 +200,9 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
     spans = query(con, "trace_spans", trace_id=trace_id)
     steps = query(con, "trace_steps", trace_id=trace_id)
     _add_costs(spans, steps, trace_costs(con, trace_id))
-    return {"runs": runs, "spans": spans, "steps": steps, "stuck": bool(spans) and not runs and _stuck(spans)}
+    loops = query(con, "trace_loops", trace_id=trace_id)
+    stuck = bool(spans) and not runs and _stuck(spans)
+    return {"runs": runs, "spans": spans, "steps": steps, "loops": loops, "stuck": stuck}
 
 
 def _stuck(spans: list[dict[str, Any]], now: datetime | None = None) -> bool:

@@ -205,12 +205,46 @@ def steps_table(steps: list[dict[str, Any]]) -> None:
             "tool_calls": st.column_config.NumberColumn("tool calls", format="%,d", width=70),
             "tool_errors": st.column_config.NumberColumn("errors", format="%,d", width=60),
             "retries": st.column_config.NumberColumn("retries", format="%,d", width=60),
-            "loop_hits": st.column_config.NumberColumn("loop hits", format="%,d", width=65),
+            "loop_hits": st.column_config.NumberColumn(
+                "guard hits",
+                format="%,d",
+                width=65,
+                help="calls the agent's own loop guard flagged; the loops loopsight found are listed below",
+            ),
             "input_tokens": st.column_config.NumberColumn("input", format="%,d", width=75),
             "output_tokens": st.column_config.NumberColumn("output", format="%,d", width=70),
             "cost": st.column_config.TextColumn("cost", width=80, help="its priced model calls; a dash: unpriced"),
         },
         max_rows=40,
+    )
+
+
+def loops_table(loops: list[dict[str, Any]]) -> None:
+    """The loops found in the run (as the Loops page lists them), or nothing when there are none."""
+    if not loops:
+        return
+    st.subheader("Loops found", anchor=False)
+    frame = pd.DataFrame(loops)
+    shown = frame.assign(
+        first_step=[fmt.text(v) for v in frame["first_step"]],
+        tool=[fmt.text(v) for v in frame["tool"]],
+    )
+    shown = shown.assign(kind_label=[[str(k)] for k in shown["kind"]])
+    ui.table(
+        shown[["kind_label", "tool", "count", "first_step", "scope", "wasted_tokens"]],
+        {
+            "kind_label": ui.label_column("loop_kind", {"label": "kind", "width": 110}),
+            "tool": st.column_config.TextColumn("tool", width=140),
+            "count": st.column_config.NumberColumn("calls", format="%,d", width=55),
+            "first_step": st.column_config.TextColumn("from step", width=70),
+            "scope": st.column_config.TextColumn(
+                "scope", width=70, help="session: across the runs of its session, shown on the run of its last call"
+            ),
+            "wasted_tokens": st.column_config.NumberColumn(
+                "tokens after", format="%,d", width=90, help="model tokens spent after the loop began"
+            ),
+        },
+        max_rows=20,
     )
 
 
@@ -388,6 +422,7 @@ def body() -> None:
         else:
             ui.chart(charts.tokens_per_step(tokens))
         steps_table(detail.get("steps") or [])
+        loops_table(detail.get("loops") or [])
     with right:
         st.subheader("Span detail")
         span_detail(trace_id, spans, bars, chosen)

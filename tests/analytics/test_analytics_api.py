@@ -46,10 +46,14 @@ def test_runs_filters_tool_and_min_tokens(world: World, client: TestClient) -> N
 def test_run_detail(world: World, client: TestClient) -> None:
     info = world.runs["R2"]
     body = client.get(f"/api/v1/runs/{info.trace_id.upper()}").json()
-    assert set(body) == {"runs", "spans", "steps", "stuck"} and body["stuck"] is False
+    assert set(body) == {"runs", "spans", "steps", "loops", "stuck"} and body["stuck"] is False
     assert body["runs"][0]["run_id"] == info.run_id
     assert (body["runs"][0]["status"], body["runs"][0]["termination_reason"]) == ("ok", "loop_detected")
     assert len(body["spans"]) == 7
+    listed = client.get("/api/v1/loops").json()["loops"]
+    keys = ("run_id", "kind", "tool", "count", "first_step", "wasted_tokens", "scope", "no_progress")
+    mine = sorted(tuple(x[k] for k in keys) for x in listed if x["trace_id"] == info.trace_id)
+    assert mine and sorted(tuple(x[k] for k in keys) for x in body["loops"]) == mine  # what the Loops page lists
 
 
 def test_tools_route(client: TestClient) -> None:

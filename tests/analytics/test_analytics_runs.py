@@ -180,4 +180,4 @@ def test_trace_detail_steps(world: World, con: duckdb.DuckDBPyConnection) -> Non
 
 
 def test_unknown_trace_is_empty(con: duckdb.DuckDBPyConnection) -> None:
-    assert trace_detail(con, "0" * 32) == {"runs": [], "spans": [], "steps": [], "stuck": False}
+    assert trace_detail(con, "0" * 32) == {"runs": [], "spans": [], "steps": [], "loops": [], "stuck": False}

@@ -228,3 +228,15 @@ def test_the_run_page_says_the_collector_went_down_outside_its_folded_picker(sta
     assert "Cannot read collector" in texts(app)
     folded = [str(e.value) for expander in app.expander for e in expander.error]
     assert folded == [], "the outage is said on the page, not inside the collapsed expander"
+
+
+def test_a_run_page_lists_the_loops_found_in_the_run(filled_db, make_app) -> None:
+    """Its tile said loops 3 while the steps' loop hits said 0 and no loop was shown anywhere on the page."""
+    app = make_app(db=filled_db.path, query={"run": filled_db.emitted.first("loop")})
+    app.run()
+    assert_clean(app)
+    (found,) = [t for t in tables(app) if "wasted_tokens" in t]
+    loops = {m.label: m.value for m in app.metric}["loops"]
+    assert len(found) == int(loops) > 0
+    assert "exact" in {k for kinds in found["kind_label"] for k in kinds}
+    assert "Loops found" in texts(app)

@@ -103,9 +103,12 @@ def test_trace_detail_is_the_same(duck: Any, clickhouse: Any) -> None:
     for trace_id in _one_trace_per_agent(duck):
         expected = _same(trace_detail(duck, trace_id))
         got = _same(trace_detail(clickhouse, trace_id))
-        for part in ("runs", "spans", "steps"):
+        for part in ("runs", "spans", "steps", "loops"):
             assert got[part] == expected[part], (trace_id, part)
-    assert trace_detail(clickhouse, "0" * 32) == {"runs": [], "spans": [], "steps": [], "stuck": False}
+    looping = [t for t in _one_trace_per_agent(duck) if trace_detail(duck, t)["loops"]]
+    assert looping, "the fixture's loops are compared too"
+    empty = {"runs": [], "spans": [], "steps": [], "loops": [], "stuck": False}
+    assert trace_detail(clickhouse, "0" * 32) == empty
 
 
 def test_normalization_rules_hold_on_clickhouse(clickhouse: Any) -> None:
