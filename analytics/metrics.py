@@ -64,8 +64,9 @@ class MetricSpec:
                 out[key] = getattr(self, key)
         if self.metric in STAT_METRICS:
             out["stat"] = self.stat
-        if self.metric == "stuck_runs":
-            out["stuck_after"] = self.stuck_after_seconds
+        if self.metric == "stuck_runs":  # seconds, whole when they are (300, not 300.0)
+            seconds = self.stuck_after_seconds
+            out["stuck_after"] = int(seconds) if float(seconds).is_integer() else seconds
         return out
 
 

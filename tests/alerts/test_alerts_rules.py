@@ -63,6 +63,7 @@ window = "1h"
 """)
     assert rules[0].spec.stat == "p95" and rules[0].min_samples == 1 and rules[0].op == ">="
     assert rules[1].threshold == 1 and rules[1].min_samples == 0 and rules[1].spec.stuck_after_seconds == 300
+    assert repr(rules[1].describe()["filters"]) == "{'stuck_after': 300}"  # shown as 300, not 300.0
 
 
 @pytest.mark.parametrize(
