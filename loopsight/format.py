@@ -227,8 +227,8 @@ def text(value: Any) -> str:
     missing values as an em dash.
 
     Example:
-        >>> [text(v) for v in (None, 1518, 0.13333, 2.0, "ok", [1, 2], True)]
-        ['—', '1,518', '0.1333', '2', 'ok', '[1, 2]', 'True']
+        >>> [text(v) for v in (None, 1518, 0.13333, 2.0, "ok", [1, 2], True, 1e308)]
+        ['—', '1,518', '0.1333', '2', 'ok', '[1, 2]', 'True', '1e+308']
     """
     if isinstance(value, (list, tuple, dict)):
         return str(value)
@@ -239,6 +239,8 @@ def text(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
+        if abs(value) >= 1e15:  # a threshold of 1e308 is not three hundred digits
+            return f"{value:.4g}"
         if value.is_integer():
             return f"{int(value):,}"
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"

@@ -68,8 +68,9 @@ def session_runs(session_id: str) -> None:
     cols[1].metric("tokens", fmt.tokens(int(frame["tokens"].sum()), compact=True))
     cols[2].metric("cost", fmt.usd(cost.sum() if len(cost) else None, precise=True))
     cols[3].metric("loops", fmt.count(int(frame["loops"].fillna(0).sum())))
-    if total > len(frame):
-        st.caption(f"The first {fmt.count(len(frame))} of its {fmt.count(total)} runs.")
+    shown = f"The first {fmt.count(len(frame))} of its {fmt.count(total)} runs" if total > len(frame) else "Its runs"
+    # a session is one conversation: its runs whatever the sidebar's agent, service or window
+    st.caption(f"{shown}, whatever the sidebar's filters: a session is one conversation.")
     table = frame.assign(
         run=[fmt.short_id(t) for t in frame["trace_id"]],
         duration=[fmt.duration(v) for v in frame["duration_ms"]],

@@ -25,6 +25,7 @@ def test_sessions_list_and_one_sessions_runs_with_its_cross_run_loop(extras_db, 
     assert list(loops["scope"]) == ["session"] and list(loops["kind"]) == ["exact"]
     assert list(loops["trace_id"]) == [turns[-1]], "on the run of its last call"
     assert "span several runs of this session" in texts(opened)
+    assert "Its runs, whatever the sidebar's filters" in texts(opened)  # the window or agent does not narrow it
     assert {m.label: m.value for m in opened.metric}["runs"] == "3"
 
 
