@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from loopsight.analytics.metrics import METRICS, RATE_METRICS, STATS, MetricSpec
 from loopsight.attributes import ERROR_CLASSES, TERMINATION_REASONS
-from loopsight.config import parse_duration
+from loopsight.config import host_port, parse_duration
 from loopsight.errors import LoopsightError
 
 OPS = (">", ">=", "<", "<=")
@@ -86,13 +86,11 @@ class Target:
         if self.url is None:
             return self.kind
         parts = urlsplit(self.url)  # hostname and port only: a user:password@ in the URL is a secret too
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
         try:
-            port = f":{parts.port}" if parts.port else ""
+            port = parts.port or None
         except ValueError:  # a port that is not one: nothing of it is shown
-            port = ""
-        return f"{self.kind}:{parts.scheme}://{host}{port}/…"
+            port = None
+        return f"{self.kind}:{parts.scheme}://{host_port(parts.hostname or '', port)}/…"
 
 
 @dataclass(frozen=True)

@@ -111,10 +111,7 @@ class BearerAuth:
             if is_api(scope["path"]):
                 response = JSONResponse({"error": message}, status_code=401, headers=challenge)
             else:  # OTLP's Status, in the request's content type as every other /v1/traces answer
-                try:
-                    kind = media_type(dict(scope["headers"]).get(b"content-type", b"").decode("latin-1"))
-                except UnsupportedMediaType:
-                    kind = JSON
+                kind = _answer_kind(dict(scope["headers"]).get(b"content-type", b"").decode("latin-1"))
                 response = _error(kind, 401, message, challenge)
             await response(scope, receive, send)
             return
@@ -129,6 +126,14 @@ def _otlp_response(kind: str, rejected: int = 0, message: str = "") -> Response:
     if kind == JSON:
         return Response(json_format.MessageToJson(body, indent=None), media_type=JSON)
     return Response(body.SerializeToString(), media_type=PROTOBUF)
+
+
+def _answer_kind(content_type: str | None) -> str:
+    """The encoding of an OTLP error answer: the request's, JSON for JSON and any other type."""
+    try:
+        return media_type(content_type)
+    except UnsupportedMediaType:
+        return JSON
 
 
 def _error(kind: str, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -156,8 +161,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     else:
         message = exc.detail
     if not is_api(path):
-        kind = PROTOBUF if request.headers.get("content-type", "").lower().startswith(PROTOBUF) else JSON
-        return _error(kind, exc.status_code, message, dict(exc.headers or {}))
+        return _error(
+            _answer_kind(request.headers.get("content-type")), exc.status_code, message, dict(exc.headers or {})
+        )
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 

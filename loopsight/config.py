@@ -108,11 +108,13 @@ def traces_url(endpoint: str) -> str:
     return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"
 
 
-def host_port(host: str, port: int) -> str:
-    """``host:port`` as a URL writes it: an IPv6 address in brackets.
+def host_port(host: str, port: int | None) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets; the host alone without a port.
 
     Example:
-        >>> host_port("127.0.0.1", 4318), host_port("::1", 4317)
-        ('127.0.0.1:4318', '[::1]:4317')
+        >>> host_port("127.0.0.1", 4318), host_port("::1", 4317), host_port("::1", None)
+        ('127.0.0.1:4318', '[::1]:4317', '[::1]')
     """
-    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return host if port is None else f"{host}:{port}"
