@@ -559,7 +559,7 @@ def runs_cmd(
         for run in runs:
             typer.echo(json.dumps(run))
         return
-    from loopsight.format import count, duration, usd
+    from loopsight.format import count, duration, money
 
     table = Table(
         "started (UTC)",
@@ -588,7 +588,7 @@ def runs_cmd(
             count(run["retries"]),
             count(run["loops"]),
             count(run["input_tokens"] + run["output_tokens"]),
-            "unpriced" if run.get("cost_usd") is None else usd(run["cost_usd"], precise=True),
+            money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
             duration(run["duration_ms"]),
             run["trace_id"],
         )

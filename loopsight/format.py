@@ -175,6 +175,19 @@ def usd(value: Any, precise: bool = False) -> str:
     return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
 
 
+def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
+    """A cost as :func:`usd` shows it, ``unpriced`` when none of its model calls has a price but some
+    were made (never $0); a dash when there was nothing to price (no model call with tokens).
+
+    Example:
+        >>> money(0.0042, 0, precise=True), money(None, 2), money(None, 0), money(None)
+        ('$0.0042', 'unpriced', '—', '—')
+    """
+    if missing(value) and not missing(unpriced_calls) and unpriced_calls:
+        return "unpriced"
+    return usd(value, precise=precise)
+
+
 def ratio(value: Any, decimals: int = 1) -> str:
     """A multiple (``3.25`` -> ``3.2×``)."""
     return MISSING if missing(value) else f"{float(value):,.{decimals}f}×"

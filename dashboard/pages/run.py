@@ -122,7 +122,7 @@ def header(trace_id: str, detail: dict[str, Any]) -> None:
         )
         cols[4].metric(
             "cost",
-            ui.money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
+            fmt.money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
             help=_cost_help(run),
         )
         cols[5].metric("duration", fmt.duration(run.get("duration_ms")))

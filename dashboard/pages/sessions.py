@@ -74,7 +74,7 @@ def session_runs(session_id: str) -> None:
     table = frame.assign(
         run=[fmt.short_id(t) for t in frame["trace_id"]],
         duration=[fmt.duration(v) for v in frame["duration_ms"]],
-        cost=[ui.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
+        cost=[fmt.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
     )
     columns = ["trace_id", "run", "started_at", "agent", "status", "termination_reason", "steps", "loops"]
     ui.run_table(
