@@ -625,7 +625,7 @@ def budgets_cmd(
     """Recommend step, tool-call, time and token budgets per agent by replaying its stored runs."""
     collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.client import SourceError, open_source
-    from loopsight.format import figure, usd
+    from loopsight.format import figure, react_config, usd
 
     window = _window(since, until)
     source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
@@ -678,10 +678,9 @@ def budgets_cmd(
                 " / ".join(figure(ok[stat]) for stat in ("p50", "p99", "max")),
             )
         console.print(table)
-        chosen = {b["react_field"]: b["recommended"] for b in entry["budgets"] if b["recommended"] is not None}
-        if react and chosen:
-            args = ", ".join(f"{field}={value:g}" for field, value in chosen.items())
-            console.print(f"loopsight.react: ReactConfig({args})  (docs/react.md, 'Setting budgets')", highlight=False)
+        line = react_config(entry["budgets"]) if react else None
+        if line:
+            console.print(f"loopsight.react: {line}  (docs/react.md, 'Setting budgets')", highlight=False)
         if curve:
             for budget in entry["budgets"]:
                 points = Table(

@@ -188,6 +188,26 @@ def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
     return usd(value, precise=precise)
 
 
+def react_config(budgets: Any) -> str | None:
+    """``ReactConfig(max_steps=6, ...)`` of the recommended values of ``/api/v1/budgets`` budgets (their
+    ``react_field`` and ``recommended``), as Python to paste: whole values as integers (``1200000``,
+    never ``1.2e+06``); ``None`` when nothing is recommended.
+
+    Example:
+        >>> react_config([{"react_field": "max_tokens", "recommended": 1200000},
+        ...               {"react_field": "max_seconds", "recommended": 0.08},
+        ...               {"react_field": "max_steps", "recommended": None}])
+        'ReactConfig(max_tokens=1200000, max_seconds=0.08)'
+    """
+    fields = []
+    for budget in budgets:
+        value = budget.get("recommended")
+        if budget.get("react_field") and not missing(value):
+            amount = float(value)
+            fields.append(f"{budget['react_field']}={int(amount) if amount.is_integer() else amount!r}")
+    return f"ReactConfig({', '.join(fields)})" if fields else None
+
+
 def ratio(value: Any, decimals: int = 1) -> str:
     """A multiple (``3.25`` -> ``3.2×``)."""
     return MISSING if missing(value) else f"{float(value):,.{decimals}f}×"
