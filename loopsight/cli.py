@@ -413,8 +413,6 @@ def ingest(
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
 
-    book = _price_book(prices)
-
     unreadable = [
         f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
         for f in files
@@ -423,10 +421,15 @@ def ingest(
     if unreadable:
         raise fail("; ".join(unreadable))
     if collector is not None:
-        given = [f"--{name}" for name in ("db", "store", "capture-content") if _from_flag(ctx, name.replace("-", "_"))]
+        given = [
+            f"--{name}"
+            for name in ("db", "store", "capture-content", "prices")
+            if _from_flag(ctx, name.replace("-", "_"))
+        ]
         if given:
             raise fail(
-                f"--collector sends the files to the collector, which has its own store and limits: drop {', '.join(given)}"
+                "--collector sends the files to the collector, which has its own store, limits and prices: "
+                f"drop {', '.join(given)}"
             )
         _http_url("--collector", collector)
         try:
@@ -439,6 +442,7 @@ def ingest(
         if summary.errors:
             raise fail(f"{len(summary.errors)} request(s) or file(s) not accepted", 1)
         return
+    book = _price_book(prices)
     store_url = _write_store(ctx, store)
     try:
         summary = ingest_files(

@@ -92,3 +92,20 @@ def test_runs_table_says_unpriced_only_for_a_run_whose_calls_have_no_price(tmp_p
     }
     cost_of = {name: rows[name].split("│")[11].strip() for name in ("tools_only", "no_usage", "unpriced")}
     assert cost_of == {"tools_only": "—", "no_usage": "—", "unpriced": "unpriced"}
+
+
+def test_ingest_to_a_collector_refuses_a_price_file_it_would_not_apply(tmp_path: Path) -> None:
+    """The collector prices with its own --prices: a file given to ``ingest --collector`` was silently
+    ignored (the costs stayed the collector's); it is refused like --db, before anything is sent."""
+    spans = tmp_path / "spans.json"
+    spans.write_bytes(WORLD.body())
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[models."my-finetune"]\ninput = 2.0\noutput = 4.0\n', encoding="utf-8")
+    # no collector listens there: the refusal comes before any request
+    refused = _cli("ingest", str(spans), "--collector", "http://127.0.0.1:9", "--prices", str(prices))
+    assert refused.returncode == 2
+    message = " ".join(refused.stderr.split())
+    assert (
+        "--collector sends the files to the collector, which has its own store, limits and prices: drop --prices"
+        in message
+    )
