@@ -162,17 +162,19 @@ def usd(value: Any, precise: bool = False) -> str:
     ``precise`` shows amounts under a dollar to four decimals (one run, one call: ``$0.0042``).
 
     Example:
-        >>> usd(4.2), usd(1234.5), usd(0.001), usd(0), usd(None), usd(0.00123, precise=True)
-        ('$4.20', '$1,234.50', '<$0.01', '$0.00', '—', '$0.0012')
+        >>> usd(4.2), usd(1234.5), usd(0.001), usd(0), usd(None), usd(0.00123, precise=True), usd(-0.00001, precise=True)
+        ('$4.20', '$1,234.50', '<$0.01', '$0.00', '—', '$0.0012', '-<$0.0001')
     """
     if missing(value):
         return MISSING
-    amount = float(value)
-    if precise and 0 < abs(amount) < 1:
-        return f"-${-amount:.4f}" if amount < 0 else (f"${amount:.4f}" if amount >= 0.00005 else "<$0.0001")
-    if 0 < abs(amount) < 0.005:
-        return "<$0.01" if amount > 0 else "-<$0.01"
-    return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
+    amount = float(value) + 0.0  # -0.0 (a sum that cancels out, rounded) is $0.00
+    if amount < 0:
+        return "-" + usd(-amount, precise=precise)
+    if precise and 0 < amount < 1:
+        return f"${amount:.4f}" if amount >= 0.00005 else "<$0.0001"
+    if 0 < amount < 0.005:
+        return "<$0.01"
+    return f"${amount:,.2f}"
 
 
 def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
