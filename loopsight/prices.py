@@ -376,7 +376,8 @@ def _load_toml(text: str, origin: str) -> tuple[Any, Locate]:
                 if key is not None and re.match(rf"^\s*\[?\s*{re.escape(key)}\b", line):
                     return number
             return None
-        quoted = re.compile(rf"""(["']){re.escape(pattern)}\1|\.{re.escape(pattern)}\s*\]""")
+        # "pattern", 'pattern', .pattern] or .pattern. (a bare name with a dot: a table inside the entry)
+        quoted = re.compile(rf"""(["']){re.escape(pattern)}\1|\.{re.escape(pattern)}\s*[\].]""")
         start = next((n for n, line in enumerate(lines, 1) if quoted.search(line)), None)
         if start is None or key is None:
             return start
@@ -465,6 +466,9 @@ def _override(pattern: str, entry: Any, locate: Locate, origin: str) -> Override
     allowed = (*UNITS, "provider")
     for key in entry:
         if key not in allowed:
+            if isinstance(entry[key], dict):  # [models.gpt-4.1]: TOML splits a bare name at its dots
+                quote = f'[models."{pattern}.{key}"]'
+                raise fail(str(key), f"unknown key (a model name with a dot is one key only when quoted: {quote})")
             hint = difflib.get_close_matches(str(key), allowed, 1)
             raise fail(str(key), "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
 

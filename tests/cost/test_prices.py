@@ -152,6 +152,11 @@ def test_yaml_price_file(tmp_path):
         ),
         ("[models]\nm = 3\n", "model 'm': must be a table of prices"),
         ('[models."m"\ninput = 1\n', "p.toml:1: not valid TOML"),
+        (  # a dot in a bare key nests a table: gpt-4.1 came back as model 'gpt-4' with a key '1', no line
+            "\n[models.gpt-4.1]\ninput = 1\noutput = 2\n",
+            "p.toml:2: model 'gpt-4', key '1': unknown key (a model name with a dot is one key only when quoted: "
+            '[models."gpt-4.1"])',
+        ),
     ],
 )
 def test_bad_price_files_name_the_line_and_the_field(text, message):
