@@ -119,3 +119,13 @@ def test_a_call_wasted_by_a_runs_own_loop_and_its_sessions_loop_is_counted_once(
     page = analytics.loops_page(con)
     assert (page["looping_runs"], page["wasted_tokens"]) == (2, 530)
     assert page["wasted_cost_usd"] == pytest.approx((500 * 2.50 + 30 * 10.00) / MTOK, abs=1e-9)
+
+
+def test_a_session_has_its_price_beside_its_tokens(reader: tuple[Any, World]) -> None:
+    """``/api/v1/sessions`` and the Sessions page listed a session's tokens without their cost
+    (docs/cost.md: every token figure has its price beside it): the sum of its runs' costs."""
+    con, _ = reader
+    (session,) = analytics.sessions(con)
+    run_cost = (300 * 2.50 + 20 * 10.00) / MTOK  # each run: 100 / 10 and 200 / 10 tokens of gpt-4o
+    assert (session["session_id"], session["input_tokens"], session["output_tokens"]) == ("S", 600, 40)
+    assert session["cost_usd"] == pytest.approx(2 * run_cost, abs=1e-9) and session["unpriced_calls"] == 0
