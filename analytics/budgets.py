@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from loopsight.analytics.sql import QUESTIONS, Connection, run
+from loopsight.format import figure
 
 load = QUESTIONS.load
 
@@ -121,7 +122,7 @@ def summary(kind: str, point: dict[str, Any] | None, value: Any, react: bool) ->
     """
     if point is None:
         return ""
-    name = f"{REACT_FIELDS[kind]} {value:g}" if react else f"at most {value:g} {PLAIN[kind]}"
+    name = f"{REACT_FIELDS[kind]} {figure(value)}" if react else f"at most {figure(value)} {PLAIN[kind]}"
     looped = (
         f"{_pct(point['looped_cut_rate'])} of looping runs stopped {point['looped_steps_avoided']} steps earlier"
         if point.get("looped_steps_avoided") is not None

@@ -77,15 +77,22 @@ def loops(
     params = _params(since, until, agent, service, kind=kind, limit=max(0, min(limit, MAX_LIMIT)), session=session)
     found = run(con, "loops", _with_loops("loops", session), params)
     if costs and found:
-        # Equal wasted tokens in a run: the same wasted calls (loop_costs.sql), so the key is the run and them.
-        wasted = {
-            (r["trace_id"], r["run_id"], r["wasted_tokens"]): r["wasted_cost_usd"]
-            for r in run(con, "loop_costs", _with_loops("loop_costs", session), params)
-        }
-        for loop in found:
-            key = (loop["trace_id"], loop["run_id"], loop["wasted_tokens"])
-            loop["wasted_cost_usd"] = 0.0 if not loop["wasted_tokens"] else wasted.get(key)
+        add_wasted_costs(con, found, _with_loops("loop_costs", session), params)
     return found
+
+
+def add_wasted_costs(con: Connection, found: list[dict[str, Any]], sql: str, params: dict[str, Any]) -> None:
+    """Give each loop of ``found`` its ``wasted_cost_usd``: what the calls its ``wasted_tokens``
+    count cost (``sql``: loop_costs.sql over the loop rows ``found`` came from; ``None`` when none
+    of them is priced, 0 when nothing was wasted). A loop without ``trace_id`` is of ``params``' one."""
+    # Equal wasted tokens in a run: the same wasted calls (loop_costs.sql), so the key is the run and them.
+    wasted = {
+        (r["trace_id"], r["run_id"], r["wasted_tokens"]): r["wasted_cost_usd"]
+        for r in run(con, "loop_costs", sql, params)
+    }
+    for loop in found:
+        key = (loop.get("trace_id", params.get("trace_id")), loop["run_id"], loop["wasted_tokens"])
+        loop["wasted_cost_usd"] = 0.0 if not loop["wasted_tokens"] else wasted.get(key)
 
 
 def loop_counts(

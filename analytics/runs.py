@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopsight.analytics.costs import trace_costs
-from loopsight.analytics.sql import Connection, query
+from loopsight.analytics.loops import add_wasted_costs
+from loopsight.analytics.sql import QUESTIONS, Connection, query
 from loopsight.vocabulary import capture_setting
 
 MAX_LIMIT = 10_000
@@ -181,7 +182,7 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
     ``{"run_id", "step", "started_at", "duration_ms", "llm_calls", "tool_calls", "tool_errors",
     "retries", "retry_events", "loop_hits", "input_tokens", "output_tokens", "cost_usd"}``; each
     Loop (the loops detected in its runs, as ``/api/v1/loops`` lists them) is ``{"run_id", "kind",
-    "tool", "count", "first_step", "wasted_tokens", "scope", "no_progress"}``; ``stuck``: whether the trace is stuck (its run span has not arrived and it has been silent past
+    "tool", "count", "first_step", "wasted_tokens", "wasted_cost_usd", "scope", "no_progress"}``; ``stuck``: whether the trace is stuck (its run span has not arrived and it has been silent past
     the stuck threshold). A run whose tool calls carry no arguments
     (``arguments_captured`` false) has ``arguments_hint``: the setting of its instrumentation
     that turns capture on, or None when loopsight does not know it.
@@ -201,6 +202,10 @@ def trace_detail(con: Connection, trace_id: str) -> dict[str, Any]:
     steps = query(con, "trace_steps", trace_id=trace_id)
     _add_costs(spans, steps, trace_costs(con, trace_id))
     loops = query(con, "trace_loops", trace_id=trace_id)
+    if loops:
+        no_filters = {"since": None, "until": None, "agent": None, "service": None, "kind": None}
+        sql = QUESTIONS.compose("loop_costs", loop_rows="loops_of_trace")
+        add_wasted_costs(con, loops, sql, {**no_filters, "trace_id": trace_id})
     stuck = bool(spans) and not runs and _stuck(spans)
     return {"runs": runs, "spans": spans, "steps": steps, "loops": loops, "stuck": stuck}
 

@@ -588,14 +588,6 @@ def with_agents(rows: list[dict[str, Any]], agent: str | None = None) -> pd.Data
     )
 
 
-def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
-    """A cost as :func:`loopsight.format.usd` shows it, ``unpriced`` when nothing of it has a price but
-    some calls were made (never $0)."""
-    if fmt.missing(value) and not fmt.missing(unpriced_calls) and unpriced_calls:
-        return "unpriced"
-    return fmt.usd(value, precise=precise)
-
-
 def tools(by_agent: bool = False, **params: Any) -> list[dict[str, Any]] | None:
     """Tool statistics, per tool or per tool and agent (the API's ``group_by=agent``), shown in place on failure."""
     method, _, asked = tools_question(by_agent, **params)

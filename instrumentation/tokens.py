@@ -12,6 +12,8 @@ Cached input tokens (prompt caching) are read too: OpenAI's
 ``cached_content_token_count``, Bedrock's ``cacheReadInputTokens`` / ``cacheWriteInputTokens``.
 As OpenTelemetry GenAI counts them, ``input_tokens`` *includes* the cached and cache-write
 tokens (Anthropic and Bedrock report them apart: they are added).
+Gemini's thinking (``thoughts_token_count``) is output and its tool-use prompt
+(``tool_use_prompt_token_count``) input, as Google bills them (it reports them apart: they are added).
 
 Example:
     >>> extract_usage({"usage": {"prompt_tokens": 12, "completion_tokens": 3},
@@ -72,6 +74,9 @@ _CACHE_APART = {
     "input_tokens": ("cache_creation_input_tokens", "cache_read_input_tokens"),
     "inputTokens": ("cacheReadInputTokens", "cacheWriteInputTokens"),
 }
+# Gemini counts apart tokens it bills with the others (its total_token_count sums them all): the
+# tool-use prompt at the input price, the thinking at the output price.
+_GEMINI_APART = {"tool_use_prompt_token_count": "input", "thoughts_token_count": "output"}
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -172,6 +177,13 @@ def _extract(result: Any) -> Usage | None:
             extra = _int(_get(usage, key))
             if extra:
                 in_tokens = (in_tokens or 0) + extra
+        if in_key == "prompt_token_count":
+            for key, side in _GEMINI_APART.items():
+                extra = _int(_get(usage, key))
+                if extra and side == "input":
+                    in_tokens = (in_tokens or 0) + extra
+                elif extra:
+                    out_tokens = (out_tokens or 0) + extra
     reasons = _finish_reasons(result)
     model = _get(result, "model")
     if model is None and _get(result, "type") == "message_start":

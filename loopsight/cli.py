@@ -413,8 +413,6 @@ def ingest(
     from loopsight.ingest.normalize import Limits
     from loopsight.stores import StoreError
 
-    book = _price_book(prices)
-
     unreadable = [
         f"{f}: {'is a directory' if f.is_dir() else 'not a regular file' if f.exists() else 'no such file'}"
         for f in files
@@ -423,10 +421,15 @@ def ingest(
     if unreadable:
         raise fail("; ".join(unreadable))
     if collector is not None:
-        given = [f"--{name}" for name in ("db", "store", "capture-content") if _from_flag(ctx, name.replace("-", "_"))]
+        given = [
+            f"--{name}"
+            for name in ("db", "store", "capture-content", "prices")
+            if _from_flag(ctx, name.replace("-", "_"))
+        ]
         if given:
             raise fail(
-                f"--collector sends the files to the collector, which has its own store and limits: drop {', '.join(given)}"
+                "--collector sends the files to the collector, which has its own store, limits and prices: "
+                f"drop {', '.join(given)}"
             )
         _http_url("--collector", collector)
         try:
@@ -439,6 +442,7 @@ def ingest(
         if summary.errors:
             raise fail(f"{len(summary.errors)} request(s) or file(s) not accepted", 1)
         return
+    book = _price_book(prices)
     store_url = _write_store(ctx, store)
     try:
         summary = ingest_files(
@@ -559,7 +563,7 @@ def runs_cmd(
         for run in runs:
             typer.echo(json.dumps(run))
         return
-    from loopsight.format import count, duration, usd
+    from loopsight.format import count, duration, money
 
     table = Table(
         "started (UTC)",
@@ -588,7 +592,7 @@ def runs_cmd(
             count(run["retries"]),
             count(run["loops"]),
             count(run["input_tokens"] + run["output_tokens"]),
-            "unpriced" if run.get("cost_usd") is None else usd(run["cost_usd"], precise=True),
+            money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
             duration(run["duration_ms"]),
             run["trace_id"],
         )
@@ -625,7 +629,7 @@ def budgets_cmd(
     """Recommend step, tool-call, time and token budgets per agent by replaying its stored runs."""
     collector, db, store = _read_source(ctx, collector, db, store)
     from loopsight.client import SourceError, open_source
-    from loopsight.format import figure, usd
+    from loopsight.format import figure, react_config, usd
 
     window = _window(since, until)
     source = open_source(collector=collector or DEFAULT_COLLECTOR, db=db, store=store, token=token)
@@ -678,10 +682,9 @@ def budgets_cmd(
                 " / ".join(figure(ok[stat]) for stat in ("p50", "p99", "max")),
             )
         console.print(table)
-        chosen = {b["react_field"]: b["recommended"] for b in entry["budgets"] if b["recommended"] is not None}
-        if react and chosen:
-            args = ", ".join(f"{field}={value:g}" for field, value in chosen.items())
-            console.print(f"loopsight.react: ReactConfig({args})  (docs/react.md, 'Setting budgets')", highlight=False)
+        line = react_config(entry["budgets"]) if react else None
+        if line:
+            console.print(f"loopsight.react: {line}  (docs/react.md, 'Setting budgets')", highlight=False)
         if curve:
             for budget in entry["budgets"]:
                 points = Table(

@@ -162,17 +162,52 @@ def usd(value: Any, precise: bool = False) -> str:
     ``precise`` shows amounts under a dollar to four decimals (one run, one call: ``$0.0042``).
 
     Example:
-        >>> usd(4.2), usd(1234.5), usd(0.001), usd(0), usd(None), usd(0.00123, precise=True)
-        ('$4.20', '$1,234.50', '<$0.01', '$0.00', '—', '$0.0012')
+        >>> usd(4.2), usd(1234.5), usd(0.001), usd(0), usd(None), usd(0.00123, precise=True), usd(-0.00001, precise=True)
+        ('$4.20', '$1,234.50', '<$0.01', '$0.00', '—', '$0.0012', '-<$0.0001')
     """
     if missing(value):
         return MISSING
-    amount = float(value)
-    if precise and 0 < abs(amount) < 1:
-        return f"-${-amount:.4f}" if amount < 0 else (f"${amount:.4f}" if amount >= 0.00005 else "<$0.0001")
-    if 0 < abs(amount) < 0.005:
-        return "<$0.01" if amount > 0 else "-<$0.01"
-    return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
+    amount = float(value) + 0.0  # -0.0 (a sum that cancels out, rounded) is $0.00
+    if amount < 0:
+        return "-" + usd(-amount, precise=precise)
+    if precise and 0 < amount < 1:
+        return f"${amount:.4f}" if amount >= 0.00005 else "<$0.0001"
+    if 0 < amount < 0.005:
+        return "<$0.01"
+    return f"${amount:,.2f}"
+
+
+def money(value: Any, unpriced_calls: Any = 0, precise: bool = False) -> str:
+    """A cost as :func:`usd` shows it, ``unpriced`` when none of its model calls has a price but some
+    were made (never $0); a dash when there was nothing to price (no model call with tokens).
+
+    Example:
+        >>> money(0.0042, 0, precise=True), money(None, 2), money(None, 0), money(None)
+        ('$0.0042', 'unpriced', '—', '—')
+    """
+    if missing(value) and not missing(unpriced_calls) and unpriced_calls:
+        return "unpriced"
+    return usd(value, precise=precise)
+
+
+def react_config(budgets: Any) -> str | None:
+    """``ReactConfig(max_steps=6, ...)`` of the recommended values of ``/api/v1/budgets`` budgets (their
+    ``react_field`` and ``recommended``), as Python to paste: whole values as integers (``1200000``,
+    never ``1.2e+06``); ``None`` when nothing is recommended.
+
+    Example:
+        >>> react_config([{"react_field": "max_tokens", "recommended": 1200000},
+        ...               {"react_field": "max_seconds", "recommended": 0.08},
+        ...               {"react_field": "max_steps", "recommended": None}])
+        'ReactConfig(max_tokens=1200000, max_seconds=0.08)'
+    """
+    fields = []
+    for budget in budgets:
+        value = budget.get("recommended")
+        if budget.get("react_field") and not missing(value):
+            amount = float(value)
+            fields.append(f"{budget['react_field']}={int(amount) if amount.is_integer() else amount!r}")
+    return f"ReactConfig({', '.join(fields)})" if fields else None
 
 
 def ratio(value: Any, decimals: int = 1) -> str:

@@ -181,7 +181,7 @@ class PriceBook:
             loopsight.prices.PricesError: p.toml:1: model 'x': missing required key 'output' (USD per million output tokens)
         """
         document, locate = _load_yaml(text, origin) if yaml else _load_toml(text, origin)
-        return cls(_overrides(document, locate, origin), origin=origin)
+        return cls(_overrides(document, locate, origin, yaml=yaml), origin=origin)
 
     def describe(self) -> str:
         """Where prices come from, for logs: ``genai-prices 0.2.3`` and the file."""
@@ -376,7 +376,8 @@ def _load_toml(text: str, origin: str) -> tuple[Any, Locate]:
                 if key is not None and re.match(rf"^\s*\[?\s*{re.escape(key)}\b", line):
                     return number
             return None
-        quoted = re.compile(rf"""(["']){re.escape(pattern)}\1|\.{re.escape(pattern)}\s*\]""")
+        # "pattern", 'pattern', .pattern] or .pattern. (a bare name with a dot: a table inside the entry)
+        quoted = re.compile(rf"""(["']){re.escape(pattern)}\1|\.{re.escape(pattern)}\s*[\].]""")
         start = next((n for n, line in enumerate(lines, 1) if quoted.search(line)), None)
         if start is None or key is None:
             return start
@@ -429,7 +430,7 @@ def _load_yaml(text: str, origin: str) -> tuple[Any, Locate]:
     return document, locate
 
 
-def _overrides(document: Any, locate: Locate, origin: str) -> list[Override]:
+def _overrides(document: Any, locate: Locate, origin: str, *, yaml: bool = False) -> list[Override]:
     if document is None:
         document = {}
     if not isinstance(document, dict):
@@ -445,15 +446,19 @@ def _overrides(document: Any, locate: Locate, origin: str) -> list[Override]:
         raise PricesError(f"{_at(origin, locate(None, 'models'))}: 'models' must be a table of model patterns")
     out = []
     for pattern, entry in models.items():
-        out.append(_override(str(pattern), entry, locate, origin))
+        out.append(_override(str(pattern), entry, locate, origin, yaml=yaml))
     return out
+
+
+_YAML_TEXT_EXPONENT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+"""A number with an exponent that PyYAML (YAML 1.1) left as text: one without a dot or a sign (``2e-1``, ``1.5e5``)."""
 
 
 def _at(origin: str, line: int | None) -> str:
     return f"{origin}:{line}" if line else origin
 
 
-def _override(pattern: str, entry: Any, locate: Locate, origin: str) -> Override:
+def _override(pattern: str, entry: Any, locate: Locate, origin: str, *, yaml: bool = False) -> Override:
     def fail(key: str | None, message: str) -> PricesError:
         what = f"model {pattern!r}" + (f", key {key!r}" if key else "")
         return PricesError(f"{_at(origin, locate(pattern, key))}: {what}: {message}")
@@ -465,6 +470,9 @@ def _override(pattern: str, entry: Any, locate: Locate, origin: str) -> Override
     allowed = (*UNITS, "provider")
     for key in entry:
         if key not in allowed:
+            if isinstance(entry[key], dict):  # [models.gpt-4.1]: TOML splits a bare name at its dots
+                quote = f'[models."{pattern}.{key}"]'
+                raise fail(str(key), f"unknown key (a model name with a dot is one key only when quoted: {quote})")
             hint = difflib.get_close_matches(str(key), allowed, 1)
             raise fail(str(key), "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
 
@@ -475,7 +483,12 @@ def _override(pattern: str, entry: Any, locate: Locate, origin: str) -> Override
             return None
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise fail(key, f"must be a number >= 0 (USD per million tokens), got {value!r}")
+            hint = ""
+            if yaml and isinstance(value, str) and _YAML_TEXT_EXPONENT.match(value):  # YAML 1.1: 2e-1 is text
+                written = repr(float(value))
+                written = written.replace("e", ".0e") if "e" in written and "." not in written else written
+                hint = f" (YAML reads {value} as text: write {written})"
+            raise fail(key, f"must be a number >= 0 (USD per million tokens), got {value!r}{hint}")
         if value > MAX_PRICE:  # a cost must stay finite when multiplied by any token count
             raise fail(key, f"must be at most {MAX_PRICE:,.0f} (USD per million tokens), got {value!r}")
         return float(value)

@@ -36,16 +36,6 @@ def value_text(kind: str, value: Any) -> str:
     return fmt.tokens(value) if kind == "tokens" else fmt.count(value)
 
 
-def react_line(budgets: list[dict[str, Any]]) -> str | None:
-    """``ReactConfig(max_steps=6, ...)`` of the recommended values, when there are any."""
-    fields = [
-        f"{b['react_field']}={b['recommended']:g}"
-        for b in budgets
-        if b.get("react_field") and not fmt.missing(b.get("recommended"))
-    ]
-    return f"ReactConfig({', '.join(fields)})" if fields else None
-
-
 def tiles(agent: dict[str, Any], budgets: dict[str, dict[str, Any]]) -> None:
     cols = st.columns(len(KINDS))
     for column, kind in zip(cols, KINDS, strict=False):
@@ -241,7 +231,7 @@ def body() -> None:
         "Recommended: the smallest value that cuts at most 1 % of the successful runs, given 20 of them or more."
     )
     tiles(agent, budgets)
-    line = react_line(list(budgets.values())) if agent.get("reference_loop") else None
+    line = fmt.react_config(list(budgets.values())) if agent.get("reference_loop") else None
     if line:
         st.markdown("As the reference loop's settings (`loopsight.react`):")
         st.code(line, language="python")

@@ -55,7 +55,7 @@ def body() -> None:
         unpriced = agents["unpriced_calls"] if "unpriced_calls" in agents else pd.Series(0, index=agents.index)
         for column in MONEY:
             if column in shown:
-                shown[column] = [ui.money(v, u, precise=True) for v, u in zip(shown[column], unpriced, strict=False)]
+                shown[column] = [fmt.money(v, u, precise=True) for v, u in zip(shown[column], unpriced, strict=False)]
         if "cache_hit_ratio" in shown:
             shown["cache_hit_ratio"] = [fmt.pct(v) for v in shown["cache_hit_ratio"]]
         ui.table(

@@ -122,7 +122,7 @@ def header(trace_id: str, detail: dict[str, Any]) -> None:
         )
         cols[4].metric(
             "cost",
-            ui.money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
+            fmt.money(run.get("cost_usd"), run.get("unpriced_calls"), precise=True),
             help=_cost_help(run),
         )
         cols[5].metric("duration", fmt.duration(run.get("duration_ms")))
@@ -230,8 +230,12 @@ def loops_table(loops: list[dict[str, Any]]) -> None:
         tool=[fmt.text(v) for v in frame["tool"]],
     )
     shown = shown.assign(kind_label=[[str(k)] for k in shown["kind"]])
+    columns = ["kind_label", "tool", "count", "first_step", "scope", "wasted_tokens"]
+    if "wasted_cost_usd" in shown:  # a collector before the run's loops had their cost answers without it
+        shown["wasted_cost"] = [fmt.usd(v, precise=True) for v in shown["wasted_cost_usd"]]
+        columns.append("wasted_cost")
     ui.table(
-        shown[["kind_label", "tool", "count", "first_step", "scope", "wasted_tokens"]],
+        shown[columns],
         {
             "kind_label": ui.label_column("loop_kind", {"label": "kind", "width": 110}),
             "tool": st.column_config.TextColumn("tool", width=140),
@@ -242,6 +246,9 @@ def loops_table(loops: list[dict[str, Any]]) -> None:
             ),
             "wasted_tokens": st.column_config.NumberColumn(
                 "tokens after", format="%,d", width=90, help="model tokens spent after the loop began"
+            ),
+            "wasted_cost": st.column_config.TextColumn(
+                "cost after", width=80, help="what those model calls cost; a dash: none of them is priced"
             ),
         },
         max_rows=20,

@@ -171,7 +171,7 @@ def body() -> None:
     table = frame.assign(
         run=[fmt.short_id(t) for t in frame["trace_id"]],
         duration=[fmt.duration(v) for v in frame["duration_ms"]],
-        cost=[ui.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
+        cost=[fmt.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
     )[COLUMNS]
     ui.run_table(
         table,

@@ -24,8 +24,12 @@ def sessions_table(sessions: list[dict[str, Any]]) -> None:
         first=frames.to_time(frame["first_started_at"]).to_numpy(),
         last=frames.to_time(frame["last_started_at"]).to_numpy(),
     )
+    if "cost_usd" in frame:  # a collector before sessions had their cost answers without it
+        unpriced = frame["unpriced_calls"] if "unpriced_calls" in frame else pd.Series(0, index=frame.index)
+        frame["cost"] = [fmt.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], unpriced, strict=False)]
+    shown = ["session_id", "runs", "first", "last", "tokens", *(["cost"] if "cost" in frame else []), "loops"]
     event = st.dataframe(
-        frame[["session_id", "runs", "first", "last", "tokens", "loops"]],
+        frame[shown],
         hide_index=True,
         width="stretch",
         height=ui.rows_height(len(frame), 15),
@@ -35,6 +39,9 @@ def sessions_table(sessions: list[dict[str, Any]]) -> None:
             "first": st.column_config.DatetimeColumn("first run (UTC)", format="YYYY-MM-DD HH:mm:ss", width=150),
             "last": st.column_config.DatetimeColumn("last run (UTC)", format="YYYY-MM-DD HH:mm:ss", width=150),
             "tokens": st.column_config.NumberColumn("tokens", format="%,d", width=90),
+            "cost": st.column_config.TextColumn(
+                "cost", width=80, help="its runs' priced model calls; a dash: none is priced"
+            ),
             "loops": st.column_config.NumberColumn("loops", format="%,d", width=60),
         },
         on_select="rerun",
@@ -74,7 +81,7 @@ def session_runs(session_id: str) -> None:
     table = frame.assign(
         run=[fmt.short_id(t) for t in frame["trace_id"]],
         duration=[fmt.duration(v) for v in frame["duration_ms"]],
-        cost=[ui.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
+        cost=[fmt.money(c, u, precise=True) for c, u in zip(frame["cost_usd"], frame["unpriced_calls"], strict=False)],
     )
     columns = ["trace_id", "run", "started_at", "agent", "status", "termination_reason", "steps", "loops"]
     ui.run_table(

@@ -85,3 +85,44 @@ def test_the_budgets_command_reads_a_collector(start_collector: Any, world_file:
     done = cli("--collector", server.url, "--agent", "planner", "--json")
     assert done.returncode == 0, done.stderr
     assert [b["recommended"] for b in json.loads(done.stdout)["agents"][0]["budgets"]] == [5, 4, 0.08, 2000]
+
+
+def test_a_token_budget_of_millions_is_advised_as_a_python_integer(tmp_path: Path) -> None:
+    """The advice line is pasted into code: ``max_tokens=1200000``, never ``1.2e+06`` (a float that
+    ReactConfig refuses); the summary writes the value as every figure is written (``1,200,000``)."""
+    import ast
+
+    from cost_world import Trace, World, _attr
+
+    from loopsight.react import ReactConfig
+
+    traces = {}
+    for i in range(20):  # 20 successful runs of the reference loop, 1,100,010 tokens each
+        trace = traces[f"ok{i}"] = Trace(1_700_000_000 * 10**9 + i * 10**9)
+        run = os.urandom(8).hex()
+        trace.chat(run, 0, "openai", "gpt-4o", (1_100_000, 0, 0, 10))
+        trace.run_span(run, "long-reader", "completed")
+        trace.spans[-1]["attributes"] += [
+            _attr("loopsight.budget.max_steps", 12),
+            _attr("loopsight.budget.max_tokens", 2_000_000),
+        ]
+    spans = tmp_path / "spans.json"
+    spans.write_bytes(World(traces, 0).body())
+    db = str(tmp_path / "long.duckdb")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    loaded = subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", str(spans), "--db", db], env=clean, check=False
+    )
+    assert loaded.returncode == 0
+
+    done = cli("--db", db, "--agent", "long-reader", "--since", "2023-01-01")
+    assert done.returncode == 0, done.stderr
+    (line,) = [text for text in done.stdout.splitlines() if text.startswith("loopsight.react: ReactConfig(")]
+    call = ast.parse(line.removeprefix("loopsight.react: ").split("  ")[0], mode="eval").body
+    assert isinstance(call, ast.Call)
+    advised = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    assert advised["max_tokens"] == 1_200_000 and isinstance(advised["max_tokens"], int)
+    ReactConfig(**advised)  # the line works as written
+    answer = json.loads(cli("--db", db, "--agent", "long-reader", "--since", "2023-01-01", "--json").stdout)
+    (tokens,) = [b for b in answer["agents"][0]["budgets"] if b["kind"] == "tokens"]
+    assert tokens["recommended"] == 1_200_000 and tokens["summary"].startswith("max_tokens 1,200,000: ")

@@ -53,3 +53,59 @@ def test_ingest_and_db_upgrade_take_a_price_file(tmp_path: Path) -> None:
     assert refused.returncode != 0
     expected = f"{prices}:2: model 'my-finetune', key 'output': must be a number"
     assert "".join(expected.split()) in "".join(refused.stderr.split())  # the console may wrap it
+
+
+def test_runs_table_says_unpriced_only_for_a_run_whose_calls_have_no_price(tmp_path: Path) -> None:
+    """``unpriced`` asks for a price file; a run without a model call with tokens has nothing to price:
+    a dash, as the dashboard's Runs page shows it (the same rule, loopsight.format.money)."""
+    from cost_world import Trace, World
+
+    start = WORLD.start_ns + 30 * 10**9
+    tools_only = Trace(start)
+    run = os.urandom(8).hex()
+    tools_only.tool(run, 0, "search", '{"q": "no model"}')
+    tools_only.run_span(run, "tools-only-agent", "completed")
+    no_usage = Trace(start + 10**9)
+    run = os.urandom(8).hex()
+    no_usage.span(
+        "chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}, parent=run, kind=3
+    )
+    no_usage.run_span(run, "no-usage-agent", "completed")
+    world = World({**WORLD.traces, "tools_only": tools_only, "no_usage": no_usage}, WORLD.start_ns)
+    spans = tmp_path / "spans.json"
+    spans.write_bytes(world.body())
+    db = str(tmp_path / "cli.duckdb")
+    assert _cli("ingest", str(spans), "--db", db).returncode == 0
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))} | {"COLUMNS": "300"}
+    table = subprocess.run(
+        [sys.executable, "-m", "loopsight", "runs", "--db", db, "--limit", "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert table.returncode == 0, table.stderr
+    rows = {
+        trace: line for line in table.stdout.splitlines() for trace in world.traces if world.trace_id(trace) in line
+    }
+    cost_of = {name: rows[name].split("│")[11].strip() for name in ("tools_only", "no_usage", "unpriced")}
+    assert cost_of == {"tools_only": "—", "no_usage": "—", "unpriced": "unpriced"}
+
+
+def test_ingest_to_a_collector_refuses_a_price_file_it_would_not_apply(tmp_path: Path) -> None:
+    """The collector prices with its own --prices: a file given to ``ingest --collector`` was silently
+    ignored (the costs stayed the collector's); it is refused like --db, before anything is sent."""
+    spans = tmp_path / "spans.json"
+    spans.write_bytes(WORLD.body())
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[models."my-finetune"]\ninput = 2.0\noutput = 4.0\n', encoding="utf-8")
+    # no collector listens there: the refusal comes before any request
+    refused = _cli("ingest", str(spans), "--collector", "http://127.0.0.1:9", "--prices", str(prices))
+    assert refused.returncode == 2
+    message = " ".join(refused.stderr.split())
+    assert (
+        "--collector sends the files to the collector, which has its own store, limits and prices: drop --prices"
+        in message
+    )

@@ -152,6 +152,11 @@ def test_yaml_price_file(tmp_path):
         ),
         ("[models]\nm = 3\n", "model 'm': must be a table of prices"),
         ('[models."m"\ninput = 1\n', "p.toml:1: not valid TOML"),
+        (  # a dot in a bare key nests a table: gpt-4.1 came back as model 'gpt-4' with a key '1', no line
+            "\n[models.gpt-4.1]\ninput = 1\noutput = 2\n",
+            "p.toml:2: model 'gpt-4', key '1': unknown key (a model name with a dot is one key only when quoted: "
+            '[models."gpt-4.1"])',
+        ),
     ],
 )
 def test_bad_price_files_name_the_line_and_the_field(text, message):
@@ -163,6 +168,20 @@ def test_bad_price_files_name_the_line_and_the_field(text, message):
 def test_bad_yaml_names_the_line():
     with pytest.raises(PricesError, match=r"p.yaml:3: model 'm', key 'output': must be a number"):
         PriceBook.parse("models:\n  m:\n    output: lots\n    input: 1\n", "p.yaml", yaml=True)
+
+
+def test_a_yaml_exponent_without_a_dot_is_text_and_the_error_says_so():
+    # YAML 1.1 (PyYAML) reads 2e-1 as the string '2e-1'; "must be a number, got '2e-1'" read as nonsense
+    with pytest.raises(PricesError) as caught:
+        PriceBook.parse("models:\n  m: {input: 2e-1, output: 1}\n", "p.yaml", yaml=True)
+    assert "p.yaml:2: model 'm', key 'input': must be a number >= 0 (USD per million tokens), got '2e-1'" in str(
+        caught.value
+    )
+    assert "(YAML reads 2e-1 as text: write 0.2)" in str(caught.value)
+    with pytest.raises(PricesError, match=r"YAML reads 1e-7 as text: write 1\.0e-07\)"):
+        PriceBook.parse("models:\n  m: {input: 1e-7, output: 1}\n", "p.yaml", yaml=True)
+    with pytest.raises(PricesError, match=r"got 'cheap'$"):  # text that is no number: no hint
+        PriceBook.parse("models:\n  m: {input: cheap, output: 1}\n", "p.yaml", yaml=True)
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

@@ -119,3 +119,29 @@ def test_a_call_wasted_by_a_runs_own_loop_and_its_sessions_loop_is_counted_once(
     page = analytics.loops_page(con)
     assert (page["looping_runs"], page["wasted_tokens"]) == (2, 530)
     assert page["wasted_cost_usd"] == pytest.approx((500 * 2.50 + 30 * 10.00) / MTOK, abs=1e-9)
+
+
+def test_a_session_has_its_price_beside_its_tokens(reader: tuple[Any, World]) -> None:
+    """``/api/v1/sessions`` and the Sessions page listed a session's tokens without their cost
+    (docs/cost.md: every token figure has its price beside it): the sum of its runs' costs."""
+    con, _ = reader
+    (session,) = analytics.sessions(con)
+    run_cost = (300 * 2.50 + 20 * 10.00) / MTOK  # each run: 100 / 10 and 200 / 10 tokens of gpt-4o
+    assert (session["session_id"], session["input_tokens"], session["output_tokens"]) == ("S", 600, 40)
+    assert session["cost_usd"] == pytest.approx(2 * run_cost, abs=1e-9) and session["unpriced_calls"] == 0
+
+
+def test_a_runs_loops_have_their_wasted_cost_beside_their_wasted_tokens(overlapping: tuple[Any, World]) -> None:
+    """The loops of ``/api/v1/runs/{trace_id}`` (the Run page) gave wasted tokens without their cost,
+    which ``/api/v1/loops`` lists beside them: the same figure, a session's loop pricing its other runs' calls."""
+    con, world = overlapping
+    listed = {(x["trace_id"], x["run_id"], x["kind"], x["scope"]): x["wasted_cost_usd"] for x in analytics.loops(con)}
+    seen = 0
+    for name in ("a", "b"):
+        trace = world.trace_id(name)
+        for loop in analytics.trace_detail(con, trace)["loops"]:
+            assert loop["wasted_cost_usd"] == listed[(trace, loop["run_id"], loop["kind"], loop["scope"])]
+            seen += 1
+    assert seen == len(listed) == 2
+    (session_loop,) = [x for x in analytics.trace_detail(con, world.trace_id("b"))["loops"] if x["scope"] == "session"]
+    assert session_loop["wasted_cost_usd"] == pytest.approx((500 * 2.50 + 30 * 10.00) / MTOK, abs=1e-9)

@@ -150,3 +150,16 @@ def test_agent_colours_do_not_depend_on_the_agents_shown() -> None:
     one = colors.stable(["research-agent"], universe).to_dict()
     assert dict(zip(both["domain"], both["range"], strict=True))["research-agent"] == one["range"][0]
     assert len(set(colors.stable(universe, universe).to_dict()["range"])) == 3
+
+
+def test_negative_money_mirrors_positive_and_minus_zero_is_zero() -> None:
+    # what a prompt cache saved is negative when its writes cost more than its reads saved; a sum
+    # that cancels out comes back from round(..., 9) as -0.0
+    assert [fmt.usd(v, precise=True) for v in (-0.00001, -0.0042, 0.00001, 0.0042)] == [
+        "-<$0.0001",
+        "-$0.0042",
+        "<$0.0001",
+        "$0.0042",
+    ]
+    assert [fmt.usd(v) for v in (-0.0, -0.0, -0.004, -2)] == ["$0.00", "$0.00", "-<$0.01", "-$2.00"]
+    assert fmt.usd(-0.0, precise=True) == "$0.00" and fmt.money(-0.0, 0) == "$0.00"

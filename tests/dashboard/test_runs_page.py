@@ -11,7 +11,9 @@ from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import HOSTILE_AGENT, emit_to_collector
 from ports import free_port
 
+from loopsight import format as fmt
 from loopsight.dashboard import ui
+from loopsight.dashboard.data import DuckDBSource
 
 
 def _traces(app) -> list[str]:
@@ -240,3 +242,6 @@ def test_a_run_page_lists_the_loops_found_in_the_run(filled_db, make_app) -> Non
     assert len(found) == int(loops) > 0
     assert "exact" in {k for kinds in found["kind_label"] for k in kinds}
     assert "Loops found" in texts(app)
+    # the wasted tokens' price beside them, as the Loops page gives it
+    detail = DuckDBSource(filled_db.path).run(filled_db.emitted.first("loop"))
+    assert list(found["wasted_cost"]) == [fmt.usd(x["wasted_cost_usd"], precise=True) for x in detail["loops"]]

@@ -7,6 +7,7 @@ import json
 from dashboard_helpers import assert_clean, charts, page, tables, texts
 from dashboard_traffic import SESSION_ID
 
+from loopsight import format as fmt
 from loopsight.dashboard.data import DuckDBSource
 
 
@@ -16,6 +17,8 @@ def test_sessions_list_and_one_sessions_runs_with_its_cross_run_loop(extras_db, 
     (listed,) = tables(app)
     row = listed.set_index("session_id").loc[SESSION_ID]
     assert (row["runs"], row["loops"]) == (3, 1)
+    (stored,) = [x for x in DuckDBSource(extras_db.path).sessions() if x["session_id"] == SESSION_ID]
+    assert row["cost"] == fmt.money(stored["cost_usd"], stored["unpriced_calls"], precise=True) != "—", "priced beside"
     opened = page(make_app(db=extras_db.path, query={"session": SESSION_ID}), "sessions")
     assert_clean(opened)
     _sessions, runs, loops = tables(opened)

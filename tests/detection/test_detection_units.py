@@ -378,6 +378,8 @@ def test_a_loop_across_the_runs_of_a_session(store_with, vocab):
             "last_started_at",
             "input_tokens",
             "output_tokens",
+            "cost_usd",
+            "unpriced_calls",
             "loops",
         }
         assert len(client.get("/api/v1/runs", params={"session": "sess-1"}).json()["runs"]) == 2

@@ -172,3 +172,32 @@ def test_set_usage_takes_cache_counts(loopsight_spans):
 )
 def test_other_providers_cache_counts(payload, expected):
     assert extract_usage(payload) == expected
+
+
+def test_gemini_thinking_and_tool_use_prompt_tokens_are_billed_tokens(loopsight_spans):
+    # Gemini counts apart what it bills with the others: its thinking (thoughts_token_count) at the output
+    # price, the tool-use prompt (tool_use_prompt_token_count) at the input price; total_token_count sums all.
+    response = {
+        "candidates": [{"finish_reason": "STOP"}],
+        "usage_metadata": {
+            "prompt_token_count": 1200,
+            "cached_content_token_count": 1000,
+            "tool_use_prompt_token_count": 30,
+            "candidates_token_count": 40,
+            "thoughts_token_count": 900,
+            "total_token_count": 2170,
+        },
+    }
+
+    @loopsight.llm(model="gemini-2.5-flash", provider="gcp.gemini")
+    def call_model():
+        return response
+
+    call_model()
+    attrs = _chat_attributes(loopsight_spans.spans)
+    assert attrs[A.USAGE_INPUT_TOKENS] + attrs[A.USAGE_OUTPUT_TOKENS] == 2170
+    assert (attrs[A.USAGE_INPUT_TOKENS], attrs[A.USAGE_OUTPUT_TOKENS]) == (1230, 940)
+    assert attrs[A.USAGE_CACHE_READ_INPUT_TOKENS] == 1000
+    # a thinking-only answer still has its output
+    only_thoughts = {"usage_metadata": {"prompt_token_count": 10, "thoughts_token_count": 50}}
+    assert extract_usage(only_thoughts) == Usage(10, 50, (), None)
