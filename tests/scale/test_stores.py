@@ -94,3 +94,15 @@ def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
         ]
     with pytest.raises(ClickHouseError, match="missing query parameter"):
         clickhouse.execute("SELECT {absent:String}", {})
+
+
+def test_a_statement_that_fails_while_it_runs_leaves_the_next_one_its_answer(clickhouse: Any) -> None:
+    """chdb kept a failed statement's Arrow bytes ahead of the next answer: after a question failed at
+    run time (not when analysed) the next, whatever it was, failed with "Message metadata too long"."""
+    from loopsight.analytics import count_runs
+
+    runs = count_runs(clickhouse)
+    with pytest.raises(ClickHouseError, match="boom"):
+        clickhouse.execute("SELECT throwIf(number = 2, 'boom') FROM numbers(3)")
+    assert count_runs(clickhouse) == runs > 0
+    assert clickhouse.execute("SELECT 7 AS x").fetchall() == [(7,)]
