@@ -26,6 +26,7 @@ from loopsight.stores.clickhouse_ddl import (
     ALERT_DELIVERIES,
     ALERT_VIEWS,
     IMPORT_STATE,
+    RETENTION_FLOOR,
     SECRET_TABLE,
     STORED,
     column_type,
@@ -98,6 +99,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0014_sessions_and_frameworks",
         lambda con: ["ALTER TABLE spans DROP COLUMN IF EXISTS args_sketch", SECRET_TABLE],
     ),
+    Migration("0017_retention_floor", lambda con: [RETENTION_FLOOR]),
 )
 """The steps no model can say (what earlier models made, views); the model's own tables and
 columns are made by :func:`to_model`. The exporter's ``otel_traces`` is no step (0001 made it

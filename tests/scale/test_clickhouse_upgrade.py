@@ -32,6 +32,7 @@ HISTORY = (
     "0014_sessions_and_frameworks",
     "0015_run_step_totals",
     "0016_cost",
+    "0017_retention_floor",
 )
 
 
@@ -63,7 +64,7 @@ def test_a_store_made_before_cost_gains_its_tables_and_columns_and_derives_again
     con.command("TRUNCATE TABLE loopsight_schema_migrations")
     _record(con, "0015")
 
-    assert upgrade(con) == []  # no migration left to apply: the model's tables come from the model
+    assert upgrade(con) == ["0017_retention_floor"]  # the model's tables come from the model, not a migration
     for table in ("run_calls", "model_prices", "run_facts"):
         assert _columns(con, table) == [c.name for c in TABLES[table]]
     pending = con.execute("SELECT count(DISTINCT trace_id) FROM derive_pending").fetchall()[0][0]
@@ -87,7 +88,12 @@ def test_a_store_of_the_earlier_model_is_migrated_and_refilled_from_the_exporter
     _record(con, "0011")
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
 
-    assert upgrade(con) == ["0012_one_model", "0013_alert_views", "0014_sessions_and_frameworks"]
+    assert upgrade(con) == [
+        "0012_one_model",
+        "0013_alert_views",
+        "0014_sessions_and_frameworks",
+        "0017_retention_floor",
+    ]
     assert not [c for c in _columns(con, "otel_traces") if c.startswith("loopsight_")]
     assert not _columns(con, "loopsight_run_index")
     for table, columns in TABLES.items():
