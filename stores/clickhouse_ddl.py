@@ -93,3 +93,7 @@ IMPORT_STATE = """CREATE TABLE IF NOT EXISTS loopsight_import (
     updated_at DateTime64(6) DEFAULT now64(6)
 ) ENGINE = MergeTree ORDER BY updated_at"""
 """How far the store has read ``otel_traces`` (the newest span start seen; it re-reads a look-back before it)."""
+
+RETENTION_FLOOR = "ALTER TABLE loopsight_import ADD COLUMN IF NOT EXISTS retained_before DateTime64(9)"
+"""Where the import starts at the earliest: retention's newest cutoff (a row of its own, ``watermark`` 0). Spans
+retention deleted are not imported again from ``otel_traces`` (the exporter's, kept for its own ``ttl``)."""

@@ -123,9 +123,12 @@ def import_exported(
     source = con.url.table
     if not exported(con):
         return 0
-    (mark,) = con.execute("SELECT toUnixTimestamp64Nano(max(watermark)) FROM loopsight_import").fetchall()[0]
+    (mark, floor) = con.execute(
+        "SELECT toUnixTimestamp64Nano(max(watermark)), toUnixTimestamp64Nano(max(retained_before)) FROM loopsight_import"
+    ).fetchall()[0]
     mark = int(mark or 0)
     start = max(mark - lookback // timedelta(microseconds=1) * 1000, 0) if mark else 0
+    start = max(start, int(floor or 0))  # never what retention deleted
     stored, newest = 0, mark
     while True:
         rows = con.execute(
@@ -396,9 +399,12 @@ class ClickHouseStore(Queued[Batch]):
     @staticmethod
     def delete_before(con: ClickHouseConnection, cutoff: datetime, chunk: int) -> int:
         """Retention, one job (lightweight DELETEs mark rows: no chunks): the spans that started
-        before ``cutoff`` and the derived rows of the runs that did; the spans deleted."""
+        before ``cutoff`` and the derived rows of the runs that did, and the import starts at ``cutoff``
+        from now on (:data:`~loopsight.stores.clickhouse_ddl.RETENTION_FLOOR`); the spans deleted."""
         at, before = {"c": cutoff}, "< {c:DateTime64(6, 'UTC')}"
         ((deleted,),) = con.execute(f"SELECT count() FROM spans WHERE Timestamp {before}", at).fetchall()
+        # first: the import, which re-reads a look-back of otel_traces, brings none of them back
+        con.execute("INSERT INTO loopsight_import (retained_before) VALUES ({c:DateTime64(6, 'UTC')})", at)
         for table in ("spans", "spans_staged", *DERIVED):
             con.execute(f"DELETE FROM {table} WHERE {'started_at' if table in DERIVED else 'Timestamp'} {before}", at)
         return int(deleted)

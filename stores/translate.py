@@ -13,9 +13,9 @@ SQLGlot parses and writes the SQL; the rules below make ClickHouse give DuckDB's
   with its NULL test beside it).
 - *CTEs*: one read twice is ``MATERIALIZED`` where the server has it (26.3 and later): DuckDB
   computes it once; an older server recomputes it per read, slower, same answers.
-- *types and functions*: ``TIMESTAMP`` keeps microseconds, ``lower`` folds all of Unicode, list/map/quantile/bucket
-  functions get their ClickHouse names, ``map['k']`` gives NULL as in DuckDB,
-  ``round`` rounds ties away from zero.
+- *types and functions*: ``TIMESTAMP`` keeps microseconds, ``lower`` folds all of Unicode, list/map/quantile
+  functions get their ClickHouse names, ``time_bucket`` counts from its origin (also for a time before it),
+  ``map['k']`` gives NULL as in DuckDB, ``round`` rounds ties away from zero.
 - *settings*: outer-join misses are NULL, empty aggregates NULL, named tuples, UTC.
 
 Example:
@@ -180,6 +180,19 @@ def _missing_key_null(n: exp.Expression) -> exp.Expression:
 _BUCKET_ORIGIN = _fn(
     "toDateTime64", exp.Literal.string("2000-01-03 00:00:00"), exp.Literal.number(6), exp.Literal.string("UTC")
 )
+_MICROS = {"SECOND": 10**6, "MINUTE": 60 * 10**6, "HOUR": 3600 * 10**6, "DAY": 86400 * 10**6}
+
+
+def _time_bucket(n: exp.DateBin) -> exp.Expression:
+    """DuckDB's ``time_bucket(width, ts[, origin])`` of a fixed width: the start of the bucket holding ``ts``,
+    counted from ``origin`` (default 2000-01-03), also for a ``ts`` before it, as ``t - positiveModulo(t -
+    origin, width)`` in microseconds (``toStartOfInterval`` counts from its own origin without one and fails
+    on a time before the one given)."""
+    origin = n.args.get("unit") or _BUCKET_ORIGIN  # SQLGlot reads DuckDB's third argument as the unit
+    width = exp.Mul(this=exp.Paren(this=n.this.this.copy()), expression=exp.Literal.number(_MICROS[n.this.unit.name]))
+    at = _fn("toUnixTimestamp64Micro", n.expression)
+    offset = _fn("positiveModulo", exp.Sub(this=at, expression=_fn("toUnixTimestamp64Micro", origin.copy())), width)
+    return _fn("fromUnixTimestamp64Micro", exp.Sub(this=at.copy(), expression=offset), exp.Literal.string("UTC"))
 
 
 _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Expression]], ...] = (
@@ -190,11 +203,7 @@ _FUNCTIONS: tuple[tuple[Callable[[exp.Expression], bool], Callable[[Any], exp.Ex
         lambda n: isinstance(n, exp.PercentileCont) and n.expression is not None,
         lambda n: exp.ParameterizedAgg(this="quantileExactInclusive", expressions=[n.expression], params=[n.this]),
     ),
-    # DuckDB's time_bucket counts from 2000-01-03
-    (
-        lambda n: isinstance(n, exp.DateBin),
-        lambda n: _fn("toStartOfInterval", n.expression, n.this, _BUCKET_ORIGIN.copy()),
-    ),
+    (lambda n: isinstance(n, exp.DateBin), _time_bucket),
     (_anonymous("map_values"), lambda n: _fn("mapValues", *n.expressions)),
     (lambda n: isinstance(n, exp.ArrayToString), lambda n: _fn("arrayStringConcat", n.this, n.expression)),
     (

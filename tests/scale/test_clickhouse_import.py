@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow.compute as pc
@@ -223,3 +223,23 @@ def test_a_run_that_starts_at_the_unix_epoch_is_derived_and_unstaged(new_clickho
         assert sorted(r["agent"] for r in list_runs(reader, limit=10)) == ["epoch", "epoch2"]
     finally:
         store.close()
+
+
+def test_spans_retention_deleted_are_not_imported_again(new_clickhouse: Callable[[], Any]) -> None:
+    """A retention shorter than the import's look-back (6 h) deleted spans the next import (5 s later)
+    read back from the exporter's otel_traces, derived and listed again."""
+    con = new_clickhouse()
+    now = time.time_ns()
+    old, new = make_run(start_ns=now - 3 * 3600 * 10**9, agent="old"), make_run(start_ns=now - 60 * 10**9, agent="new")
+    con.insert_arrow("otel_traces", request_to_otel_traces(request_of(old + new)))
+    sync(con)
+    assert {r["agent"] for r in list_runs(con)} == {"old", "new"}
+    cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
+    assert ClickHouseStore.delete_before(con, cutoff, 1000) == len(old)
+    sync(con)
+    assert {r["agent"] for r in list_runs(con)} == {"new"}
+    assert _count(con, "SELECT count() FROM spans") == len(new)
+    later = make_run(start_ns=now - 3600 * 10**9, agent="later")  # after the cutoff: imported
+    con.insert_arrow("otel_traces", request_to_otel_traces(request_of(later)))
+    sync(con)
+    assert {r["agent"] for r in list_runs(con)} == {"new", "later"}

@@ -4,9 +4,12 @@ re-derivation of every trace when the spans or a derived table changed."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from exporter_rows import request_to_otel_traces
 
 from loopsight.analytics.runs import list_runs
@@ -32,6 +35,7 @@ HISTORY = (
     "0014_sessions_and_frameworks",
     "0015_run_step_totals",
     "0016_cost",
+    "0017_retention_floor",
 )
 
 
@@ -63,7 +67,7 @@ def test_a_store_made_before_cost_gains_its_tables_and_columns_and_derives_again
     con.command("TRUNCATE TABLE loopsight_schema_migrations")
     _record(con, "0015")
 
-    assert upgrade(con) == []  # no migration left to apply: the model's tables come from the model
+    assert upgrade(con) == ["0017_retention_floor"]  # the model's tables come from the model, not a migration
     for table in ("run_calls", "model_prices", "run_facts"):
         assert _columns(con, table) == [c.name for c in TABLES[table]]
     pending = con.execute("SELECT count(DISTINCT trace_id) FROM derive_pending").fetchall()[0][0]
@@ -87,10 +91,36 @@ def test_a_store_of_the_earlier_model_is_migrated_and_refilled_from_the_exporter
     _record(con, "0011")
     con.insert_arrow("otel_traces", request_to_otel_traces(fixture_request))
 
-    assert upgrade(con) == ["0012_one_model", "0013_alert_views", "0014_sessions_and_frameworks"]
+    assert upgrade(con) == [
+        "0012_one_model",
+        "0013_alert_views",
+        "0014_sessions_and_frameworks",
+        "0017_retention_floor",
+    ]
     assert not [c for c in _columns(con, "otel_traces") if c.startswith("loopsight_")]
     assert not _columns(con, "loopsight_run_index")
     for table, columns in TABLES.items():
         assert _columns(con, table) == [c.name for c in columns], table
     sync(con)
     assert list_runs(con, limit=100) == list_runs(duck, limit=100)
+
+
+@pytest.mark.subprocess  # chdb's readonly setting cannot be undone in a process
+def test_a_read_only_account_reads_a_current_store(tmp_path: Any) -> None:
+    """Every reader opening a store ran CREATE TABLE IF NOT EXISTS for the migrations' ledger, which a
+    read-only account (readonly = 2: settings allowed, no DDL) may not: the dashboard could not open."""
+    opened = "from loopsight.stores.clickhouse import connect_chdb; con = connect_chdb({path!r}); "
+    upgraded = "from loopsight.stores.clickhouse_schema import upgrade; upgrade(con); "
+    listed = "from loopsight.analytics import list_runs; print(list_runs(con))"
+    import subprocess
+
+    path = str(tmp_path / "ch")
+    for code in (opened + upgraded, opened + "con.command('SET readonly = 2'); " + upgraded + listed):
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(path=path)],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parents[2],
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

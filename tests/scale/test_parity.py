@@ -161,7 +161,7 @@ def test_tool_stats_is_the_same(duck: Any, clickhouse: Any, kwargs: dict[str, An
     assert _same(tool_stats(clickhouse, **kwargs)) == expected
 
 
-@pytest.mark.parametrize("bucket_seconds", [600, 3600])
+@pytest.mark.parametrize("bucket_seconds", [600, 3600, 7 * 86400])  # weeks from the epoch (a Thursday)
 def test_terminations_are_the_same(duck: Any, clickhouse: Any, bucket_seconds: int) -> None:
     from loopsight.analytics.terminations import terminations
 

@@ -30,6 +30,9 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
         ("clickhouse:///db", "needs a host"),
         ("chdb://", "needs a path"),
         ("clickhouse://h/db;drop", "not a plain identifier"),
+        # an option the scheme does not take was ignored: ?database=otel on a server read the database 'default'
+        ("clickhouse://h:8123?database=otel", "unknown store URL option 'database'.*the database is the path"),
+        ("chdb:///var/ch?databse=x", "unknown store URL option 'databse'.*takes \\?database&table"),
         ("", "empty"),
     ]:
         with pytest.raises(StoreURLError, match=why):
@@ -41,6 +44,10 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
         ("clickhouse://ann:secret@[::1/db", "percent-encode"),
         ("clickhouse://ann:secret@h:99999/db", "bad port"),
         ("clickhouse://ann:secret@/db", "needs a host"),
+        # a / ? or # in the password: the host ended before it ('bad port', or its tail shown as the database)
+        ("clickhouse://ann:2024/secret@db.internal:8123/otel", "percent-encode / \\? #"),
+        ("clickhouse://ann:sec#ret@db.internal/otel", "percent-encode"),
+        ("clickhouse://ann:secret?x@db.internal/otel", "percent-encode"),
     ]:
         with pytest.raises(StoreURLError, match=why) as failure:
             parse_store_url(bad)
@@ -94,3 +101,15 @@ def test_parameters_are_quoted_not_spliced(clickhouse: Any) -> None:
         ]
     with pytest.raises(ClickHouseError, match="missing query parameter"):
         clickhouse.execute("SELECT {absent:String}", {})
+
+
+def test_a_statement_that_fails_while_it_runs_leaves_the_next_one_its_answer(clickhouse: Any) -> None:
+    """chdb kept a failed statement's Arrow bytes ahead of the next answer: after a question failed at
+    run time (not when analysed) the next, whatever it was, failed with "Message metadata too long"."""
+    from loopsight.analytics import count_runs
+
+    runs = count_runs(clickhouse)
+    with pytest.raises(ClickHouseError, match="boom"):
+        clickhouse.execute("SELECT throwIf(number = 2, 'boom') FROM numbers(3)")
+    assert count_runs(clickhouse) == runs > 0
+    assert clickhouse.execute("SELECT 7 AS x").fetchall() == [(7,)]

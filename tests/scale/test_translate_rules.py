@@ -40,6 +40,17 @@ CASES = {
         "SELECT lower(v) AS l, contains(lower(v), lower('ÜBERPRÜF')) AS found FROM (SELECT 'Überprüfer' AS v)",
         [{"l": "überprüfer", "found": True}],
     ),
+    # time_bucket counts from its origin (ClickHouse's toStartOfInterval dropped it: week buckets began on
+    # Mondays, not on the epoch's Thursdays), also for a time before it (toStartOfInterval failed)
+    "time_bucket": (
+        "SELECT time_bucket(INTERVAL (604800) SECOND, t, TIMESTAMP '1970-01-01') AS week, "
+        "time_bucket(INTERVAL (25200) SECOND, t) AS seven_hours FROM "
+        "(SELECT TIMESTAMP '2026-03-01 12:34:56' AS t UNION ALL SELECT TIMESTAMP '1970-01-01 00:00:01') ORDER BY t",
+        [
+            {"week": "1970-01-01T00:00:00.000000Z", "seven_hours": "1969-12-31T22:00:00.000000Z"},
+            {"week": "2026-02-26T00:00:00.000000Z", "seven_hours": "2026-03-01T10:00:00.000000Z"},
+        ],
+    ),
     "lists": (
         "SELECT list_sort(list(k)) AS ks, array_to_string(list_sort(list(k)), ',') AS s "
         "FROM (SELECT 'b' AS k UNION ALL SELECT 'a')",
