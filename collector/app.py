@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -255,6 +255,9 @@ def create_app(
                 decode_and_queue, body, kind, request.headers.get("content-encoding"), ticket, limiter=limiter[0]
             )
             del body
+        except ClientDisconnect:  # a client gone before its whole body came (its timeout, a dropped link): no answer
+            metrics.request("http", "disconnected")
+            return _error(kind, 400, "the client disconnected before its body was read")
         except Overloaded as exc:
             metrics.request("http", "overloaded")
             return _error(kind, 503, f"{exc}; retry later", retry_after)

@@ -98,7 +98,12 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
             )[: limits.max_events]
         ]
         links = [
-            (trace_id or "", span_id or "", truncated(state or "", cap), _limited(attrs, limits))
+            (
+                truncated(trace_id or "", cap),
+                truncated(span_id or "", cap),
+                truncated(state or "", cap),
+                _limited(attrs, limits),
+            )
             for trace_id, span_id, state, attrs in list(
                 zip(
                     col("Links.TraceId", []) or [],

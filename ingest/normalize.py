@@ -174,7 +174,7 @@ def _redact_exception(event_attrs: dict[str, str]) -> None:
 @dataclass(frozen=True)
 class Limits:
     """Ingest limits: longer values (and span, event and scope names, status messages, trace
-    states) are truncated, extra attributes, events and links dropped (``max_events`` bounds
+    states, link ids) are truncated, extra attributes, events and links dropped (``max_events`` bounds
     links too). Keys longer than :data:`MAX_KEY_LENGTH` are truncated whatever the limits."""
 
     max_attribute_length: int = config.DEFAULT_MAX_ATTRIBUTE_LENGTH
@@ -573,8 +573,8 @@ def span_row(
     links = (
         [
             (
-                link.trace_id.hex(),
-                link.span_id.hex(),
+                truncated(link.trace_id[:cap].hex(), cap),  # ids of any length come: bounded as values are
+                truncated(link.span_id[:cap].hex(), cap),
                 truncated(link.trace_state, cap),
                 attributes_to_dict(link.attributes, limits),
             )

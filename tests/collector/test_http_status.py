@@ -304,3 +304,30 @@ def test_trace_detail_is_404_without_stored_spans(server):
     found = httpx.get(f"{server.url}/api/v1/runs/{in_flight[0].trace_id.hex()}", headers=server.headers, timeout=30)
     assert found.status_code == 200
     assert found.json()["runs"] == [] and len(found.json()["spans"]) == 2
+
+
+def test_a_client_gone_before_its_body_is_counted_not_logged_as_a_crash(collector_server):
+    """An exporter that times out or loses its link part way through a body: Starlette raised
+    ``ClientDisconnect`` out of the handler, and uvicorn logged "Exception in ASGI application"
+    with a traceback each time (read as a collector crash); the request went uncounted."""
+    import socket
+    import time
+
+    heads = (
+        b"Content-Length: 100000\r\n\r\n" + b"\x0a" * 10,  # declared, cut short
+        b"Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n",  # chunked, no last chunk
+    )
+    for head in heads:
+        with socket.create_connection(("127.0.0.1", collector_server.http_port)) as sock:
+            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n" + head)
+            time.sleep(0.3)
+    key = 'loopsight_export_requests_total{transport="http",outcome="disconnected"}'
+    deadline = time.monotonic() + 10
+    while collector_server.metrics().get(key) != 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert collector_server.metrics().get(key) == 2
+    answer = post(collector_server, request_of(make_run()).SerializeToString(), PB)
+    assert answer.status_code == 200
+    assert collector_server.metrics()["loopsight_inflight_requests"] == 0
+    log = collector_server.log()
+    assert "Traceback" not in log and "Exception in ASGI" not in log, log[-3000:]

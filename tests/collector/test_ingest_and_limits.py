@@ -239,6 +239,29 @@ def _stored_run_span(db_path: str) -> tuple[dict, int]:
     return attrs, events
 
 
+def test_a_link_id_of_any_length_is_cut_as_values_are(collector_server):
+    """A link's ids were stored as the hex of whatever bytes came: a 2 MiB id became 4 million
+    characters of ``Links``, past ``--max-attribute-length`` (a span's own ids of the wrong length
+    are rejected; a link's are kept, cut)."""
+    import duckdb
+    import httpx
+
+    span = make_run(tools=0)[-1]
+    span.links.add(trace_id=b"\x03" * (2 << 20), span_id=b"\x04" * 8, trace_state="t" * 10_000)
+    span.links.add(trace_id=b"\x05" * 16, span_id=b"\x06" * 8)
+    body = request_of([span]).SerializeToString()
+    answer = httpx.post(collector_server.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"})
+    assert answer.status_code == 200, answer.text
+    assert collector_server.stop() == 0
+    with duckdb.connect(collector_server.db_path, read_only=True) as con:
+        [(links,)] = con.execute('SELECT "Links" FROM spans').fetchall()
+    cap = Limits().max_attribute_length
+    assert [(link["TraceId"], link["SpanId"], len(link["TraceState"])) for link in links] == [
+        ("03" * (cap // 2) + TRUNCATION_MARKER, "04" * 8, cap + len(TRUNCATION_MARKER)),
+        ("05" * 16, "06" * 8, 0),
+    ]
+
+
 def test_collector_and_ingest_take_the_limits_as_flags_or_variables(start_collector, tmp_path):
     flags = ("--max-attribute-length", "16", "--max-attributes", "8", "--max-events", "2")
     server = start_collector(*flags)

@@ -250,6 +250,24 @@ def test_same_request_delivered_concurrently_is_stored_once(collector_server) ->
     assert rows == [(200, 200)]
 
 
+def test_a_gzip_body_of_many_tiny_members_is_decoded_in_linear_time(collector_server) -> None:
+    """12 MB of empty gzip members after a real one (under the 16 MiB body limit): each member's
+    decoder was fed the whole rest of the body and copied it back as unused data, so the decoding
+    was quadratic (4 MB took 22 s, 12 MB minutes) and held up every other request's decoding."""
+    import time
+
+    span = tool_span(b"\x47" * 16, b"\x48" * 8, 1_700_000_000_000_000_000)
+    body = gzip.compress(request_of([span]).SerializeToString()) + gzip.compress(b"", mtime=0) * 600_000
+    started = time.monotonic()
+    response = httpx.post(
+        collector_server.traces_url, content=body, headers={"Content-Type": PB, "Content-Encoding": "gzip"}, timeout=60
+    )
+    assert response.status_code == 200, response.text[:300]
+    assert time.monotonic() - started < 20
+    assert collector_server.stop() == 0
+    assert stored(collector_server.db_path, 'SELECT "SpanId" FROM spans') == [("48" * 8,)]
+
+
 def test_hostile_grpc_messages(collector_server) -> None:
     import grpc
     from hostile_bodies import request_with_deep_attribute
