@@ -118,13 +118,13 @@ def summary(kind: str, point: dict[str, Any] | None, value: Any, react: bool) ->
     Example:
         >>> p = {"looped_cut_rate": 0.94, "looped_steps_avoided": 5.0, "ok_cut_rate": 0.015, "tokens_saved_share": 0.41}
         >>> summary("steps", p, 6, True)
-        'max_steps 6: 94 % of looping runs stopped 5.0 steps earlier, 1.5 % of good runs cut, 41 % of wasted tokens saved'
+        'max_steps 6: 94 % of looping runs stopped 5 steps earlier, 1.5 % of good runs cut, 41 % of wasted tokens saved'
     """
     if point is None:
         return ""
     name = f"{REACT_FIELDS[kind]} {figure(value)}" if react else f"at most {figure(value)} {PLAIN[kind]}"
     looped = (
-        f"{_pct(point['looped_cut_rate'])} of looping runs stopped {point['looped_steps_avoided']} steps earlier"
+        f"{_pct(point['looped_cut_rate'])} of looping runs stopped {figure(point['looped_steps_avoided'])} steps earlier"
         if point.get("looped_steps_avoided") is not None
         else "no looping run stopped"
     )
