@@ -128,6 +128,10 @@ def parse_store_url(url: str) -> StoreURL:
             raise StoreURLError(f"database name {database!r} is not a plain identifier")
         return StoreURL(scheme, path=path, table=table, database=database)
     secure = scheme == "clickhouses"
+    if "@" in parts.path + parts.query + parts.fragment:  # a / ? or # in the password ended the host before its @
+        raise StoreURLError(
+            f"cannot read the store URL {shown(url)!r}: percent-encode / ? # in a user name or password, e.g. %2F for /"
+        )
     if not parts.hostname:
         raise StoreURLError(
             f"clickhouse store URL needs a host: clickhouse://user:pass@host:8123/db (got {shown(url)!r})"

@@ -41,6 +41,10 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
         ("clickhouse://ann:secret@[::1/db", "percent-encode"),
         ("clickhouse://ann:secret@h:99999/db", "bad port"),
         ("clickhouse://ann:secret@/db", "needs a host"),
+        # a / ? or # in the password: the host ended before it ('bad port', or its tail shown as the database)
+        ("clickhouse://ann:2024/secret@db.internal:8123/otel", "percent-encode / \\? #"),
+        ("clickhouse://ann:sec#ret@db.internal/otel", "percent-encode"),
+        ("clickhouse://ann:secret?x@db.internal/otel", "percent-encode"),
     ]:
         with pytest.raises(StoreURLError, match=why) as failure:
             parse_store_url(bad)
