@@ -66,10 +66,10 @@ _EARLIER_COLUMNS = (
 )
 
 
-def exported(con: ClickHouseConnection) -> bool:
-    """Whether the exporter's table (``con.url.table``) exists yet: the exporter creates it."""
+def exported(con: ClickHouseConnection, table: str | None = None) -> bool:
+    """Whether the exporter's table (``con.url.table``) exists yet (the exporter creates it), or ``table``."""
     query = "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {t:String}"
-    return bool(con.execute(query, {"t": con.url.table}).fetchall()[0][0])
+    return bool(con.execute(query, {"t": table or con.url.table}).fetchall()[0][0])
 
 
 def _one_model(con: ClickHouseConnection) -> list[str]:
@@ -112,8 +112,10 @@ _LEDGER = """CREATE TABLE IF NOT EXISTS loopsight_schema_migrations (
 
 
 def applied(con: ClickHouseConnection) -> list[str]:
-    """The migration ids already applied, in order."""
-    con.command(_LEDGER)
+    """The migration ids already applied, in order (the ledger made if missing: a read-only account's
+    reader of a current store runs no DDL)."""
+    if not exported(con, "loopsight_schema_migrations"):
+        con.command(_LEDGER)
     return [
         row[0]
         for row in con.execute("SELECT DISTINCT version FROM loopsight_schema_migrations ORDER BY version").fetchall()

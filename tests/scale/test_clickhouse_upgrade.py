@@ -4,9 +4,12 @@ re-derivation of every trace when the spans or a derived table changed."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from exporter_rows import request_to_otel_traces
 
 from loopsight.analytics.runs import list_runs
@@ -100,3 +103,24 @@ def test_a_store_of_the_earlier_model_is_migrated_and_refilled_from_the_exporter
         assert _columns(con, table) == [c.name for c in columns], table
     sync(con)
     assert list_runs(con, limit=100) == list_runs(duck, limit=100)
+
+
+@pytest.mark.subprocess  # chdb's readonly setting cannot be undone in a process
+def test_a_read_only_account_reads_a_current_store(tmp_path: Any) -> None:
+    """Every reader opening a store ran CREATE TABLE IF NOT EXISTS for the migrations' ledger, which a
+    read-only account (readonly = 2: settings allowed, no DDL) may not: the dashboard could not open."""
+    opened = "from loopsight.stores.clickhouse import connect_chdb; con = connect_chdb({path!r}); "
+    upgraded = "from loopsight.stores.clickhouse_schema import upgrade; upgrade(con); "
+    listed = "from loopsight.analytics import list_runs; print(list_runs(con))"
+    import subprocess
+
+    path = str(tmp_path / "ch")
+    for code in (opened + upgraded, opened + "con.command('SET readonly = 2'); " + upgraded + listed):
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(path=path)],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parents[2],
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
