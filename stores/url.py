@@ -114,6 +114,13 @@ def parse_store_url(url: str) -> StoreURL:
             f"unknown store scheme {scheme!r} in {shown(url)!r}: use duckdb:///path, clickhouse://user:pass@host:8123/db or chdb:///dir"
         )
     options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    # an option the scheme does not take was read as nothing (?database= of a server: the path is its database)
+    known = {"duckdb": options.keys(), "chdb": {"table", "database"}}.get(scheme, {"table"})
+    if unknown := sorted(options.keys() - known):
+        raise StoreURLError(
+            f"unknown store URL option {unknown[0]!r} in {shown(url)!r}: {scheme}:// takes ?{'&'.join(sorted(known))}"
+            + (" (the database is the path: clickhouse://user:pass@host:8123/db)" if unknown[0] == "database" else "")
+        )
     table = options.get("table", DEFAULT_TABLE)
     if not _IDENT.match(table):
         raise StoreURLError(f"table name {table!r} is not a plain identifier")
