@@ -72,8 +72,9 @@ gaps AS (
     WHERE gap_ms > $min_gap_ms
 ),
 in_flight AS (
-    SELECT "TraceId" AS trace_id, max(end_time) AS last_end, arg_max("SpanId", end_time) AS span_id,
-           arg_max(coalesce(tool, "SpanName"), end_time) AS tool, max(agent) AS agent
+    -- the span that ended last (of those ending together, the greatest id: both engines pick the same)
+    SELECT "TraceId" AS trace_id, max(end_time) AS last_end, arg_max("SpanId", (end_time, "SpanId")) AS span_id,
+           arg_max(coalesce(tool, "SpanName"), (end_time, "SpanId")) AS tool, max(agent) AS agent
     FROM spans s
     WHERE run_id IS NULL
       AND ($service::VARCHAR IS NULL OR "ServiceName" = $service)

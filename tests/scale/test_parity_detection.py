@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -115,3 +115,26 @@ def test_quantiles_are_the_same_to_the_last_digit(duck: Any, clickhouse: Any) ->
     ):
         expected = ask(duck)
         assert json.dumps(ask(clickhouse), sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_a_stuck_runs_last_span_is_the_same_when_spans_end_together(
+    both_stores: Callable[..., tuple[Any, Any]],
+) -> None:
+    """Parallel tool calls ending in the same microsecond: each engine's arg_max took any of them,
+    so a stuck run named another tool and span on ClickHouse (3 of 4 traces here)."""
+    from spans import make_run, request_of, tool_span
+
+    start = int(NOW.replace(tzinfo=UTC).timestamp() * 1e9) - 600 * 10**9  # ten minutes before NOW
+    requests = []
+    for trace in range(4):
+        trace_id = bytes([trace + 1]) * 16
+        spans = make_run(tools=0, start_ns=start, trace_id=trace_id)[:-1]  # its run span not come: in flight
+        for n, tool in enumerate(["zeta", "alpha", "mid"]):
+            span = tool_span(trace_id, bytes([trace + 1, n + 1]) * 4, start + 2_000_000, {"gen_ai.tool.name": tool})
+            span.parent_span_id, span.end_time_unix_nano = spans[0].parent_span_id, start + 5_000_000
+            spans.append(span)
+        requests.append(request_of(spans))
+    duck, clickhouse = both_stores(*requests)
+    found = stalls(duck, now=NOW, stuck_after_seconds=60)
+    assert [s["tool"] for s in found if s["kind"] == "stuck"] == ["mid"] * 4  # its span id is the greatest
+    assert _same(stalls(clickhouse, now=NOW, stuck_after_seconds=60)) == _same(found)
