@@ -30,6 +30,9 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
         ("clickhouse:///db", "needs a host"),
         ("chdb://", "needs a path"),
         ("clickhouse://h/db;drop", "not a plain identifier"),
+        # the exporter's table named as one of loopsight's: both wrote into one table (the docstring's example)
+        ("clickhouse://h/db?table=spans", "table 'spans' is loopsight's own"),
+        ("chdb:///var/ch?table=loopsight_import", "loopsight's own"),
         # an option the scheme does not take was ignored: ?database=otel on a server read the database 'default'
         ("clickhouse://h:8123?database=otel", "unknown store URL option 'database'.*the database is the path"),
         ("chdb:///var/ch?databse=x", "unknown store URL option 'databse'.*takes \\?database&table"),
