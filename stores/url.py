@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from loopsight.config import host_port
 from loopsight.errors import LoopsightError
 from loopsight.model import ALERT_TABLES, TABLES
 
@@ -67,7 +68,7 @@ class StoreURL:
         if self.scheme == "clickhouse":
             scheme = "clickhouses" if self.secure else "clickhouse"
             auth = f"{self.user}:***@" if self.password else f"{self.user}@"
-            return f"{scheme}://{auth}{self.host}:{self.port}/{self.database}{_query(options)}"
+            return f"{scheme}://{auth}{host_port(self.host, self.port)}/{self.database}{_query(options)}"
         if self.scheme == "chdb" and self.database != "default":
             options = {"database": self.database, **options}
         return f"{self.scheme}://{self.path}{_query(options)}"
