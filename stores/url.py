@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from loopsight.config import host_port
 from loopsight.errors import LoopsightError
+from loopsight.model import ALERT_TABLES, TABLES
 
 SCHEMES = ("duckdb", "clickhouse", "clickhouses", "chdb")
 DEFAULT_TABLE = "otel_traces"  # the OTel Collector ClickHouse exporter's traces_table_name
@@ -57,16 +59,16 @@ class StoreURL:
         """The URL with the password hidden, for logs and error messages (options not at their default kept).
 
         Example:
-            >>> parse_store_url("chdb:///data/ch?database=prod&table=spans").redacted()
-            'chdb:///data/ch?database=prod&table=spans'
-            >>> parse_store_url("clickhouse://ann:pw@db:8123/otel?table=spans").redacted()
-            'clickhouse://ann:***@db:8123/otel?table=spans'
+            >>> parse_store_url("chdb:///data/ch?database=prod&table=traces").redacted()
+            'chdb:///data/ch?database=prod&table=traces'
+            >>> parse_store_url("clickhouse://ann:pw@db:8123/otel?table=traces").redacted()
+            'clickhouse://ann:***@db:8123/otel?table=traces'
         """
         options = {"table": self.table} if self.is_clickhouse and self.table != DEFAULT_TABLE else {}
         if self.scheme == "clickhouse":
             scheme = "clickhouses" if self.secure else "clickhouse"
             auth = f"{self.user}:***@" if self.password else f"{self.user}@"
-            return f"{scheme}://{auth}{self.host}:{self.port}/{self.database}{_query(options)}"
+            return f"{scheme}://{auth}{host_port(self.host, self.port)}/{self.database}{_query(options)}"
         if self.scheme == "chdb" and self.database != "default":
             options = {"database": self.database, **options}
         return f"{self.scheme}://{self.path}{_query(options)}"
@@ -124,6 +126,8 @@ def parse_store_url(url: str) -> StoreURL:
     table = options.get("table", DEFAULT_TABLE)
     if not _IDENT.match(table):
         raise StoreURLError(f"table name {table!r} is not a plain identifier")
+    if table in {*TABLES, *ALERT_TABLES, "spans_staged"} or table.startswith("loopsight_"):
+        raise StoreURLError(f"table {table!r} is loopsight's own: ?table= names the exporter's (traces_table_name)")
     if scheme in ("duckdb", "chdb"):
         path = unquote(parts.netloc + parts.path)
         if not path:

@@ -16,7 +16,7 @@ page AS (
       AND ($service::VARCHAR IS NULL OR t.service = $service)
       AND ($since::TIMESTAMP IS NULL OR t.started_at >= $since)
       AND ($until::TIMESTAMP IS NULL OR t.started_at < $until)
-    ORDER BY t.input_tokens + t.output_tokens DESC, t.started_at DESC, t.trace_id
+    ORDER BY t.input_tokens + t.output_tokens DESC, t.started_at DESC, t.trace_id, t.run_id
     LIMIT $limit
 )
 SELECT g.trace_id, g.run_id, g.agent, g.input_tokens, g.output_tokens, g.wasted_tokens,
@@ -24,4 +24,4 @@ SELECT g.trace_id, g.run_id, g.agent, g.input_tokens, g.output_tokens, g.wasted_
        CASE WHEN g.wasted_tokens = 0 THEN 0 ELSE k.wasted_cost_usd END AS wasted_cost_usd
 FROM page g
 LEFT JOIN costs k ON k.trace_id = g.trace_id AND k.run_id = g.run_id AND k.wasted_tokens = g.wasted_tokens
-ORDER BY g.input_tokens + g.output_tokens DESC, g.started_at DESC, g.trace_id
+ORDER BY g.input_tokens + g.output_tokens DESC, g.started_at DESC, g.trace_id, g.run_id

@@ -15,5 +15,5 @@ WHERE run_id IS NOT NULL
        OR contains(lower("SpanName"), lower($q))
        OR contains(lower(array_to_string(map_values("SpanAttributes"), ' ')), lower($q)))
 GROUP BY "TraceId"
-ORDER BY latest DESC
+ORDER BY latest DESC, trace_id
 LIMIT $limit

@@ -5,5 +5,5 @@ SELECT trace_id, run_id, span_id, kind, tool, round(duration_ms, 3) AS duration_
        agent, started_at
 FROM found
 WHERE $kind::VARCHAR IS NULL OR kind = $kind
-ORDER BY kind = 'stuck' DESC, started_at DESC, trace_id, duration_ms DESC
+ORDER BY kind = 'stuck' DESC, started_at DESC, trace_id, duration_ms DESC, run_id, span_id, kind
 LIMIT $limit

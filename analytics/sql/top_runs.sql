@@ -6,5 +6,5 @@ WHERE input_tokens + output_tokens > 0
   AND ($service::VARCHAR IS NULL OR service = $service)
   AND ($since::TIMESTAMP IS NULL OR started_at >= $since)
   AND ($until::TIMESTAMP IS NULL OR started_at < $until)
-ORDER BY tokens DESC, trace_id
+ORDER BY tokens DESC, trace_id, run_id
 LIMIT $limit

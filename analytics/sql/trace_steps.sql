@@ -22,4 +22,4 @@ FROM spans s
 LEFT JOIN nested n ON n.span_id = s."SpanId"
 WHERE "TraceId" = $trace_id AND step IS NOT NULL AND span_type IN ('llm', 'tool')
 GROUP BY run_id, step
-ORDER BY min("Timestamp"), step
+ORDER BY min("Timestamp"), step, run_id

@@ -198,3 +198,28 @@ def test_field_values_and_run_counts_are_the_same(duck: Any, clickhouse: Any, fi
     for filters in FILTERS:
         counted = {k: v for k, v in filters.items() if k not in ("limit", "offset")}
         assert count_runs(clickhouse, **counted) == count_runs(duck, **counted)
+
+
+def test_runs_that_start_together_are_paged_once_each_and_alike(both_stores: Any) -> None:
+    """Runs of one trace starting in the same microsecond (one clock tick: parallel agents) were ordered
+    by start and trace only: a page repeated a run another page had, and the engines listed them apart."""
+    from spans import make_run, request_of
+
+    from loopsight.analytics.burn import burn_runs
+
+    start = int(BASE.timestamp() * 1e9)
+    requests = []
+    for trace in range(3):
+        trace_id = bytes([trace + 1]) * 16
+        runs = [make_run(tools=1, start_ns=start, trace_id=trace_id, agent=agent) for agent in ("zed", "amy", "kim")]
+        requests.append(request_of([span for run in runs for span in run]))
+    duck, clickhouse = both_stores(*requests)
+    for con in (duck, clickhouse):
+        pages = [list_runs(con, limit=2, offset=offset) for offset in range(0, 9, 2)]
+        assert sorted(r["run_id"] for page in pages for r in page) == sorted(r["run_id"] for r in list_runs(con))
+    for offset in range(0, 9, 2):
+        assert list_runs(clickhouse, limit=2, offset=offset) == list_runs(duck, limit=2, offset=offset)
+    assert top_runs_by_tokens(clickhouse, limit=4) == top_runs_by_tokens(duck, limit=4)
+    assert _same(burn_runs(clickhouse, limit=4)) == _same(burn_runs(duck, limit=4))
+    trace_id = (bytes([1]) * 16).hex()
+    assert _same(trace_detail(clickhouse, trace_id)["steps"]) == _same(trace_detail(duck, trace_id)["steps"])

@@ -24,12 +24,18 @@ def test_store_urls_parse_and_bad_ones_say_why() -> None:
     assert url.redacted().endswith("/otel?table=traces")  # what the logs say names the table read
     assert parse_store_url(url.redacted().replace("***", "x")).table == "traces"
     assert parse_store_url("chdb:///var/ch?database=x").database == "x"
+    ipv6 = parse_store_url("clickhouse://ann:pw@[::1]:8123/otel")  # its host was shown bare: ann:***@::1:8123
+    assert ipv6.host == "::1" and ipv6.redacted() == "clickhouse://ann:***@[::1]:8123/otel"
+    assert parse_store_url(ipv6.redacted()).host == "::1"
     assert parse_store_url("duckdb:///tmp/a.duckdb").path == "/tmp/a.duckdb"
     for bad, why in [
         ("ftp://x", "unknown store scheme"),
         ("clickhouse:///db", "needs a host"),
         ("chdb://", "needs a path"),
         ("clickhouse://h/db;drop", "not a plain identifier"),
+        # the exporter's table named as one of loopsight's: both wrote into one table (the docstring's example)
+        ("clickhouse://h/db?table=spans", "table 'spans' is loopsight's own"),
+        ("chdb:///var/ch?table=loopsight_import", "loopsight's own"),
         # an option the scheme does not take was ignored: ?database=otel on a server read the database 'default'
         ("clickhouse://h:8123?database=otel", "unknown store URL option 'database'.*the database is the path"),
         ("chdb:///var/ch?databse=x", "unknown store URL option 'databse'.*takes \\?database&table"),
