@@ -41,7 +41,7 @@ import duckdb
 import pyarrow as pa
 
 from loopsight.ingest.features import NEAR_PARAMETERS
-from loopsight.model import MODEL_PRICES
+from loopsight.model import DERIVED, MODEL_PRICES
 from loopsight.prices import PriceBook, default_book
 from loopsight.stores.sqlfiles import DERIVE
 
@@ -151,7 +151,7 @@ WHERE spans."Timestamp" >= $since AND spans."TraceId" = numbered.tid AND spans."
 """
 
 
-TABLES = ("run_facts", "run_loops", "run_steps", "run_growth", "run_members", "run_step_totals", "run_calls")
+TABLES = DERIVED
 
 _COLUMNS = (
     '"Timestamp", "TraceId", "SpanId", span_type, run_id, step, tool, args_hash, error_type, '
