@@ -148,6 +148,23 @@ def test_a_bad_part_of_a_file_costs_only_itself(tmp_path):
     assert "4 of 4 file(s) skipped or loaded only in part" in done.stderr
 
 
+def test_a_json_lines_file_whose_first_line_is_bad_loads_its_other_lines(tmp_path):
+    """Only the first line decided whether a file that is not one JSON document is JSON lines: a
+    corrupt first line (a collector's file exporter killed mid-write, then restarted on the same
+    file) lost every good line after it, against "a bad line is skipped". A broken pretty-printed
+    document is still one error naming where it breaks."""
+    good = [json.dumps(hexify(json_format.MessageToDict(request_of(make_run(tools=1))))) for _ in range(2)]
+    path = tmp_path / "first.jsonl"
+    path.write_text("\n".join(['{"resourceSpans": [{"scopeSpans": [', *good]) + "\n")
+    broken = tmp_path / "pretty.json"
+    broken.write_text(json.dumps(json.loads(good[0]), indent=2)[:-40])
+    done = ingest_cli(str(path), str(broken), "--db", str(tmp_path / "c.duckdb"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "6 spans read from 2 file(s)" in done.stdout and "6 stored" in done.stdout, done.stdout
+    assert f"skipped: {path}:1: malformed JSON" in done.stdout
+    assert len(re.findall(rf"^skipped: {re.escape(str(broken))}: not valid JSON", done.stdout, re.M)) == 1
+
+
 def test_a_file_of_many_bad_lines_prints_a_few_and_counts_the_rest(tmp_path):
     good = json.dumps(hexify(json_format.MessageToDict(request_of(make_run(tools=1)))))
     path = tmp_path / "bad.jsonl"
