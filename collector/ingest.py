@@ -160,6 +160,22 @@ def _is_json(path: Path, data: bytes) -> bool:
     return name.endswith(_JSON_SUFFIXES) or data.lstrip()[:1] in (b"{", b"[")
 
 
+_REQUEST_KEYS = ("resourceSpans", "resource_spans")
+
+
+def _json_line(line: bytes, first: bool) -> bool:
+    """Whether ``line`` says its file is JSON lines: the first line is JSON, or any line a whole
+    export request (a file whose first line is corrupt is still JSON lines: its other lines load;
+    a line of a pretty-printed document is never a whole request)."""
+    if not first and not any(key.encode() in line for key in _REQUEST_KEYS):
+        return False
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return first or (isinstance(value, dict) and any(key in value for key in _REQUEST_KEYS))
+
+
 def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceRequest | BadRequest]:
     try:
         parsed = json.loads(data)
@@ -167,9 +183,8 @@ def _json_requests(path: Path, data: bytes) -> Iterator[ExportTraceServiceReques
         raise BadRequest(f"{path}: JSON nested too deeply") from None
     except ValueError as whole_file:
         lines = [(number, line) for number, line in enumerate(data.splitlines(), 1) if line.strip()]
-        try:
-            json.loads(lines[0][1])
-        except (ValueError, RecursionError):  # not JSON lines either: the whole file's error says where it breaks
+        if not any(_json_line(line, first=number == lines[0][0]) for number, line in lines):
+            # not JSON lines either: the whole file's error says where it breaks
             raise BadRequest(f"{path}: not valid JSON: {whole_file}") from None
         for number, line in lines:  # each line is a request of its own: a bad one costs only itself
             try:

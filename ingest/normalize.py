@@ -263,16 +263,25 @@ def _untruncated(kvs: Any, attrs: dict[str, str]) -> str:
 
 
 def _int(value: str | None, bound: int = 2**63) -> int | None:
-    """An integer attribute, ``None`` when missing, malformed or outside ``[-bound, bound)``."""
+    """An integer attribute, ``None`` when missing, malformed, not a whole number or outside
+    ``[-bound, bound)`` (a double holding a whole number, ``120.0``, is one).
+
+    Example:
+        >>> _int("120"), _int("120.0"), _int("1e3"), _int("12.7"), _int("nan")
+        (120, 120, 1000, None, None)
+    """
     if not value:
         return None
     try:
         number = int(value)
     except ValueError:
         try:
-            number = int(float(value))
-        except (ValueError, OverflowError):
+            real = float(value)
+        except ValueError:
             return None
+        if not real.is_integer():  # 12.7 tokens is no count: missing, not 12 (nan and inf included)
+            return None
+        number = int(real)
     return number if -bound <= number < bound else None
 
 

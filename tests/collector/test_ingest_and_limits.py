@@ -148,6 +148,23 @@ def test_a_bad_part_of_a_file_costs_only_itself(tmp_path):
     assert "4 of 4 file(s) skipped or loaded only in part" in done.stderr
 
 
+def test_a_json_lines_file_whose_first_line_is_bad_loads_its_other_lines(tmp_path):
+    """Only the first line decided whether a file that is not one JSON document is JSON lines: a
+    corrupt first line (a collector's file exporter killed mid-write, then restarted on the same
+    file) lost every good line after it, against "a bad line is skipped". A broken pretty-printed
+    document is still one error naming where it breaks."""
+    good = [json.dumps(hexify(json_format.MessageToDict(request_of(make_run(tools=1))))) for _ in range(2)]
+    path = tmp_path / "first.jsonl"
+    path.write_text("\n".join(['{"resourceSpans": [{"scopeSpans": [', *good]) + "\n")
+    broken = tmp_path / "pretty.json"
+    broken.write_text(json.dumps(json.loads(good[0]), indent=2)[:-40])
+    done = ingest_cli(str(path), str(broken), "--db", str(tmp_path / "c.duckdb"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "6 spans read from 2 file(s)" in done.stdout and "6 stored" in done.stdout, done.stdout
+    assert f"skipped: {path}:1: malformed JSON" in done.stdout
+    assert len(re.findall(rf"^skipped: {re.escape(str(broken))}: not valid JSON", done.stdout, re.M)) == 1
+
+
 def test_a_file_of_many_bad_lines_prints_a_few_and_counts_the_rest(tmp_path):
     good = json.dumps(hexify(json_format.MessageToDict(request_of(make_run(tools=1)))))
     path = tmp_path / "bad.jsonl"
@@ -216,6 +233,53 @@ def test_out_of_range_numbers_do_not_break_a_batch(store):
     assert ingest_request(store, request_of(spans)) == 3
     tokens, step = store.reader().execute("SELECT input_tokens, step FROM spans WHERE span_type = 'llm'").fetchone()
     assert (tokens, step) == (None, 0)  # unusable values dropped; the step is then derived
+
+
+def test_a_token_count_that_is_not_a_whole_number_is_missing(collector_server):
+    """docs/api.md: a token count that is not an integer is stored as missing. A double of 12.7
+    (OpenInference) or a Langfuse usage of 10.5 was stored as 12 and 10; a whole double (3.0, as
+    JavaScript SDKs may send a count) is still the count."""
+    import httpx
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    spans = make_run(tools=0)
+    chat, root = spans
+    del chat.attributes[:]
+    chat.attributes.extend(
+        [
+            kv("openinference.span.kind", "LLM"),
+            kv("llm.model_name", "gpt-4o"),
+            KeyValue(key="llm.token_count.prompt", value=AnyValue(double_value=12.7)),
+            KeyValue(key="llm.token_count.completion", value=AnyValue(double_value=3.0)),
+            KeyValue(key="loopsight.step", value=AnyValue(double_value=7.5)),
+        ]
+    )
+    langfuse = Span()
+    langfuse.CopyFrom(chat)
+    langfuse.span_id = os.urandom(8)
+    langfuse.start_time_unix_nano += 500
+    del langfuse.attributes[:]
+    langfuse.attributes.extend(
+        [
+            kv("langfuse.observation.type", "generation"),
+            kv("langfuse.observation.usage_details", '{"input": 10.5, "output": 4.0}'),
+        ]
+    )
+    answer = httpx.post(
+        collector_server.traces_url,
+        content=request_of([chat, langfuse, root]).SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    detail = httpx.get(f"{collector_server.url}/api/v1/runs/{chat.trace_id.hex()}", timeout=30).json()
+    read = {s["span_id"]: (s["input_tokens"], s["output_tokens"], s["step"]) for s in detail["spans"]}
+    assert read[chat.span_id.hex()][:2] == (None, 3) and read[chat.span_id.hex()][2] != 7  # 7.5: derived
+    assert read[langfuse.span_id.hex()][:2] == (None, 4)
+    stored = {s["span_id"]: s["attributes"] for s in detail["spans"]}[chat.span_id.hex()]
+    assert stored["llm.token_count.prompt"] == "12.7"  # the attribute itself is kept
+    [run] = detail["runs"]
+    assert (run["input_tokens"], run["output_tokens"]) == (0, 7)
 
 
 def _long_run() -> list[Span]:
