@@ -6,14 +6,18 @@ body, because an OTLP protobuf body of N bytes is held next to its decoded proto
 and its Arrow table (about 2.1 N) while the request waits for its commit (measured on
 ``otlp_load`` requests). It is charged from ``Content-Length`` before the body is read, and
 re-charged with :meth:`Ticket.resize` once the decompressed size is known, which refuses a
-request that turns out not to fit. When the budget is spent the receivers refuse new work at
+request that turns out not to fit. Once decoded a request is charged at least :data:`SPAN_BYTES` a
+span (a body of many tiny spans holds far more than 6x its size), and one of more than
+``max_spans`` spans is refused whole as too large (413 / INVALID_ARGUMENT: split it), as a body over
+the body cap is. When the budget is spent the receivers refuse new work at
 once with 503 + ``Retry-After`` / UNAVAILABLE + RetryInfo, so overload costs the client a retry
 instead of piling up in the collector as latency and memory. One request is always admitted
 when nothing else is in flight, so a body larger than the byte budget still gets in.
 
 ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` (default 32) and ``LOOPSIGHT_MAX_INFLIGHT_BYTES`` (memory
 held by requests in flight; default: the in-flight part of the collector's memory budget,
-:mod:`~loopsight.collector.memory`, 32 MiB of the default 400 MiB) set the budget.
+:mod:`~loopsight.collector.memory`, 32 MiB of the default 400 MiB) set the budget, and
+``LOOPSIGHT_MAX_SPANS_PER_REQUEST`` (default 65,536) the spans one request may hold.
 
 Example:
     >>> budget = Admission(max_requests=2, max_bytes=1000, expansion=2)
@@ -28,6 +32,10 @@ Example:
     >>> first.release()
     >>> budget.try_admit(100) is not None
     True
+    >>> budget.check_spans(70_000)
+    Traceback (most recent call last):
+    ...
+    loopsight.ingest.otlp.TooLarge: request of 70000 spans is over the 65536-span limit (LOOPSIGHT_MAX_SPANS_PER_REQUEST): send it in smaller requests
 """
 
 from __future__ import annotations
@@ -37,10 +45,18 @@ import threading
 from collections.abc import Mapping
 
 from loopsight.errors import LoopsightError
+from loopsight.ingest.otlp import TooLarge
 
 DEFAULT_MAX_REQUESTS = 32
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 EXPANSION = 6
+# What one span's row holds at least while it waits for its commit, however small its protobuf (a
+# request of 420,000 spans without attributes, 38 bytes each, held ~560 bytes a span decoded and
+# normalized; docs/reliability.md): the charge of a request of many tiny spans.
+SPAN_BYTES = 512
+# As many spans as a body at the 16 MiB cap holds (about 240 bytes a span from OTel SDKs): more only
+# from spans of a few bytes, which would hold gigabytes (420,000 of them took a collector to 1 GB).
+DEFAULT_MAX_SPANS = 65_536
 
 
 class Overloaded(LoopsightError):
@@ -64,12 +80,13 @@ class Ticket:
             self._admission._add_bytes(charge - self.nbytes)
             self.nbytes = charge
 
-    def resize(self, body_bytes: int) -> bool:
-        """Re-charge for the decompressed body size; ``False`` (charge unchanged) when that
-        does not fit beside the other requests in flight: answer 503 / UNAVAILABLE then."""
+    def resize(self, body_bytes: int, spans: int = 0) -> bool:
+        """Re-charge for the decompressed body size and the spans it holds; ``False`` (charge
+        unchanged) when that does not fit beside the other requests in flight: answer 503 /
+        UNAVAILABLE then."""
         if self._released:
             return True
-        return self._admission._resize(self, body_bytes * self._admission.expansion)
+        return self._admission._resize(self, max(body_bytes * self._admission.expansion, spans * SPAN_BYTES))
 
     def release(self) -> None:
         if not self._released:
@@ -85,13 +102,18 @@ class Admission:
     """
 
     def __init__(
-        self, max_requests: int = DEFAULT_MAX_REQUESTS, max_bytes: int = DEFAULT_MAX_BYTES, expansion: int = 1
+        self,
+        max_requests: int = DEFAULT_MAX_REQUESTS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        expansion: int = 1,
+        max_spans: int = DEFAULT_MAX_SPANS,
     ) -> None:
-        if max_requests < 1 or max_bytes < 1 or expansion < 1:
-            raise ValueError("the in-flight budget must allow at least one request and one byte")
+        if max_requests < 1 or max_bytes < 1 or expansion < 1 or max_spans < 1:
+            raise ValueError("the in-flight budget must allow at least one request, one byte and one span")
         self.max_requests = max_requests
         self.max_bytes = max_bytes
         self.expansion = expansion
+        self.max_spans = max_spans
         self._lock = threading.Lock()
         self.requests = 0
         self.bytes = 0
@@ -100,13 +122,14 @@ class Admission:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Admission:
         """Budget from ``LOOPSIGHT_MAX_INFLIGHT_REQUESTS`` / ``LOOPSIGHT_MAX_INFLIGHT_BYTES``
-        (``max_bytes`` when unset: the memory budget's in-flight part); raises ``ValueError``
-        with a readable message for a bad value."""
+        (``max_bytes`` when unset: the memory budget's in-flight part) /
+        ``LOOPSIGHT_MAX_SPANS_PER_REQUEST``; raises ``ValueError`` with a readable message for a bad value."""
         env = os.environ if environ is None else environ
         values = []
         for name, default in (
             ("LOOPSIGHT_MAX_INFLIGHT_REQUESTS", DEFAULT_MAX_REQUESTS),
             ("LOOPSIGHT_MAX_INFLIGHT_BYTES", max_bytes),
+            ("LOOPSIGHT_MAX_SPANS_PER_REQUEST", DEFAULT_MAX_SPANS),
         ):
             raw = env.get(name, "").strip()
             try:
@@ -116,8 +139,16 @@ class Admission:
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
             values.append(value)
-        max_requests, max_inflight_bytes = values
-        return cls(max_requests, max_inflight_bytes, expansion=EXPANSION)
+        max_requests, max_inflight_bytes, max_spans = values
+        return cls(max_requests, max_inflight_bytes, expansion=EXPANSION, max_spans=max_spans)
+
+    def check_spans(self, spans: int) -> None:
+        """Raise :class:`~loopsight.ingest.otlp.TooLarge` for a request of more spans than one may hold."""
+        if spans > self.max_spans:
+            raise TooLarge(
+                f"request of {spans} spans is over the {self.max_spans}-span limit "
+                "(LOOPSIGHT_MAX_SPANS_PER_REQUEST): send it in smaller requests"
+            )
 
     def try_admit(self, body_bytes: int) -> Ticket | None:
         """A ticket for a request whose body is ``body_bytes`` long (0 when unknown), or ``None``

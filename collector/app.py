@@ -48,10 +48,18 @@ from loopsight.ingest.otlp import (
     decompress,
     media_type,
     parse_request,
+    span_count,
 )
 from loopsight.stores import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
+
+# a request that cannot be read: its outcome on /metrics and its HTTP status
+_REFUSED = (
+    (UnsupportedMediaType, "unsupported_media_type", 415),
+    (TooLarge, "too_large", 413),
+    (BadRequest, "bad_request", 400),
+)
 
 _GRPC_CODES = {
     400: code_pb2.INVALID_ARGUMENT,
@@ -214,12 +222,19 @@ def create_app(
     limiter: list[anyio.CapacityLimiter] = []  # created on first use, inside the event loop
 
     def decode_and_queue(body: bytes, kind: str, encoding: str | None, ticket: Any) -> Any:
-        data = decompress(body, encoding, settings.max_body_bytes)
-        export = parse_request(data, kind)
-        # A protobuf body's decompressed length is its size (ByteSize() would walk every span).
-        if not ticket.resize(len(data) if kind == PROTOBUF else export.ByteSize()):
-            raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
-        prepared, future = receiver.accept(export, "http")
+        try:
+            data = decompress(body, encoding, settings.max_body_bytes)
+            export = parse_request(data, kind)
+            spans = span_count(export)
+            admission.check_spans(spans)
+            # A protobuf body's decompressed length is its size (ByteSize() would walk every span).
+            if not ticket.resize(len(data) if kind == PROTOBUF else export.ByteSize(), spans):
+                raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
+            prepared, future = receiver.accept(export, "http")
+        except (Overloaded, UnsupportedMediaType, TooLarge, BadRequest, QueueFull) as exc:
+            # Returned, not raised across the thread: a traceback would keep this frame's body and
+            # decoded request (~100 MB for 16 MiB of tiny spans) alive in a cycle until a GC ran.
+            return exc.with_traceback(None)
         # Only the Arrow table waits for the commit; the forwarder gets the request re-encoded.
         forward = export.SerializeToString() if receiver.forwarder is not None and prepared.accepted else None
         return forward, prepared, future
@@ -245,33 +260,35 @@ def create_app(
         finally:
             ticket.release()
 
+    def refusal(kind: str, exc: Exception) -> Response:
+        """The answer to a request refused before it was queued (the queue counts its own refusals)."""
+        if isinstance(exc, QueueFull):
+            return _error(kind, 503, f"{exc}; retry later", retry_after)
+        if isinstance(exc, Overloaded):
+            metrics.request("http", "overloaded")
+            return _error(kind, 503, f"{exc}; retry later", retry_after)
+        outcome, status = next((o, code) for kind_, o, code in _REFUSED if isinstance(exc, kind_))
+        metrics.request("http", outcome)
+        return _error(kind, status, str(exc))
+
     async def _export(request: Request, kind: str, ticket: Any) -> Response:
         try:
             body = await _read_body(request, settings.max_body_bytes)
             ticket.grow(len(body))
             if not limiter:
                 limiter.append(anyio.CapacityLimiter(max(1, settings.decode_threads)))
-            forward, prepared, future = await anyio.to_thread.run_sync(
+            decoded = await anyio.to_thread.run_sync(
                 decode_and_queue, body, kind, request.headers.get("content-encoding"), ticket, limiter=limiter[0]
             )
             del body
         except ClientDisconnect:  # a client gone before its whole body came (its timeout, a dropped link): no answer
             metrics.request("http", "disconnected")
             return _error(kind, 400, "the client disconnected before its body was read")
-        except Overloaded as exc:
-            metrics.request("http", "overloaded")
-            return _error(kind, 503, f"{exc}; retry later", retry_after)
-        except UnsupportedMediaType as exc:
-            metrics.request("http", "unsupported_media_type")
-            return _error(kind, 415, str(exc))
-        except TooLarge as exc:
-            metrics.request("http", "too_large")
-            return _error(kind, 413, str(exc))
-        except BadRequest as exc:
-            metrics.request("http", "bad_request")
-            return _error(kind, 400, str(exc))
-        except QueueFull as exc:
-            return _error(kind, 503, f"{exc}; retry later", retry_after)
+        except (Overloaded, UnsupportedMediaType, TooLarge, BadRequest, QueueFull) as exc:
+            return refusal(kind, exc)
+        if isinstance(decoded, Exception):
+            return refusal(kind, decoded)
+        forward, prepared, future = decoded
         error: BaseException | None = None
         if future is not None:
             try:

@@ -21,13 +21,15 @@ from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
+from loopsight.collector.admission import Ticket
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
 from loopsight.config import host_port
-from loopsight.ingest.otlp import parse_protobuf
+from loopsight.ingest.otlp import TooLarge, parse_protobuf, span_count
 from loopsight.stores import QueueFull
 
 log = logging.getLogger("loopsight.collector")
@@ -49,18 +51,25 @@ class TraceService:
         self.retry_info = RetryInfo(retry_delay=Duration(seconds=retry_after_seconds))
         self.timeout = timeout
 
-    def _unavailable(self, context: grpc.ServicerContext, message: str) -> None:
-        # The Python exporter reads RetryInfo from its own trailer, the Go exporters (and so the
-        # OTel Collector) from the rich status in grpc-status-details-bin: send both.
-        details = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=message)
-        details.details.add().Pack(self.retry_info)
-        context.set_trailing_metadata(
-            (
-                ("google.rpc.retryinfo-bin", self.retry_info.SerializeToString()),
-                ("grpc-status-details-bin", details.SerializeToString()),
+    def _refused(
+        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str
+    ) -> ExportTraceServiceResponse:
+        """Answer ``code`` without raising: an abort's traceback would keep the handler's frames,
+        with the body and the decoded request, alive in a cycle until a garbage collection."""
+        if code == grpc.StatusCode.UNAVAILABLE:
+            # The Python exporter reads RetryInfo from its own trailer, the Go exporters (and so the
+            # OTel Collector) from the rich status in grpc-status-details-bin: send both.
+            details = status_pb2.Status(code=code.value[0], message=message)
+            details.details.add().Pack(self.retry_info)
+            context.set_trailing_metadata(
+                (
+                    ("google.rpc.retryinfo-bin", self.retry_info.SerializeToString()),
+                    ("grpc-status-details-bin", details.SerializeToString()),
+                )
             )
-        )
-        context.abort(grpc.StatusCode.UNAVAILABLE, message)
+        context.set_code(code)
+        context.set_details(message)
+        return ExportTraceServiceResponse()
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(
@@ -78,33 +87,59 @@ class TraceService:
             given = dict(context.invocation_metadata()).get("authorization")
             if not token_matches(given, self.token):
                 metrics.request("grpc", "unauthenticated")
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+                return self._refused(context, grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         ticket = self.receiver.admission.try_admit(len(body))
         if ticket is None:
             metrics.request("grpc", "overloaded")
-            self._unavailable(context, "collector is busy (in-flight budget spent); retry later")
-            raise AssertionError("unreachable")  # abort raises
+            return self._refused(
+                context, grpc.StatusCode.UNAVAILABLE, "collector is busy (in-flight budget spent); retry later"
+            )
         try:
-            return self._export(body, context)
+            return self._export(body, context, ticket)
         finally:
             ticket.release()
 
-    def _export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+    def _export(self, body: bytes, context: grpc.ServicerContext, ticket: Ticket) -> ExportTraceServiceResponse:
         metrics = self.receiver.metrics
         try:
             request = parse_protobuf(body)
         except (DecodeError, RecursionError) as exc:
             metrics.request("grpc", "bad_request")
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed ExportTraceServiceRequest: {exc}")
-        parsed = [request]
-        del request  # waiting for the commit holds the Arrow table only; the body is what is forwarded
+            message = f"malformed ExportTraceServiceRequest: {exc}"
+        else:
+            refusal = self._refusal(request, len(body), ticket)
+            if refusal is None:
+                parsed = [request]
+                del request  # waiting for the commit holds the Arrow table only; the body is what is forwarded
+                return self._ingest(parsed, body, context)
+            return self._refused(context, *refusal)
+        return self._refused(context, grpc.StatusCode.INVALID_ARGUMENT, message)
+
+    def _refusal(
+        self, request: ExportTraceServiceRequest, size: int, ticket: Ticket
+    ) -> tuple[grpc.StatusCode, str] | None:
+        """Why a decoded request is refused (``None``: it is not)."""
+        spans = span_count(request)
+        try:
+            self.receiver.admission.check_spans(spans)
+        except TooLarge as exc:  # as HTTP's 413: it never fits, so not retryable
+            self.receiver.metrics.request("grpc", "too_large")
+            return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+        if not ticket.resize(size, spans):
+            self.receiver.metrics.request("grpc", "overloaded")
+            return grpc.StatusCode.UNAVAILABLE, "collector is busy (in-flight budget spent once decoded); retry later"
+        return None
+
+    def _ingest(
+        self, parsed: list[ExportTraceServiceRequest], body: bytes, context: grpc.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        """Store the request ``parsed`` holds (taken from it: freed once accepted) and answer."""
         try:
             outcome = self.receiver.ingest(parsed.pop(), "grpc", body, self.timeout)
         except QueueFull as exc:
-            self._unavailable(context, f"{exc}; retry later")
-            raise AssertionError("unreachable") from exc  # abort raises
+            return self._refused(context, grpc.StatusCode.UNAVAILABLE, f"{exc}; retry later")
         if outcome.error is not None:
-            self._unavailable(context, outcome.error)
+            return self._refused(context, grpc.StatusCode.UNAVAILABLE, outcome.error)
         response = ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected

@@ -238,6 +238,16 @@ def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
     return request
 
 
+def span_count(request: ExportTraceServiceRequest) -> int:
+    """The spans an export request holds.
+
+    Example:
+        >>> span_count(ExportTraceServiceRequest())
+        0
+    """
+    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+
+
 def parse_request(data: bytes, kind: str) -> ExportTraceServiceRequest:
     """Parse a decompressed body of media type ``kind`` (:data:`PROTOBUF` or :data:`JSON`); raises BadRequest."""
     if kind == PROTOBUF:

@@ -162,3 +162,95 @@ def test_a_body_over_the_limit_is_413_even_while_the_budget_is_spent(store):
             assert refused.status_code == 503
     finally:
         held.release()
+
+
+def _tiny_spans(n: int) -> bytes:
+    """A request of ``n`` spans with ids and times only (38 bytes each: a body far under 16 MiB)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    start = 1_700_000_000_000_000_000
+    for i in range(n):
+        scope.spans.add(
+            trace_id=(i // 4 + 1).to_bytes(16, "big"),
+            span_id=(i + 1).to_bytes(8, "big"),
+            start_time_unix_nano=start + i,
+            end_time_unix_nano=start + i + 1,
+        )
+    return request.SerializeToString()
+
+
+@pytest.mark.timeout(240)
+def test_a_request_of_more_spans_than_one_may_hold_is_refused_whole_and_ingest_splits_it(start_collector, tmp_path):
+    """70,000 spans of 38 bytes (2.7 MB) held ~1.6 KB each, gigabytes at the body cap: more than
+    65,536 are 413 / INVALID_ARGUMENT (never retried: it can never fit), and `loopsight ingest`
+    halves such a request until it fits."""
+    import subprocess
+    import sys
+
+    collector = start_collector()
+    body = _tiny_spans(70_000)
+    response = httpx.post(
+        collector.traces_url, content=body, headers={"Content-Type": "application/x-protobuf"}, timeout=60
+    )
+    assert response.status_code == 413, response.content[:300]
+    assert b"request of 70000 spans is over the 65536-span limit" in response.content
+    with grpc.insecure_channel(collector.grpc_target) as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(EXPORT)(body, timeout=60)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "65536-span limit" in refused.value.details()
+    metrics = collector.metrics()
+    assert metrics['loopsight_export_requests_total{transport="grpc",outcome="too_large"}'] == 1
+    assert metrics['loopsight_export_requests_total{transport="http",outcome="too_large"}'] == 1
+
+    path = tmp_path / "tiny.pb"
+    path.write_bytes(body)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopsight", "ingest", str(path), "--collector", collector.url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert collector.stop() == 0
+    con = duckdb.connect(collector.db_path, read_only=True)
+    try:
+        total, distinct = con.execute('SELECT count(*), count(DISTINCT ("TraceId", "SpanId")) FROM spans').fetchone()
+    finally:
+        con.close()
+    assert total == distinct == 70_000, "every span once, from the halves"
+
+
+def test_a_request_of_many_tiny_spans_is_charged_for_its_spans_not_its_few_bytes():
+    budget = Admission(max_requests=4, max_bytes=1_000_000, expansion=6)
+    other = budget.admit(1_000)
+    ticket = budget.admit(38_000)  # 1,000 spans of 38 bytes: 228,000 bytes by the body
+    assert ticket.resize(38_000, spans=1_000) and ticket.nbytes == 512_000, "at least 512 bytes a span"
+    assert not ticket.resize(38_000, spans=2_000), "1,024,000 bytes do not fit beside the other request"
+    assert ticket.resize(400_000, spans=1_000) is False and ticket.nbytes == 512_000
+    other.release()
+    ticket.release()
+    assert (budget.requests, budget.bytes) == (0, 0)
+
+
+@pytest.mark.timeout(120)
+def test_a_refused_body_is_let_go_at_once_not_at_the_next_garbage_collection(start_collector):
+    """A 400 or 413 raised in the decoding thread carried a traceback whose frames held the body and
+    the decoded request in a cycle: each refused 15 MB body stayed resident until a full GC ran
+    (+15 MB a request, ~100 MB for one decoded first; here +48 MB by the fourth before the fix)."""
+    collector = start_collector()
+
+    def resident() -> float:
+        return collector.metrics()['loopsight_process_resident_bytes{kind="total"}'] / 2**20
+
+    garbage = bytes(range(256)) * 60_000  # 15 MB that is no protobuf
+    headers = {"Content-Type": "application/x-protobuf"}
+    assert httpx.post(collector.traces_url, content=garbage, headers=headers, timeout=60).status_code == 400
+    after_one = resident()
+    grown = []
+    for _ in range(5):
+        assert httpx.post(collector.traces_url, content=garbage, headers=headers, timeout=60).status_code == 400
+        grown.append(round(resident() - after_one))
+    assert max(grown) < 25, f"MB more than after the first, after each refused body: {grown}"
