@@ -98,12 +98,7 @@ def otel_traces_rows(table: pa.Table, limits: Limits | None = None) -> Iterator[
             )[: limits.max_events]
         ]
         links = [
-            (
-                truncated(trace_id or "", cap),
-                truncated(span_id or "", cap),
-                truncated(state or "", cap),
-                _limited(attrs, limits),
-            )
+            (*(truncated(v or "", cap) for v in (trace_id, span_id, state)), _limited(attrs, limits))
             for trace_id, span_id, state, attrs in list(
                 zip(
                     col("Links.TraceId", []) or [],
