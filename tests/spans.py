@@ -172,3 +172,14 @@ def span_count(db_path: str) -> int:
         return con.execute("SELECT count(*) FROM spans").fetchone()[0]
     finally:
         con.close()
+
+
+def span_counts(db_path: str) -> tuple[int, int]:
+    """Spans stored in the DuckDB file and how many of them are distinct (trace id, span id)."""
+    import duckdb
+
+    con = duckdb.connect(db_path, read_only=True)
+    try:
+        return con.execute('SELECT count(*), count(DISTINCT ("TraceId", "SpanId")) FROM spans').fetchone()
+    finally:
+        con.close()

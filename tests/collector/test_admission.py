@@ -9,12 +9,11 @@ import threading
 import time
 from collections import Counter
 
-import duckdb
 import grpc
 import httpx
 import pytest
 from google.rpc.error_details_pb2 import RetryInfo
-from spans import make_run, request_of
+from spans import make_run, request_of, span_counts
 
 from loopsight.collector.admission import Admission
 
@@ -111,11 +110,7 @@ def test_small_budget_refuses_with_503_and_loses_nothing(start_collector):
     assert max(health_times) < 3.0, health_times
 
     assert collector.stop() == 0
-    con = duckdb.connect(collector.db_path, read_only=True)
-    try:
-        total, distinct = con.execute("SELECT count(*), count(DISTINCT (TraceId, SpanId)) FROM spans").fetchone()
-    finally:
-        con.close()
+    total, distinct = span_counts(collector.db_path)
     assert total == distinct == sent["spans"] == requests * RUNS_PER_REQUEST * 4
 
 
@@ -196,9 +191,8 @@ def test_a_request_of_more_spans_than_one_may_hold_is_refused_whole_and_ingest_s
     )
     assert response.status_code == 413, response.content[:300]
     assert b"request of 70000 spans is over the 65536-span limit" in response.content
-    with grpc.insecure_channel(collector.grpc_target) as channel:
-        with pytest.raises(grpc.RpcError) as refused:
-            channel.unary_unary(EXPORT)(body, timeout=60)
+    with grpc.insecure_channel(collector.grpc_target) as channel, pytest.raises(grpc.RpcError) as refused:
+        channel.unary_unary(EXPORT)(body, timeout=60)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "65536-span limit" in refused.value.details()
     metrics = collector.metrics()
@@ -215,11 +209,7 @@ def test_a_request_of_more_spans_than_one_may_hold_is_refused_whole_and_ingest_s
     )
     assert done.returncode == 0, done.stderr
     assert collector.stop() == 0
-    con = duckdb.connect(collector.db_path, read_only=True)
-    try:
-        total, distinct = con.execute('SELECT count(*), count(DISTINCT ("TraceId", "SpanId")) FROM spans').fetchone()
-    finally:
-        con.close()
+    total, distinct = span_counts(collector.db_path)
     assert total == distinct == 70_000, "every span once, from the halves"
 
 

@@ -13,10 +13,9 @@ import re
 import threading
 from collections import Counter
 
-import duckdb
 import httpx
 import pytest
-from spans import request_of, tool_span
+from spans import request_of, span_counts, tool_span
 
 MIB = 2**20
 SENDERS, REQUESTS_EACH, SPANS_PER_REQUEST = 6, 2, 2_000
@@ -107,9 +106,5 @@ def test_budget_is_split_and_decompressed_bodies_are_charged(start_collector):
     assert "loopsight_inflight_bytes 0" in httpx.get(f"{collector.url}/metrics").text
 
     assert collector.stop() == 0
-    con = duckdb.connect(collector.db_path, read_only=True)
-    try:
-        total, distinct = con.execute('SELECT count(*), count(DISTINCT ("TraceId", "SpanId")) FROM spans').fetchone()
-    finally:
-        con.close()
+    total, distinct = span_counts(collector.db_path)
     assert total == distinct == stored_spans["sent"] == SENDERS * REQUESTS_EACH * spans_each
