@@ -24,13 +24,22 @@ def sessions(
     until: datetime | None = None,
     agent: str | None = None,
     service: str | None = None,
+    session: str | None = None,
     limit: int = 100,
 ) -> list[dict[str, Any]]:
     """The sessions with a run started in [since, until), the most recently active first (the
     ``/api/v1/sessions`` list): ``session_id``, ``runs``, ``first_started_at``,
     ``last_started_at``, ``input_tokens``, ``output_tokens``, ``cost_usd`` (its runs' priced calls;
     ``None`` when none is priced), ``unpriced_calls`` and ``loops`` (its runs' loops and those across
-    its runs). The runs of one: ``list_runs(con, session=...)``."""
+    its runs). ``session``: that session only, its figures over all its runs in the window. The runs
+    of one: ``list_runs(con, session=...)``."""
     return query(
-        con, "sessions", since=since, until=until, agent=agent, service=service, limit=max(0, min(limit, MAX_LIMIT))
+        con,
+        "sessions",
+        since=since,
+        until=until,
+        agent=agent,
+        service=service,
+        session=session,
+        limit=max(0, min(limit, MAX_LIMIT)),
     )

@@ -279,7 +279,11 @@ def query_routes(reader: Callable[[], Reader]) -> list[Route]:
         },
     )
     sessions = endpoint(
-        lambda r: {**_filters(r), "limit": parse_int("limit", q(r).get("limit"), 100, 0, analytics.SESSIONS_LIMIT)},
+        lambda r: {
+            **_filters(r),
+            "session": parse_text("session", q(r).get("session")),
+            "limit": parse_int("limit", q(r).get("limit"), 100, 0, analytics.SESSIONS_LIMIT),
+        },
         lambda con, p: {"sessions": analytics.sessions(con, **p)},
     )
     burn = endpoint(

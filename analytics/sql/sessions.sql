@@ -1,4 +1,4 @@
--- /api/v1/sessions: the sessions whose runs started in scope, most recent first: their runs,
+-- /api/v1/sessions: the sessions whose runs started in scope (or the one asked for), most recent first: their runs,
 -- first and last run start, tokens and their stored cost (run_facts: the sum of the runs' priced
 -- calls; NULL when none is priced) with the calls left unpriced, and loops (each run's own and those
 -- across its runs, which run_loops keeps on the run of their last call).
@@ -6,6 +6,7 @@ WITH scoped AS (
     SELECT trace_id, run_id, session_id, started_at, input_tokens, output_tokens, cost_usd, unpriced_calls
     FROM run_facts
     WHERE session_id IS NOT NULL
+      AND ($session::VARCHAR IS NULL OR session_id = $session)
       AND ($agent::VARCHAR IS NULL OR agent = $agent)
       AND ($service::VARCHAR IS NULL OR service = $service)
       AND ($since::TIMESTAMP IS NULL OR started_at >= $since)

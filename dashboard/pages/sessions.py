@@ -69,12 +69,16 @@ def session_runs(session_id: str) -> None:
         return
     frame = frames.runs_frame(runs).sort_values("started_at")
     total = int(answer.get("total") or len(frame))
-    cost = frame["cost_usd"].dropna()
-    cols = st.columns(4)
-    cols[0].metric("runs", fmt.count(total))
-    cols[1].metric("tokens", fmt.tokens(int(frame["tokens"].sum()), compact=True))
-    cols[2].metric("cost", fmt.usd(cost.sum() if len(cost) else None, precise=True))
-    cols[3].metric("loops", fmt.count(int(frame["loops"].fillna(0).sum())))
+    # the session's own sums, over all its runs (the table below lists the first SESSION_RUNS)
+    summed = ui.load("sessions", what="The session's totals", session=session_id, limit=1)
+    if summed:
+        whole = summed[0]
+        cols = st.columns(4)
+        cols[0].metric("runs", fmt.count(total))
+        tokens = (whole.get("input_tokens") or 0) + (whole.get("output_tokens") or 0)
+        cols[1].metric("tokens", fmt.tokens(int(tokens), compact=True))
+        cols[2].metric("cost", fmt.money(whole.get("cost_usd"), whole.get("unpriced_calls"), precise=True))
+        cols[3].metric("loops", fmt.count(int(whole.get("loops") or 0)))
     shown = f"The first {fmt.count(len(frame))} of its {fmt.count(total)} runs" if total > len(frame) else "Its runs"
     # a session is one conversation: its runs whatever the sidebar's agent, service or window
     st.caption(f"{shown}, whatever the sidebar's filters: a session is one conversation.")

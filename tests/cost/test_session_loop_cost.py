@@ -129,6 +129,8 @@ def test_a_session_has_its_price_beside_its_tokens(reader: tuple[Any, World]) ->
     run_cost = (300 * 2.50 + 20 * 10.00) / MTOK  # each run: 100 / 10 and 200 / 10 tokens of gpt-4o
     assert (session["session_id"], session["input_tokens"], session["output_tokens"]) == ("S", 600, 40)
     assert session["cost_usd"] == pytest.approx(2 * run_cost, abs=1e-9) and session["unpriced_calls"] == 0
+    assert analytics.sessions(con, session="S") == [session], "one session asked for by its id, on both engines"
+    assert analytics.sessions(con, session="T") == []
 
 
 def test_a_runs_loops_have_their_wasted_cost_beside_their_wasted_tokens(overlapping: tuple[Any, World]) -> None:

@@ -390,3 +390,15 @@ def test_a_loop_across_the_runs_of_a_session(store_with, vocab):
         assert client.get("/api/v1/sessions", params={"limit": "x"}).status_code == 400
     finally:
         con.close()
+
+
+def test_one_session_is_asked_for_by_its_id(store_with):
+    """The Sessions page's tiles sum one session over all its runs (its table lists the first 500)."""
+    runs = [_run(i, [_c("lookup_order", order_id=f"A-{i}")], session=f"sess-{i % 2}") for i in range(5)]
+    store, _ = store_with(runs)
+    client = TestClient(Starlette(routes=query_routes(store.reader)))
+    assert len(client.get("/api/v1/sessions").json()["sessions"]) == 2
+    (one,) = client.get("/api/v1/sessions", params={"session": "sess-0"}).json()["sessions"]
+    assert (one["session_id"], one["runs"]) == ("sess-0", 3)
+    assert client.get("/api/v1/sessions", params={"session": "sess-9"}).json()["sessions"] == []
+    assert client.get("/api/v1/sessions", params={"session": "x" * 513}).status_code == 400
