@@ -20,7 +20,7 @@ from loopsight import checks
 from loopsight.config import traces_url
 
 from . import nesting
-from .content import set_capture
+from .content import clean_value, set_capture
 from .state import STATE, internal_error, refresh_from_env
 
 _LOCK = threading.Lock()
@@ -152,7 +152,9 @@ def configure(
             return provider if provider is not None else trace.get_tracer_provider()
         if provider is None:
             resource = Resource.create({SERVICE_NAME: service_name} if service_name else {})
-            provider = TracerProvider(resource=resource)
+            # a lone surrogate (an OTEL_SERVICE_NAME of bytes that are not UTF-8) would lose every batch
+            attributes = {key: clean_value(value) for key, value in resource.attributes.items()}
+            provider = TracerProvider(resource=Resource(attributes, resource.schema_url))
             _created.append(provider)
             trace.set_tracer_provider(provider)
         elif service_name and provider.resource.attributes.get(SERVICE_NAME) != service_name:

@@ -181,3 +181,27 @@ def test_a_malformed_environment_variable_does_not_stop_the_agent_importing():
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["4096"]
     assert "LOOPSIGHT_CONTENT_MAX_LENGTH='4k' is not an integer; using 4096" in done.stderr
+
+
+def test_a_service_name_that_is_not_utf8_does_not_lose_every_batch():
+    """``OTEL_SERVICE_NAME`` of bytes that are not UTF-8 reaches Python as a lone surrogate: the
+    resource could not be encoded, so the OTLP exporter dropped every batch."""
+    import os
+
+    code = (
+        "import loopsight\n"
+        "from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "exp = InMemorySpanExporter()\n"
+        "loopsight.configure(exporter=exp, batch=False)\n"
+        "@loopsight.tool\n"
+        "def f(x): return x\n"
+        "f(1)\n"
+        "body = encode_spans(exp.get_finished_spans()).SerializeToString()\n"
+        "print(exp.get_finished_spans()[0].resource.attributes['service.name'].encode('utf-8'), len(body) > 0)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOPSIGHT_", "OTEL_"))}
+    env["OTEL_SERVICE_NAME"] = os.fsdecode(b"agent-\xff")  # passed on as the raw bytes
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["b'agent-\\xef\\xbf\\xbd'", "True"], done.stdout
