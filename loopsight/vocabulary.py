@@ -594,17 +594,19 @@ def agent_name_of_span(name: str) -> str | None:
 
 TERMINATION_SIGNALS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"tool_calls_limit|tool.?calls?.?limit", re.I), "max_tool_calls"),
-    (re.compile(r"total_tokens_limit|token.?(budget|limit)", re.I), "token_budget"),
+    (re.compile(r"tokens?.?(budget|limit)", re.I), "token_budget"),  # Pydantic AI's input/output/total_tokens_limit
     (
         re.compile(r"max.?turns?.?exceeded|limit_turns|turn.?limit.?exceeded", re.I),
         "max_steps",
     ),  # OpenAI Agents, Strands
     (re.compile(r"GraphRecursionError|recursion.?limit|need more steps to process", re.I), "max_steps"),  # LangGraph
     (re.compile(r"max(imum)?.?iterations?.{0,20}reached|max.?steps.{0,20}reached", re.I), "max_steps"),  # LlamaIndex
-    (re.compile(r"LlmCallsLimitExceeded|request_limit|UsageLimitExceeded", re.I), "max_steps"),  # ADK, Pydantic AI
+    (re.compile(r"LlmCallsLimitExceeded|request_limit", re.I), "max_steps"),  # ADK, Pydantic AI
 )
 """A framework's own signal that its turn, step or call limit stopped a run (an error type or
-message, a finish reason, or the text it answers with), and the termination reason it means."""
+message, a finish reason, or the text it answers with), and the termination reason it means.
+Pydantic AI raises one ``UsageLimitExceeded`` for every limit: its message names the limit, so the
+type alone is no signal."""
 BUDGET_STEP_KEYS = ("loopsight.budget.max_steps", "smolagents.max_steps")
 """Where a run's step budget is written (its input says ``"max_iter": N`` for CrewAI)."""
 MAX_ITER_IN_TEXT = re.compile(r"\"max_iter\"\s*:\s*(\d{1,6})")

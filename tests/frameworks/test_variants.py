@@ -1,0 +1,65 @@
+"""What real users send that the recordings do not: a recorded scenario with one thing changed the
+way the framework would change it (another limit, another shape), ingested through the real
+pipeline into a real DuckDB store, read back as runs."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from loopsight import analytics  # noqa: E402
+from loopsight.stores import ingest_request  # noqa: E402
+from loopsight.stores.duckdb_store import Store  # noqa: E402
+from recorder.matrix import iter_spans, load_requests, shift_to_now  # noqa: E402
+
+pytestmark = pytest.mark.frameworks
+RECORDINGS = ROOT / "tests" / "frameworks" / "recordings"
+
+
+def runs_of(tmp_path: Path, config: str, scenario: str, edit: Callable[[Any], None]) -> list[dict[str, Any]]:
+    """The runs of a recording whose every span went through ``edit`` first."""
+    requests = load_requests(RECORDINGS / config / scenario)
+    for _, _, span in iter_spans(requests):
+        edit(span)
+    shift_to_now(requests)
+    store = Store.open(str(tmp_path / "variant.duckdb"))
+    try:
+        for request in requests:
+            ingest_request(store, request)
+        return analytics.list_runs(store.reader())
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("The next request would exceed the request_limit of 5", "max_steps"),  # as recorded
+        ("The next tool call(s) would exceed the tool_calls_limit of 4 (tool_calls=5).", "max_tool_calls"),
+        ("Exceeded the total_tokens_limit of 1000 (total_tokens=1150)", "token_budget"),
+        ("Exceeded the input_tokens_limit of 1000 (input_tokens=1050)", "token_budget"),
+        ("Exceeded the output_tokens_limit of 90 (output_tokens=100)", "token_budget"),
+    ],
+)
+def test_pydantic_ai_usage_limits_end_runs_with_the_limit_that_stopped_them(
+    tmp_path: Path, message: str, reason: str
+) -> None:
+    """Pydantic AI raises one ``UsageLimitExceeded`` for every limit of ``UsageLimits``: the message
+    names the limit, and the run's termination reason is that limit's, not always ``max_steps``."""
+
+    def edit(span: Any) -> None:
+        if span.status.message.startswith("UsageLimitExceeded: "):
+            span.status.message = f"UsageLimitExceeded: {message}"
+            for event in span.events:
+                for kv in event.attributes:
+                    if kv.key == "exception.message":
+                        kv.value.string_value = message
+
+    (run,) = runs_of(tmp_path, "pydantic_ai", "turn_limit", edit)
+    assert (run["status"], run["termination_reason"]) == ("error", reason)
