@@ -484,6 +484,13 @@ STEP = Rule(
     "the step of the last model call begun before it.",
     "span_type IN ('llm', 'tool')",
 )
+USAGE_COUNTED_ABOVE = Rule(
+    "A model call inside a model call is usually two instrumentations' spans of one request (a "
+    "framework's and its client library's, OpenInference's LangChain and OpenAI instrumentors) "
+    "reporting the same usage: its tokens count only when the model call around it reports none.",
+    # p: the parent span of an llm span; true when that llm span's tokens are counted on p instead
+    "(p.span_type = 'llm' AND (p.input_tokens IS NOT NULL OR p.output_tokens IS NOT NULL))",
+)
 RUN_OK_REASON = "completed"
 RUN_OK = Rule(
     "A run succeeded when it completed and did not fail; a run that stopped at a limit, in a loop or "
@@ -642,6 +649,7 @@ def default_termination(is_error: bool) -> str:
 RULES: Mapping[str, Rule] = {
     "run": RUN,
     "step": STEP,
+    "usage_counted_above": USAGE_COUNTED_ABOVE,
     "run_ok": RUN_OK,
     "run_status": RUN_STATUS,
     "price_of_call": PRICE_OF_CALL,

@@ -7,10 +7,10 @@
 -- - its end: the run span's reason (ours, or a framework signal on it), else the principal's, else
 --   any agent span's signal, else the step budget exceeded, else from the status (RUN_OK).
 -- An llm span whose parent is an llm span (another instrumentation's chat span inside our model
--- call) is part of that call, not a call of its own (its tokens are kept: producers record them
--- on one of the two).
+-- call) is part of that call, not a call of its own; its tokens count only when the parent reports
+-- none (USAGE_COUNTED_ABOVE: our decorators leave them to the child, other pairs report them twice).
 WITH nested AS (
-    SELECT c."TraceId" AS trace_id, c."SpanId" AS span_id
+    SELECT c."TraceId" AS trace_id, c."SpanId" AS span_id, {{usage_counted_above}} AS counted_above
     FROM spans c JOIN spans p ON p."TraceId" = c."TraceId" AND p."SpanId" = c."ParentSpanId"
     WHERE c.span_type = 'llm' AND p.span_type = 'llm' AND c.run_id IS NOT NULL
 ),
@@ -23,10 +23,10 @@ calls AS (
            count(*) FILTER (WHERE span_type = 'tool' AND args_hash IS NOT NULL) AS argued_calls,
            count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
            coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
-           coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
-           coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens,
-           coalesce(sum(cache_read_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_read_tokens,
-           coalesce(sum(cache_write_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_write_tokens,
+           coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS input_tokens,
+           coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS output_tokens,
+           coalesce(sum(cache_read_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS cache_read_tokens,
+           coalesce(sum(cache_write_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS cache_write_tokens,
            count(*) FILTER (WHERE loop_kind IS NOT NULL) AS loop_marks,
            count(*) FILTER (WHERE loop_kind IS NOT NULL AND span_type IN ('llm', 'tool')) AS marked_calls,
            list_sort(list_distinct(list(tool) FILTER (WHERE span_type = 'tool' AND tool IS NOT NULL))) AS tools,

@@ -4,12 +4,15 @@ pipeline into a real DuckDB store, read back as runs."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -63,3 +66,37 @@ def test_pydantic_ai_usage_limits_end_runs_with_the_limit_that_stopped_them(
 
     (run,) = runs_of(tmp_path, "pydantic_ai", "turn_limit", edit)
     assert (run["status"], run["termination_reason"]) == ("error", reason)
+
+
+def test_another_instrumentations_model_span_inside_the_frameworks_counts_its_tokens_once(tmp_path: Path) -> None:
+    """OpenInference's LangChain and OpenAI instrumentors both on (Phoenix's ``auto_instrument``):
+    the OpenAI client's ``ChatCompletion`` span sits inside each ``ChatOpenAI`` span with the same
+    usage. One model call per turn, its tokens (and their cost) counted once."""
+    requests = load_requests(RECORDINGS / "langgraph_openinference" / "single")
+    inner = []
+    for _, _, span in iter_spans(requests):
+        if span.name == "ChatOpenAI":
+            client = Span()
+            client.CopyFrom(span)
+            client.span_id, client.parent_span_id, client.name = os.urandom(8), span.span_id, "ChatCompletion"
+            inner.append(client)
+    requests[0].resource_spans[0].scope_spans.append(
+        ScopeSpans(scope=InstrumentationScope(name="openinference.instrumentation.openai"), spans=inner)
+    )
+    shift_to_now(requests)
+    store = Store.open(str(tmp_path / "nested.duckdb"))
+    try:
+        for request in requests:
+            ingest_request(store, request)
+        con = store.reader()
+        (run,) = analytics.list_runs(con)
+        step_tokens = con.execute("SELECT sum(tokens) FROM run_step_totals").fetchone()[0]
+        call_tokens = con.execute("SELECT sum(input_tokens), sum(output_tokens), count(*) FROM run_calls").fetchone()
+        detail_steps = analytics.trace_detail(con, run["trace_id"])["steps"]
+    finally:
+        store.close()
+    assert len(inner) == 2
+    assert (run["steps"], run["llm_calls"], run["input_tokens"], run["output_tokens"]) == (2, 2, 285, 37)
+    assert step_tokens == 285 + 37
+    assert call_tokens == (285, 37, 2)
+    assert [(s["llm_calls"], s["input_tokens"]) for s in detail_steps] == [(1, 120), (1, 165)]
