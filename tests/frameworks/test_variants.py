@@ -100,3 +100,38 @@ def test_another_instrumentations_model_span_inside_the_frameworks_counts_its_to
     assert step_tokens == 285 + 37
     assert call_tokens == (285, 37, 2)
     assert [(s["llm_calls"], s["input_tokens"]) for s in detail_steps] == [(1, 120), (1, 165)]
+
+
+def test_a_managed_agents_steps_do_not_spend_its_managers_step_budget(tmp_path: Path) -> None:
+    """smolagents with a managed agent: the manager (``max_steps=5``, 2 model calls) runs a sub-agent
+    (``max_steps=5``, 5 model calls, it answered) inside its first step. Seven steps in the run, but
+    neither agent went over its own budget: the run completed."""
+    outer, inner = (load_requests(RECORDINGS / "smolagents" / s) for s in ("single", "exact"))
+    manager = [span for _, _, span in iter_spans(outer)]
+    managed = [span for _, _, span in iter_spans(inner)]
+    step = next(span for span in manager if span.name == "Step 1")
+    begin = min(span.start_time_unix_nano for span in managed)
+    took = max(span.end_time_unix_nano for span in managed) - begin + 2_000
+    for span in manager:  # the manager's later spans wait for the managed agent
+        if span.start_time_unix_nano > step.start_time_unix_nano:
+            span.start_time_unix_nano += took
+            span.end_time_unix_nano += took
+        elif span.end_time_unix_nano >= step.end_time_unix_nano:
+            span.end_time_unix_nano += took
+    for span in managed:
+        span.trace_id = step.trace_id
+        span.start_time_unix_nano += step.start_time_unix_nano + 1_000 - begin
+        span.end_time_unix_nano += step.start_time_unix_nano + 1_000 - begin
+        if span.name == "support_agent.run":
+            span.name, span.parent_span_id = "researcher.run", step.span_id
+    requests = outer + inner
+    shift_to_now(requests)
+    store = Store.open(str(tmp_path / "managed.duckdb"))
+    try:
+        for request in requests:
+            ingest_request(store, request)
+        (run,) = analytics.list_runs(store.reader())
+    finally:
+        store.close()
+    assert (run["agent"], run["steps"], run["status"]) == ("support_agent", 7, "ok")
+    assert run["termination_reason"] == "completed"
