@@ -484,6 +484,13 @@ STEP = Rule(
     "the step of the last model call begun before it.",
     "span_type IN ('llm', 'tool')",
 )
+USAGE_COUNTED_ABOVE = Rule(
+    "A model call inside a model call is usually two instrumentations' spans of one request (a "
+    "framework's and its client library's, OpenInference's LangChain and OpenAI instrumentors) "
+    "reporting the same usage: its tokens count only when the model call around it reports none.",
+    # p: the parent span of an llm span; true when that llm span's tokens are counted on p instead
+    "(p.span_type = 'llm' AND (p.input_tokens IS NOT NULL OR p.output_tokens IS NOT NULL))",
+)
 RUN_OK_REASON = "completed"
 RUN_OK = Rule(
     "A run succeeded when it completed and did not fail; a run that stopped at a limit, in a loop or "
@@ -594,17 +601,19 @@ def agent_name_of_span(name: str) -> str | None:
 
 TERMINATION_SIGNALS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"tool_calls_limit|tool.?calls?.?limit", re.I), "max_tool_calls"),
-    (re.compile(r"total_tokens_limit|token.?(budget|limit)", re.I), "token_budget"),
+    (re.compile(r"tokens?.?(budget|limit)", re.I), "token_budget"),  # Pydantic AI's input/output/total_tokens_limit
     (
         re.compile(r"max.?turns?.?exceeded|limit_turns|turn.?limit.?exceeded", re.I),
         "max_steps",
     ),  # OpenAI Agents, Strands
     (re.compile(r"GraphRecursionError|recursion.?limit|need more steps to process", re.I), "max_steps"),  # LangGraph
     (re.compile(r"max(imum)?.?iterations?.{0,20}reached|max.?steps.{0,20}reached", re.I), "max_steps"),  # LlamaIndex
-    (re.compile(r"LlmCallsLimitExceeded|request_limit|UsageLimitExceeded", re.I), "max_steps"),  # ADK, Pydantic AI
+    (re.compile(r"LlmCallsLimitExceeded|request_limit", re.I), "max_steps"),  # ADK, Pydantic AI
 )
 """A framework's own signal that its turn, step or call limit stopped a run (an error type or
-message, a finish reason, or the text it answers with), and the termination reason it means."""
+message, a finish reason, or the text it answers with), and the termination reason it means.
+Pydantic AI raises one ``UsageLimitExceeded`` for every limit: its message names the limit, so the
+type alone is no signal."""
 BUDGET_STEP_KEYS = ("loopsight.budget.max_steps", "smolagents.max_steps")
 """Where a run's step budget is written (its input says ``"max_iter": N`` for CrewAI)."""
 MAX_ITER_IN_TEXT = re.compile(r"\"max_iter\"\s*:\s*(\d{1,6})")
@@ -640,6 +649,7 @@ def default_termination(is_error: bool) -> str:
 RULES: Mapping[str, Rule] = {
     "run": RUN,
     "step": STEP,
+    "usage_counted_above": USAGE_COUNTED_ABOVE,
     "run_ok": RUN_OK,
     "run_status": RUN_STATUS,
     "price_of_call": PRICE_OF_CALL,

@@ -78,8 +78,12 @@ class SqlFiles:
 def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
     """``body`` preceded by the named CTEs ``ctes`` (name: SQL text).
 
-    A body that has its own ``WITH`` clause continues the list. With ``inline`` the CTEs are
-    ``NOT MATERIALIZED`` (DuckDB): each use reads only the columns and rows it needs.
+    A body that has its own ``WITH`` (or ``WITH RECURSIVE``) clause continues the list. With ``inline``
+    the CTEs are ``NOT MATERIALIZED`` (DuckDB): each use reads only the columns and rows it needs.
+
+    Example:
+        >>> with_ctes("WITH RECURSIVE b(n) AS (SELECT 1) SELECT * FROM a, b", {"a": "SELECT 1"})
+        'WITH RECURSIVE a AS (\\nSELECT 1\\n)\\n, b(n) AS (SELECT 1) SELECT * FROM a, b'
     """
     if not ctes:
         return body
@@ -88,8 +92,10 @@ def with_ctes(body: str, ctes: dict[str, str], *, inline: bool = False) -> str:
     lines = body.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
     if lines and lines[first].lstrip().upper().startswith("WITH "):
-        lines[first] = "," + lines[first].lstrip()[4:]
-        return f"WITH {head}\n" + "\n".join(lines)
+        rest = lines[first].lstrip()[4:].lstrip()
+        recursive = rest.upper().startswith("RECURSIVE ")
+        lines[first] = ", " + rest[len("RECURSIVE ") :] if recursive else "," + lines[first].lstrip()[4:]
+        return f"WITH {'RECURSIVE ' if recursive else ''}{head}\n" + "\n".join(lines)
     return f"WITH {head}\n{body}"
 
 

@@ -1,7 +1,8 @@
 -- Per run and step of one trace: model and tool calls, errors, retries, loop-guard hits, tokens.
--- An llm span whose parent is an llm span is part of that model call, not a call of its own.
+-- An llm span whose parent is an llm span is part of that model call, not a call of its own; its
+-- tokens count only when the parent reports none (loopsight.vocabulary.USAGE_COUNTED_ABOVE).
 WITH nested AS (
-    SELECT c."SpanId" AS span_id
+    SELECT c."SpanId" AS span_id, {{usage_counted_above}} AS counted_above
     FROM spans c JOIN spans p ON p."TraceId" = c."TraceId" AND p."SpanId" = c."ParentSpanId"
     WHERE c."TraceId" = $trace_id AND p."TraceId" = $trace_id AND c.span_type = 'llm' AND p.span_type = 'llm'
 )
@@ -16,8 +17,8 @@ SELECT run_id,
        coalesce(sum(array_length(list_filter("Events", lambda e: e."Name" = 'retry'))), 0) AS retry_events,
        count(*) FILTER (WHERE loop_kind IS NOT NULL
                         OR array_length(list_filter("Events", lambda e: e."Name" = 'loop_detected')) > 0) AS loop_hits,
-       coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
-       coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens
+       coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS input_tokens,
+       coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS output_tokens
 FROM spans s
 LEFT JOIN nested n ON n.span_id = s."SpanId"
 WHERE "TraceId" = $trace_id AND step IS NOT NULL AND span_type IN ('llm', 'tool')

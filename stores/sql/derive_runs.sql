@@ -5,12 +5,14 @@
 --   (a framework root, RUN's fallback) takes its span's name;
 -- - that named span is the run's principal: the run is an error when its span or the principal is;
 -- - its end: the run span's reason (ours, or a framework signal on it), else the principal's, else
---   any agent span's signal, else the step budget exceeded, else from the status (RUN_OK).
+--   any agent span's signal, else a step budget exceeded, else from the status (RUN_OK). A budget is
+--   an agent span's own (smolagents.max_steps, CrewAI's max_iter): it is exceeded by the steps of
+--   the calls that agent made itself, not those of an agent inside it (a managed agent, a delegate).
 -- An llm span whose parent is an llm span (another instrumentation's chat span inside our model
--- call) is part of that call, not a call of its own (its tokens are kept: producers record them
--- on one of the two).
-WITH nested AS (
-    SELECT c."TraceId" AS trace_id, c."SpanId" AS span_id
+-- call) is part of that call, not a call of its own; its tokens count only when the parent reports
+-- none (USAGE_COUNTED_ABOVE: our decorators leave them to the child, other pairs report them twice).
+WITH RECURSIVE nested AS (
+    SELECT c."TraceId" AS trace_id, c."SpanId" AS span_id, {{usage_counted_above}} AS counted_above
     FROM spans c JOIN spans p ON p."TraceId" = c."TraceId" AND p."SpanId" = c."ParentSpanId"
     WHERE c.span_type = 'llm' AND p.span_type = 'llm' AND c.run_id IS NOT NULL
 ),
@@ -23,10 +25,10 @@ calls AS (
            count(*) FILTER (WHERE span_type = 'tool' AND args_hash IS NOT NULL) AS argued_calls,
            count(*) FILTER (WHERE span_type = 'tool' AND "StatusCode" = 'Error') AS tool_errors,
            coalesce(sum(greatest(coalesce(attempts, 1) - 1, 0)) FILTER (WHERE span_type = 'tool'), 0) AS retries,
-           coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm'), 0) AS input_tokens,
-           coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm'), 0) AS output_tokens,
-           coalesce(sum(cache_read_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_read_tokens,
-           coalesce(sum(cache_write_tokens) FILTER (WHERE span_type = 'llm'), 0) AS cache_write_tokens,
+           coalesce(sum(input_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS input_tokens,
+           coalesce(sum(output_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS output_tokens,
+           coalesce(sum(cache_read_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS cache_read_tokens,
+           coalesce(sum(cache_write_tokens) FILTER (WHERE span_type = 'llm' AND NOT coalesce(n.counted_above, false)), 0) AS cache_write_tokens,
            count(*) FILTER (WHERE loop_kind IS NOT NULL) AS loop_marks,
            count(*) FILTER (WHERE loop_kind IS NOT NULL AND span_type IN ('llm', 'tool')) AS marked_calls,
            list_sort(list_distinct(list(tool) FILTER (WHERE span_type = 'tool' AND tool IS NOT NULL))) AS tools,
@@ -46,11 +48,32 @@ agents AS (
            arg_min(agent, ("Timestamp", "SpanId")) FILTER (WHERE agent IS NOT NULL) AS named,
            arg_min("StatusCode" = 'Error', ("Timestamp", "SpanId")) FILTER (WHERE agent IS NOT NULL) AS named_failed,
            arg_min(termination_reason, ("Timestamp", "SpanId")) FILTER (WHERE agent IS NOT NULL) AS named_reason,
-           arg_min(termination_reason, ("Timestamp", "SpanId")) FILTER (WHERE termination_reason IS NOT NULL) AS signal,
-           max(TRY_CAST("SpanAttributes"['loopsight.budget.max_steps'] AS BIGINT)) AS max_steps
+           arg_min(termination_reason, ("Timestamp", "SpanId")) FILTER (WHERE termination_reason IS NOT NULL) AS signal
     FROM spans
     WHERE span_type = 'agent' AND run_id IS NOT NULL
     GROUP BY "TraceId", run_id
+),
+budgets AS (  -- agent spans with a step budget
+    SELECT "TraceId" AS trace_id, "SpanId" AS span_id, run_id,
+           TRY_CAST("SpanAttributes"['loopsight.budget.max_steps'] AS BIGINT) AS max_steps
+    FROM spans
+    WHERE span_type = 'agent' AND run_id IS NOT NULL
+      AND TRY_CAST("SpanAttributes"['loopsight.budget.max_steps'] AS BIGINT) IS NOT NULL
+),
+owner(trace_id, span_id, step, cur, depth) AS (  -- each model call of those traces, up to its nearest agent span
+    SELECT "TraceId", "SpanId", step, "ParentSpanId", 0 FROM spans
+    WHERE span_type = 'llm' AND run_id IS NOT NULL AND "TraceId" IN (SELECT trace_id FROM budgets)
+    UNION ALL
+    SELECT o.trace_id, o.span_id, o.step, p."ParentSpanId", o.depth + 1
+    FROM owner o JOIN spans p ON p."TraceId" = o.trace_id AND p."SpanId" = o.cur
+    WHERE p.span_type <> 'agent' AND o.depth < 64
+),
+over_budget AS (
+    SELECT b.trace_id, b.run_id, bool_or(list_unique(o.steps) > b.max_steps) AS exceeded
+    FROM budgets b
+    JOIN (SELECT trace_id, cur, list(step) AS steps FROM owner GROUP BY trace_id, cur) o
+      ON o.trace_id = b.trace_id AND o.cur = b.span_id
+    GROUP BY b.trace_id, b.run_id
 ),
 runs AS (
     SELECT r."TraceId" AS trace_id, r."SpanId" AS run_id,
@@ -58,16 +81,17 @@ runs AS (
            r."Timestamp" AS started_at, r."Duration" AS duration,
            CASE WHEN r."StatusCode" = 'Error' OR coalesce(a.named_failed, false) THEN 'Error' ELSE r."StatusCode" END
                AS "StatusCode",
-           r.termination_reason AS own_reason, a.named_reason, a.signal, a.max_steps
+           r.termination_reason AS own_reason, a.named_reason, a.signal, b.exceeded AS over_budget
     FROM spans r
     LEFT JOIN agents a ON a.trace_id = r."TraceId" AND a.run_id = r."SpanId"
+    LEFT JOIN over_budget b ON b.trace_id = r."TraceId" AND b.run_id = r."SpanId"
     LEFT JOIN named_spans e ON e.trace_id = r."TraceId" AND e.run_id = r."SpanId"
     WHERE r."SpanId" = r.run_id
 ),
 decided AS (
     SELECT u.*, c.* EXCLUDE (trace_id, run_id),
            coalesce(own_reason, named_reason, signal,
-                    CASE WHEN max_steps IS NOT NULL AND coalesce(c.steps, 0) > max_steps THEN 'max_steps' END,
+                    CASE WHEN over_budget THEN 'max_steps' END,
                     CASE WHEN u."StatusCode" = 'Error' THEN 'error' ELSE 'completed' END) AS termination_reason
     FROM runs u
     LEFT JOIN calls c ON c.trace_id = u.trace_id AND c.run_id = u.run_id
