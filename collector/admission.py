@@ -44,8 +44,10 @@ import os
 import threading
 from collections.abc import Mapping
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from loopsight.errors import LoopsightError
-from loopsight.ingest.otlp import TooLarge
+from loopsight.ingest.otlp import TooLarge, span_count
 
 DEFAULT_MAX_REQUESTS = 32
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -87,6 +89,15 @@ class Ticket:
         if self._released:
             return True
         return self._admission._resize(self, max(body_bytes * self._admission.expansion, spans * SPAN_BYTES))
+
+    def admit_decoded(self, body_bytes: int, request: ExportTraceServiceRequest) -> None:
+        """Re-charge for a decoded request (:meth:`resize`, with its spans); raises
+        :class:`~loopsight.ingest.otlp.TooLarge` for more spans than one request may hold (413 /
+        INVALID_ARGUMENT) and :class:`Overloaded` when it does not fit beside the others (503 / UNAVAILABLE)."""
+        spans = span_count(request)
+        self._admission.check_spans(spans)
+        if not self.resize(body_bytes, spans):
+            raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
 
     def release(self) -> None:
         if not self._released:

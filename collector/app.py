@@ -48,18 +48,21 @@ from loopsight.ingest.otlp import (
     decompress,
     media_type,
     parse_request,
-    span_count,
 )
 from loopsight.stores import QueueFull, StoreError
 
 log = logging.getLogger("loopsight.collector")
 
-# a request that cannot be read: its outcome on /metrics and its HTTP status
-_REFUSED = (
+# a request refused before it was queued: its outcome on /metrics (None: the queue counts its
+# own) and its HTTP status (503: retry later)
+_REFUSED: tuple[tuple[type[Exception], str | None, int], ...] = (
+    (QueueFull, None, 503),
+    (Overloaded, "overloaded", 503),
     (UnsupportedMediaType, "unsupported_media_type", 415),
     (TooLarge, "too_large", 413),
     (BadRequest, "bad_request", 400),
 )
+_REFUSALS = tuple(kind for kind, _, _ in _REFUSED)
 
 _GRPC_CODES = {
     400: code_pb2.INVALID_ARGUMENT,
@@ -225,13 +228,10 @@ def create_app(
         try:
             data = decompress(body, encoding, settings.max_body_bytes)
             export = parse_request(data, kind)
-            spans = span_count(export)
-            admission.check_spans(spans)
             # A protobuf body's decompressed length is its size (ByteSize() would walk every span).
-            if not ticket.resize(len(data) if kind == PROTOBUF else export.ByteSize(), spans):
-                raise Overloaded("collector is busy (in-flight budget spent once decompressed)")
+            ticket.admit_decoded(len(data) if kind == PROTOBUF else export.ByteSize(), export)
             prepared, future = receiver.accept(export, "http")
-        except (Overloaded, UnsupportedMediaType, TooLarge, BadRequest, QueueFull) as exc:
+        except _REFUSALS as exc:
             # Returned, not raised across the thread: a traceback would keep this frame's body and
             # decoded request (~100 MB for 16 MiB of tiny spans) alive in a cycle until a GC ran.
             return exc.with_traceback(None)
@@ -261,14 +261,12 @@ def create_app(
             ticket.release()
 
     def refusal(kind: str, exc: Exception) -> Response:
-        """The answer to a request refused before it was queued (the queue counts its own refusals)."""
-        if isinstance(exc, QueueFull):
+        """The answer to a request refused before it was queued."""
+        outcome, status = next((o, code) for refused, o, code in _REFUSED if isinstance(exc, refused))
+        if outcome is not None:
+            metrics.request("http", outcome)
+        if status == 503:
             return _error(kind, 503, f"{exc}; retry later", retry_after)
-        if isinstance(exc, Overloaded):
-            metrics.request("http", "overloaded")
-            return _error(kind, 503, f"{exc}; retry later", retry_after)
-        outcome, status = next((o, code) for kind_, o, code in _REFUSED if isinstance(exc, kind_))
-        metrics.request("http", outcome)
         return _error(kind, status, str(exc))
 
     async def _export(request: Request, kind: str, ticket: Any) -> Response:
@@ -284,7 +282,7 @@ def create_app(
         except ClientDisconnect:  # a client gone before its whole body came (its timeout, a dropped link): no answer
             metrics.request("http", "disconnected")
             return _error(kind, 400, "the client disconnected before its body was read")
-        except (Overloaded, UnsupportedMediaType, TooLarge, BadRequest, QueueFull) as exc:
+        except _REFUSALS as exc:
             return refusal(kind, exc)
         if isinstance(decoded, Exception):
             return refusal(kind, decoded)

@@ -25,11 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from loopsight.collector.admission import Ticket
+from loopsight.collector.admission import Overloaded, Ticket
 from loopsight.collector.app import token_matches
 from loopsight.collector.receiver import Receiver
 from loopsight.config import host_port
-from loopsight.ingest.otlp import TooLarge, parse_protobuf, span_count
+from loopsight.ingest.otlp import TooLarge, parse_protobuf
 from loopsight.stores import QueueFull
 
 log = logging.getLogger("loopsight.collector")
@@ -100,34 +100,32 @@ class TraceService:
             ticket.release()
 
     def _export(self, body: bytes, context: grpc.ServicerContext, ticket: Ticket) -> ExportTraceServiceResponse:
-        metrics = self.receiver.metrics
         try:
             request = parse_protobuf(body)
         except (DecodeError, RecursionError) as exc:
-            metrics.request("grpc", "bad_request")
-            message = f"malformed ExportTraceServiceRequest: {exc}"
-        else:
-            refusal = self._refusal(request, len(body), ticket)
-            if refusal is None:
-                parsed = [request]
-                del request  # waiting for the commit holds the Arrow table only; the body is what is forwarded
-                return self._ingest(parsed, body, context)
+            self.receiver.metrics.request("grpc", "bad_request")
+            return self._refused(
+                context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed ExportTraceServiceRequest: {exc}"
+            )
+        refusal = self._refusal(request, len(body), ticket)
+        if refusal is not None:
             return self._refused(context, *refusal)
-        return self._refused(context, grpc.StatusCode.INVALID_ARGUMENT, message)
+        parsed = [request]
+        del request  # waiting for the commit holds the Arrow table only; the body is what is forwarded
+        return self._ingest(parsed, body, context)
 
     def _refusal(
         self, request: ExportTraceServiceRequest, size: int, ticket: Ticket
     ) -> tuple[grpc.StatusCode, str] | None:
         """Why a decoded request is refused (``None``: it is not)."""
-        spans = span_count(request)
         try:
-            self.receiver.admission.check_spans(spans)
+            ticket.admit_decoded(size, request)
         except TooLarge as exc:  # as HTTP's 413: it never fits, so not retryable
             self.receiver.metrics.request("grpc", "too_large")
             return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
-        if not ticket.resize(size, spans):
+        except Overloaded as exc:
             self.receiver.metrics.request("grpc", "overloaded")
-            return grpc.StatusCode.UNAVAILABLE, "collector is busy (in-flight budget spent once decoded); retry later"
+            return grpc.StatusCode.UNAVAILABLE, f"{exc}; retry later"
         return None
 
     def _ingest(

@@ -44,7 +44,7 @@ from loopsight.config import traces_url
 from loopsight.errors import LoopsightError
 from loopsight.ingest.features import set_hash_key
 from loopsight.ingest.normalize import Limits
-from loopsight.ingest.otlp import JSON, BadRequest, decode_request, parse_protobuf
+from loopsight.ingest.otlp import JSON, BadRequest, decode_request, inflate, parse_protobuf
 from loopsight.ingest.pipeline import prepare
 from loopsight.prices import PriceBook
 from loopsight.stores import QueueFull
@@ -120,7 +120,7 @@ class IngestSummary:
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
-_GZIP_CHUNK = 1 << 16
+_GZIP_CHUNK = 1 << 16  # a broken first member keeps what its chunks before the break gave
 
 
 def _read(path: Path) -> tuple[bytes, str | None]:
@@ -131,24 +131,14 @@ def _read(path: Path) -> tuple[bytes, str | None]:
     if data[:2] != b"\x1f\x8b":
         return data, None
     parts: list[bytes] = []
-    offset, why = 0, None
-    while offset < len(data) and why is None:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            while not inflater.eof and offset < len(data):
-                chunk = data[offset : offset + _GZIP_CHUNK]
-                parts.append(inflater.decompress(chunk))
-                offset += len(chunk)
-        except zlib.error as exc:
-            why = f"not a valid gzip file: {exc}"
-            break
-        if not inflater.eof:
-            why = "the gzip file is cut short (it ends before its end-of-stream marker)"
-        offset -= len(inflater.unused_data)
-        # zero padding after the last member, as gzip(1) allows (looked at only where a zero byte
-        # follows: copying the rest after every member made a file of many members quadratic)
-        if offset < len(data) and data[offset] == 0 and data.count(b"\0", offset) == len(data) - offset:
-            break
+    why = None
+    try:
+        for piece in inflate(data, 16 + zlib.MAX_WBITS, first=_GZIP_CHUNK):
+            parts.append(piece)
+    except zlib.error as exc:
+        why = f"not a valid gzip file: {exc}"
+    except EOFError:
+        why = "the gzip file is cut short (it ends before its end-of-stream marker)"
     decompressed = b"".join(parts)
     if why is not None and not decompressed.strip():
         raise BadRequest(f"{path}: {why}")

@@ -63,6 +63,49 @@ _FIRST_SLICE = 256  # bytes first fed to the decoder of a member after the first
 _LAST_SLICE = 1 << 20
 
 
+class TrailingData(LoopsightError):
+    """Bytes after the end of a zlib or raw deflate stream (``args[0]``: how many)."""
+
+
+def inflate(data: bytes, wbits: int, max_bytes: int | None = None, first: int | None = None) -> Iterator[bytes]:
+    """The decompressed pieces of ``data``, member after member: a gzip stream may hold several
+    (RFC 1952), and zero padding after the last is allowed, as gzip(1) does. Raises ``zlib.error``
+    on data that is not valid, ``EOFError`` for a member cut short, :class:`TooLarge` past
+    ``max_bytes`` and :class:`TrailingData` for bytes after a stream that is not gzip's; the pieces
+    before are yielded first. ``first``: bytes fed at once to the first member (``None``: all of it).
+
+    Example:
+        >>> import gzip
+        >>> b"".join(inflate(gzip.compress(b"a") + gzip.compress(b"b") + b"\\0" * 4, 31))
+        b'ab'
+    """
+    view = memoryview(data)
+    size = start = 0  # what came out so far; where the member being decoded starts
+    while True:
+        decoder = zlib.decompressobj(wbits)
+        # The members after the first are fed growing slices: a member's unused_data is a copy of
+        # what it was fed past its end, so feeding each the rest made a body of many tiny members
+        # quadratic (4 MB of empty members took 22 s, holding up every other request's decoding).
+        offset, step = start, (first or len(data)) if start == 0 else _FIRST_SLICE
+        while not decoder.eof and offset < len(data):
+            piece = view[offset : offset + step]
+            out = decoder.decompress(piece, 0 if max_bytes is None else max_bytes + 1 - size)  # 0: unbounded
+            size += len(out)
+            if max_bytes is not None and (size > max_bytes or decoder.unconsumed_tail):
+                raise TooLarge(f"body is over the {max_bytes}-byte limit after decompression")
+            yield out
+            offset += len(piece) - len(decoder.unused_data)
+            step = min(step * 4, _LAST_SLICE)
+        if not decoder.eof:
+            raise EOFError("cut short before its end-of-stream marker")
+        start = offset
+        # no member starts with a zero byte: the rest is looked at (and counted) only then
+        if start == len(data) or (data[start] == 0 and data.count(b"\x00", start) == len(data) - start):
+            return
+        if wbits < 16:  # zlib or raw deflate: one stream
+            raise TrailingData(len(data) - start)
+
+
 def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
     """Undo ``Content-Encoding`` gzip/deflate, streaming, never producing more than ``max_bytes``."""
     encoding = (encoding or "identity").strip().lower()
@@ -76,36 +119,15 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
         wbits = zlib.MAX_WBITS if body[:1] == b"\x78" else -zlib.MAX_WBITS
     else:
         raise UnsupportedMediaType(f"unsupported content encoding {encoding!r}: use gzip or deflate")
-    parts: list[bytes] = []
-    size = 0
-    view = memoryview(body)
-    start = 0  # where the member being decoded starts
-    while True:  # a gzip body may hold several members (RFC 1952), each decoded in turn
-        decoder = zlib.decompressobj(wbits)
-        # The first member is fed the whole body (one output part: no copy to join), the next ones
-        # growing slices: a member's unused_data is a copy of what it was fed past its end, so
-        # feeding each the rest made a body of many tiny members quadratic (4 MB of empty members
-        # took 22 s, holding up every other request's decoding).
-        offset, step = start, len(body) if start == 0 else _FIRST_SLICE
-        while not decoder.eof and offset < len(body):
-            piece = view[offset : offset + step]
-            try:
-                parts.append(decoder.decompress(piece, max_bytes + 1 - size))  # never 0: that means unbounded
-            except zlib.error as exc:
-                raise BadRequest(f"body is not valid {encoding}: {exc}") from None
-            size += len(parts[-1])
-            if size > max_bytes or decoder.unconsumed_tail:
-                raise TooLarge(f"body is over the {max_bytes}-byte limit after decompression")
-            offset += len(piece) - len(decoder.unused_data)
-            step = min(step * 4, _LAST_SLICE)
-        if not decoder.eof:
-            raise BadRequest(f"body is truncated {encoding} data")
-        start = offset
-        # gzip(1) tolerates zero padding after the last member (no member starts with a zero byte)
-        if start == len(body) or (body[start] == 0 and body.count(b"\x00", start) == len(body) - start):
-            return parts[0] if len(parts) == 1 else b"".join(parts)
-        if encoding != "gzip":
-            raise BadRequest(f"body has {len(body) - start} bytes after the end of the {encoding} data")
+    try:
+        parts = list(inflate(body, wbits, max_bytes))
+    except zlib.error as exc:
+        raise BadRequest(f"body is not valid {encoding}: {exc}") from None
+    except EOFError:
+        raise BadRequest(f"body is truncated {encoding} data") from None
+    except TrailingData as exc:
+        raise BadRequest(f"body has {exc.args[0]} bytes after the end of the {encoding} data") from None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 _ID_FIELDS = {

@@ -69,12 +69,13 @@ def session_runs(session_id: str) -> None:
         return
     frame = frames.runs_frame(runs).sort_values("started_at")
     total = int(answer.get("total") or len(frame))
-    # the session's own sums, over all its runs (the table below lists the first SESSION_RUNS)
-    summed = ui.load("sessions", what="The session's totals", session=session_id, limit=1)
-    if summed:
-        whole = summed[0]
-        cols = st.columns(4)
-        cols[0].metric("runs", fmt.count(total))
+    # the session's own sums, over all its runs (the table below lists the first SESSION_RUNS); a
+    # collector before ?session= answers another session: no sums then
+    summed = ui.load("sessions", what="The session's totals", session=session_id, limit=1) or []
+    whole = next((s for s in summed if s.get("session_id") == session_id), None)
+    cols = st.columns(4)
+    cols[0].metric("runs", fmt.count(total))
+    if whole is not None:
         tokens = (whole.get("input_tokens") or 0) + (whole.get("output_tokens") or 0)
         cols[1].metric("tokens", fmt.tokens(int(tokens), compact=True))
         cols[2].metric("cost", fmt.money(whole.get("cost_usd"), whole.get("unpriced_calls"), precise=True))
